@@ -1,0 +1,160 @@
+"""Scores of all candidate ensembles of one greedy step: ``(S + P[m]) / (k + 1)`` for every m.
+
+Two implementations share one interface, ``scorer(S, k) -> (M,) scores``:
+- exact: float64, the batch metrics of :mod:`ensel.metrics` over chunks of candidates (used for
+  ``exact=True``, user metrics, and when numba is missing);
+- fast: float32 matrix, one numba pass per step (:mod:`ensel._kernels`); rank metrics quantise
+  the candidate's mean prediction to ``RANK_BINS`` levels instead of sorting.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import numpy as np
+
+from ensel.metrics import EPS, LIFT_FRACTION, Metric
+
+try:  # numba is a dependency, but keep the engine usable (slower) without it
+    import numba
+
+    from ensel import _kernels
+except ImportError:  # pragma: no cover - exercised only where numba is not installed
+    _kernels = None
+
+log = logging.getLogger(__name__)
+
+RANK_BINS = 1 << 14
+"""Score levels for fast rank metrics: steps of 6e-5 in probability (tests/test_selection.py
+shows selections identical to exact sorting on realistic libraries)."""
+REFINE = 8
+"""Fast rank metrics re-score this many best candidates per step by exact sorting."""
+CHUNK_BYTES = 64 << 20
+"""Exact scoring works on chunks of candidates of about this many bytes."""
+
+StepScorer = Callable[[np.ndarray, int], np.ndarray]
+
+
+class exact_scorer:
+    """Score candidates with the exact float64 batch metric, a chunk of members at a time."""
+
+    def __init__(self, metric: Metric, P: np.ndarray, y: np.ndarray):
+        self.metric, self.P, self.y = metric, P, y
+        self.chunk = max(1, CHUNK_BYTES // max(1, P[0].size * 8))
+
+    def __call__(self, S: np.ndarray, k: int) -> np.ndarray:
+        return self.rows(S, k, np.arange(len(self.P)))
+
+    def rows(self, S: np.ndarray, k: int, members: np.ndarray) -> np.ndarray:
+        """Scores of the candidates ``members`` only."""
+        out = np.empty(len(members))
+        for start in range(0, len(members), self.chunk):
+            block = members[start : start + self.chunk]
+            Q = (S + self.P[block].astype(np.float64)) / (k + 1)
+            out[start : start + self.chunk] = self.metric.batch(self.y, Q)
+        return out
+
+
+def fast_available(metric: Metric) -> bool:
+    """True if ``metric`` has a compiled kernel here."""
+    return _kernels is not None and metric.kind != "custom"
+
+
+def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
+    """Score candidates with the compiled kernels; ``P`` is converted to float32 once.
+
+    For rank metrics the ``REFINE`` best candidates by the quantised score are scored again by
+    exact sorting (of the same float32 predictions), so the step's decision does not rest on
+    the quantisation; the other candidates keep their quantised scores, capped so that none
+    outranks a refined one.
+    """
+    P = np.ascontiguousarray(P, dtype=np.float32)
+    if P.ndim == 2:
+        approx = _binary(metric.name, P, y.astype(np.bool_))
+    else:
+        approx = _multiclass(metric.name, P, y)
+    if metric.kind != "rank" or len(P) == 1:
+        return approx
+    exact = exact_scorer(metric, P, y)
+    sign = 1.0 if metric.greater_is_better else -1.0
+
+    def refined(S: np.ndarray, k: int) -> np.ndarray:
+        gain = sign * approx(S, k)
+        best = np.sort(np.argsort(-gain, kind="stable")[:REFINE])
+        exact_gain = sign * exact.rows(S, k, best)
+        np.minimum(gain, exact_gain.min(), out=gain)
+        gain[best] = exact_gain
+        return sign * gain
+
+    return refined
+
+
+def candidate_scorer(metric: Metric, P: np.ndarray, y: np.ndarray, exact: bool) -> StepScorer:
+    """The fast scorer where possible, else the exact one."""
+    if exact or not fast_available(metric):
+        if not exact and metric.kind != "custom":
+            log.warning("numba is not installed: selection falls back to exact numpy scoring")
+        return exact_scorer(metric, P, y)
+    return fast_scorer(metric, P, y)
+
+
+def _binary(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
+    k = _kernels
+    yi = y.astype(np.int64)
+    n_pos = int(yi.sum())
+    if name == "acc":
+        return lambda S, n: k.acc_binary(P, S, y, float(n + 1))
+    if name == "fsc":
+        return lambda S, n: k.fsc_binary(P, S, y, float(n + 1), n_pos)
+    if name == "rms":
+        return lambda S, n: np.sqrt(k.mean_squared_error(P, S / (n + 1) - yi, 1.0 / (n + 1)))
+    if name == "mxe":
+        sign = np.where(y, 1.0, -1.0)
+
+        def mxe(S: np.ndarray, n: int) -> np.ndarray:
+            inv = 1.0 / (n + 1)
+            offset = np.where(y, S * inv, 1.0 - S * inv)
+            return k.mean_log_loss(P, offset, sign, inv, EPS)
+
+        return mxe
+    kind, top, divisor = {
+        "roc": (0, 0.0, 1.0),
+        "lft": (1, LIFT_FRACTION * len(y), n_pos * LIFT_FRACTION),
+        "bep": (1, float(n_pos), float(n_pos)),
+        "apr": (2, 0.0, 1.0),
+    }[name]
+    y8 = y.astype(np.int8)
+    n_chunks = min(len(P), 4 * numba.get_num_threads())
+    counter = np.uint16 if len(y) < (1 << 16) else np.int64
+    histograms = np.zeros((n_chunks, 2 * RANK_BINS), counter)  # kernels leave them zeroed
+    table = k.LOWEST_BIT_TABLE
+    return lambda S, n: (
+        k.rank_binary(P, S, y8, float(n + 1), kind, top, histograms, table) / divisor
+    )
+
+
+def _multiclass(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
+    k = _kernels
+    M, N, C = P.shape
+    if name == "acc":
+        return lambda S, n: k.acc_multi(P, S, y)
+    if name == "fsc":
+        counts = np.bincount(y, minlength=C).astype(np.int64)
+        return lambda S, n: k.fsc_multi(P, S, y, counts)
+    if name == "rms":
+        flat = P.reshape(M, N * C)
+        onehot = np.eye(C)[y].ravel()
+        return lambda S, n: np.sqrt(
+            k.mean_squared_error(flat, S.ravel() / (n + 1) - onehot, 1 / (n + 1))
+        )
+    if name == "mxe":
+        rows = np.arange(N)
+        true_col = np.ascontiguousarray(P[:, rows, y])
+        sign = np.ones(N)
+        return lambda S, n: k.mean_log_loss(true_col, S[rows, y] / (n + 1), sign, 1 / (n + 1), EPS)
+    # rank metrics: macro average of one-vs-rest binary scorers on contiguous class columns
+    per_class = [(c, _binary(name, np.ascontiguousarray(P[:, :, c]), y == c)) for c in np.unique(y)]
+    return lambda S, n: np.mean(
+        [score(np.ascontiguousarray(S[:, c]), n) for c, score in per_class], axis=0
+    )
