@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 RANK_BINS = 1 << 14
 """Score levels for fast rank metrics: steps of 6e-5 in probability (tests/test_selection.py
 shows selections identical to exact sorting on realistic libraries)."""
+SERIAL_BELOW = 1 << 20
+"""Matrices smaller than this are scored on one thread: a step then takes microseconds, and
+waking a second thread costs more (much more when another process holds the other core)."""
 REFINE = 8
 """Fast rank metrics re-score this many best candidates per step by exact sorting."""
 CHUNK_BYTES = 64 << 20
@@ -74,6 +77,8 @@ def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
         approx = _binary(metric.name, P, y.astype(np.bool_))
     else:
         approx = _multiclass(metric.name, P, y)
+    if P.size < SERIAL_BELOW:
+        approx = _serial(approx)
     if metric.kind != "rank" or len(P) == 1:
         return approx
     exact = exact_scorer(metric, P, y)
@@ -97,6 +102,18 @@ def candidate_scorer(metric: Metric, P: np.ndarray, y: np.ndarray, exact: bool) 
             log.warning("numba is not installed: selection falls back to exact numpy scoring")
         return exact_scorer(metric, P, y)
     return fast_scorer(metric, P, y)
+
+
+def _serial(scorer: StepScorer) -> StepScorer:
+    def run(S: np.ndarray, k: int) -> np.ndarray:
+        threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            return scorer(S, k)
+        finally:
+            numba.set_num_threads(threads)
+
+    return run
 
 
 def _binary(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:

@@ -84,7 +84,7 @@ class _Ranked:
 
 def _rank(y: np.ndarray, Q: np.ndarray) -> _Ranked:
     M, N = Q.shape
-    order = np.argsort(-Q, axis=1, kind="stable")
+    order = np.argsort(-Q, axis=1)  # tie groups are found by value, so any sort will do
     Qs = np.take_along_axis(Q, order, axis=1)
     new_group = np.ones((M, N), dtype=bool)
     new_group[:, 1:] = Qs[:, 1:] != Qs[:, :-1]

@@ -24,6 +24,7 @@ class _Run:
 
     counts: np.ndarray
     trajectory: np.ndarray
+    order: np.ndarray  # members in the order they joined: the initial ones, then each step
 
 
 class EnsembleSelection:
@@ -53,6 +54,8 @@ class EnsembleSelection:
     trajectory_ : hillclimb score of each ensemble in the nested sequence: the sorted
         initialisation (if any) and then each greedy step. Shape (L,) for ``n_bags == 1``,
         (n_bags, L) otherwise (NaN-padded where a bag stopped early without replacement).
+    order_ : member indices in the order they joined the ensemble (initial members first), for
+        the whole run, not only the returned prefix; a list of such arrays when ``n_bags > 1``.
     member_scores_ : (n_members,) hillclimb score of each member alone.
     score_ : hillclimb score of the returned ensemble.
     """
@@ -99,12 +102,13 @@ class EnsembleSelection:
         bagged = self.n_bags > 1
         bag_size = max(1, round(self.bag_fraction * len(pool))) if bagged else len(pool)
         bag_weights = np.zeros((self.n_bags, n_members))
-        curves = []
+        curves, orders = [], []
         for b in range(self.n_bags):
             members = np.sort(rng.choice(pool, bag_size, replace=False)) if bagged else pool
             run = self._hillclimb(metric, P[members], y, gain[members])
             bag_weights[b, members] = run.counts / run.counts.sum()
             curves.append(run.trajectory)
+            orders.append(members[run.order])
 
         self.bag_weights_ = bag_weights
         self.weights_ = bag_weights.mean(axis=0)
@@ -113,6 +117,7 @@ class EnsembleSelection:
         for b, c in enumerate(curves):
             padded[b, : len(c)] = c
         self.trajectory_ = padded[0] if self.n_bags == 1 else padded
+        self.order_ = orders[0] if self.n_bags == 1 else orders
         self.score_ = float(metric.batch(y, self._blend(P)[None])[0])
         self.n_members_ = n_members
         return self
@@ -172,7 +177,10 @@ class EnsembleSelection:
         best = int(np.argmax(_gain(metric, trajectory)))
         start = 1 if self.sorted_init else 0  # the first entry of the curve is the initial ensemble
         best_counts = init_counts + np.bincount(picks[: best + 1 - start], minlength=n)
-        return _Run(counts=best_counts, trajectory=trajectory)
+        order = np.r_[
+            np.flatnonzero(init_counts)[np.argsort(-gain[init_counts > 0], kind="stable")], picks
+        ]
+        return _Run(counts=best_counts, trajectory=trajectory, order=order.astype(np.int64))
 
     def _check_params(self) -> None:
         def check(name: str, ok: bool, allowed: str) -> None:

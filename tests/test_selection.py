@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import ensel._candidates as candidates
 from ensel.metrics import METRICS, greater_is_better, score
 from ensel.selection import EnsembleSelection
-from tests.conftest import make_library
+from ensel.synthetic import make_library
 
 
 def reference_selection(P, y, metric, n_iter, sorted_init=False, max_init=25, replacement=True):
@@ -61,7 +61,7 @@ def single_run(metric, **kw):
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("sorted_init", [False, True])
 def test_exact_engine_matches_reference_loop(metric, sorted_init):
-    P, y = make_library(n_members=25, n_samples=150, seed=3)
+    P, y = make_library(n_members=25, n_samples=150, random_state=3)
     es = single_run(metric, sorted_init=sorted_init, max_init=6).fit(P, y)
     counts = reference_selection(P, y, metric, 12, sorted_init=sorted_init, max_init=6)
     np.testing.assert_allclose(es.weights_, counts / counts.sum())
@@ -69,14 +69,14 @@ def test_exact_engine_matches_reference_loop(metric, sorted_init):
 
 @pytest.mark.parametrize("metric", ["acc", "roc", "mxe", "fsc"])
 def test_exact_engine_matches_reference_loop_multiclass(metric):
-    P, y = make_library(n_members=15, n_samples=120, n_classes=3, seed=4)
+    P, y = make_library(n_members=15, n_samples=120, n_classes=3, random_state=4)
     es = single_run(metric, n_iter=8).fit(P, y)
     counts = reference_selection(P, y, metric, 8)
     np.testing.assert_allclose(es.weights_, counts / counts.sum())
 
 
 def test_without_replacement_matches_reference_and_uses_each_member_once():
-    P, y = make_library(n_members=10, n_samples=150, seed=5)
+    P, y = make_library(n_members=10, n_samples=150, random_state=5)
     es = single_run("rms", n_iter=20, replacement=False).fit(P, y)
     counts = reference_selection(P, y, "rms", 20, replacement=False)
     np.testing.assert_allclose(es.weights_, counts / counts.sum())
@@ -89,7 +89,7 @@ def test_without_replacement_matches_reference_and_uses_each_member_once():
 def test_fast_path_selects_what_exact_sorting_selects(metric, n_classes):
     """Float32 and quantised rank levels do not change a selection decision here: realistic
     libraries with strong, weak, correlated and coarse (heavily tied) members."""
-    P, y = make_library(n_members=80, n_samples=1500, n_classes=n_classes, seed=6)
+    P, y = make_library(n_members=80, n_samples=1500, n_classes=n_classes, random_state=6)
     opts = {"n_iter": 25, "n_bags": 1, "sorted_init": True, "max_init": 5}
     fast = EnsembleSelection(metric, exact=False, **opts).fit(P, y)
     exact = EnsembleSelection(metric, exact=True, **opts).fit(P, y)
@@ -124,6 +124,16 @@ def test_best_prefix_is_returned(binary_library):
     assert es.score_ == pytest.approx(np.min(es.trajectory_))
     assert np.argmin(es.trajectory_) < len(es.trajectory_) - 1  # it did peak and decline
     assert es.score_ == pytest.approx(score("rms", y, es.predict_proba(P)))
+
+
+def test_order_records_every_addition(binary_library):
+    P, y = binary_library
+    es = single_run("mxe", n_iter=15, sorted_init=True, max_init=5).fit(P, y)
+    n_init = len(es.order_) - 15
+    assert 1 <= n_init <= 5
+    best = int(np.argmin(es.trajectory_))
+    counts = np.bincount(es.order_[: n_init + best], minlength=len(P))
+    np.testing.assert_allclose(es.weights_, counts / counts.sum())
 
 
 def test_sorted_init_seeds_with_best_members(binary_library):

@@ -1,0 +1,206 @@
+"""Selection speed: seconds per greedy step for all eight metrics on synthetic libraries, against
+the floor (one numpy pass over the float64 matrix) and AutoGluon's EnsembleSelection.
+
+    python -m benchmarks.bench_selection [--quick] [--no-peer]
+
+AutoGluon is installed on first use into .bench-envs/autogluon (its own virtual environment;
+never a dependency of ensel). The table is printed and written to docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from ensel.metrics import METRICS
+from ensel.selection import EnsembleSelection
+from ensel.synthetic import make_library
+
+ROOT = Path(__file__).resolve().parents[1]
+PEER_ENV = ROOT / ".bench-envs" / "autogluon"
+PEER_METRICS = ("roc", "acc", "mxe", "fsc")  # where AutoGluon's metric is ours
+SECTION = "## Selection engine"
+
+
+def median_seconds(fn, repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def floor_seconds(P: np.ndarray) -> float:
+    """One numpy pass over the float64 matrix: the least any step can cost."""
+    return median_seconds(lambda: P.sum(axis=1), 7)
+
+
+def seconds_per_step(metric: str, P: np.ndarray, y: np.ndarray, steps: int) -> float:
+    """Per-step cost of a plain hillclimb (no init, one bag), setup excluded: the difference
+    between a run of ``steps`` + 10 steps and one of 10 steps, divided by ``steps``."""
+
+    def run(n: int) -> float:
+        es = EnsembleSelection(metric, n_iter=n, n_bags=1, sorted_init=False)
+        return median_seconds(lambda: es.fit(P, y), 3)
+
+    run(2)  # compile (cached on disk after the first time)
+    return (run(steps + 10) - run(10)) / steps
+
+
+def picks(metric: str, P: np.ndarray, y: np.ndarray, steps: int) -> list[int]:
+    es = EnsembleSelection(metric, n_iter=steps, n_bags=1, sorted_init=False).fit(P, y)
+    return es.order_.tolist()
+
+
+def peer_python() -> Path | None:
+    """The AutoGluon environment's python, installing it on first use."""
+    python = PEER_ENV / "bin" / "python"
+    if not python.exists():
+        print("installing autogluon.core into", PEER_ENV, "(first run only)", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(PEER_ENV)], check=True)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "autogluon.core"]
+        if subprocess.run(pip).returncode != 0:
+            print("could not install autogluon.core: skipping the peer", flush=True)
+            return None
+    return python
+
+
+def run_peer(python: Path, P: np.ndarray, y: np.ndarray, steps: int) -> dict[str, dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "library.npz"
+        np.savez(path, P=P, y=y)
+        script = ROOT / "benchmarks" / "_autogluon_peer.py"
+        cmd = [str(python), str(script), str(path), str(steps), *PEER_METRICS]
+        env = {**os.environ, "OMP_NUM_THREADS": "2"}
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
+    return {r["metric"]: r for r in map(json.loads, out.splitlines())}
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, z in zip(a, b, strict=False):
+        if x != z:
+            break
+        n += 1
+    return n
+
+
+def bagged_run_seconds(metric: str, P: np.ndarray, y: np.ndarray) -> float:
+    es = EnsembleSelection(metric, n_iter=100, n_bags=20, bag_fraction=0.5, random_state=0)
+    return median_seconds(lambda: es.fit(P, y), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small libraries, few steps")
+    parser.add_argument("--no-peer", action="store_true", help="skip AutoGluon")
+    args = parser.parse_args()
+
+    sizes = (
+        [(200, 1000), (2000, 5000)]
+        if args.quick
+        else [(200, 1000), (200, 5000), (2000, 1000), (2000, 5000)]
+    )
+    steps = 20 if args.quick else 100
+    python = None if args.no_peer else peer_python()
+
+    rows = []
+    for M, N in sizes:
+        P, y = make_library(n_members=M, n_samples=N, random_state=0)
+        floor = floor_seconds(P)
+        peer_steps = 3 if M * N >= 10_000_000 else 10
+        peer = run_peer(python, P, y, peer_steps) if python else {}
+        for metric in METRICS:
+            ours = seconds_per_step(metric, P, y, steps)
+            row = {"M": M, "N": N, "metric": metric, "ours": ours, "floor": floor}
+            if metric in peer:
+                ag = peer[metric]
+                mine = picks(metric, P, y, peer_steps)
+                row |= {
+                    "peer": ag["cpu_per_step"],
+                    "agree": f"{common_prefix(mine, ag['indices'])}/{len(ag['indices'])}",
+                }
+            rows.append(row)
+            print(format_row(row), flush=True)
+
+    M, N = sizes[-1]
+    P, y = make_library(n_members=M, n_samples=N, random_state=0)
+    bagged = {
+        m: bagged_run_seconds(m, P, y) for m in (METRICS if not args.quick else ("rms", "roc"))
+    }
+    for m, s in bagged.items():
+        print(f"bagged 20 x 100 steps, M={M} N={N}, {m}: {s:.1f} s", flush=True)
+    write_report(rows, bagged, (M, N), args)
+
+
+HEADER = (
+    "| M | N | metric | ours s/step | floor s | ours / floor | AutoGluon s/step | AutoGluon / ours "
+    "| same picks |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def format_row(r: dict) -> str:
+    peer = (
+        f"{r['peer']:.4f} | {r['peer'] / r['ours']:.0f}x | {r['agree']}"
+        if "peer" in r
+        else "- | - | -"
+    )
+    return (
+        f"| {r['M']} | {r['N']} | {r['metric']} | {r['ours']:.4f} | {r['floor']:.4f} "
+        f"| {r['ours'] / r['floor']:.2f} | {peer} |"
+    )
+
+
+def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], args) -> None:
+    cmd = "python -m benchmarks.bench_selection" + (" --quick" if args.quick else "")
+    lines = [
+        SECTION,
+        "",
+        f"Measured {date.today()} on {platform.machine()}, {os.cpu_count()} cores "
+        f"({platform.processor() or 'unknown CPU'}), Python {platform.python_version()}; "
+        f"command: `{cmd}`.",
+        "",
+        "Seconds per greedy step (wall clock, median; ours uses both cores) on synthetic libraries "
+        "(`ensel.synthetic.make_library`: 30% coarse tree-like members). Floor: one numpy pass "
+        "over the float64 matrix. AutoGluon: `autogluon.core` EnsembleSelection, CPU seconds per "
+        "step over a short run on the same matrix; *same picks* counts the leading steps where "
+        "both chose the same member (AutoGluon rounds scores to 6 decimals and breaks ties at "
+        "random, so long runs drift apart on near-ties).",
+        "",
+        HEADER,
+        *[format_row(r) for r in rows],
+        "",
+        f"Full bagged run (20 bags x 100 steps, sorted initialisation, M={size[0]}, N={size[1]}):",
+        "",
+        "| metric | seconds |",
+        "|---|---|",
+        *[f"| {m} | {s:.1f} |" for m, s in bagged.items()],
+        "",
+    ]
+    path = ROOT / "docs" / "benchmarks.md"
+    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    if SECTION in text:  # replace our section, keep the others
+        head, _, rest = text.partition(SECTION)
+        tail = rest[rest.find("\n## ") :] if "\n## " in rest else ""
+        text = head + "\n".join(lines) + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(lines)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
