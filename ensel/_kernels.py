@@ -51,21 +51,28 @@ def fsc_binary(P, S, y, k1, n_pos):  # pragma: no cover - compiled
     return out
 
 
+@njit(inline="always", **_JIT)
+def _argmax_class(P, S, m, n):  # pragma: no cover - compiled
+    """Arg-max class of case ``n`` in candidate ``m``'s ensemble (first maximum wins)."""
+    best = S[n, 0] + P[m, n, 0]
+    arg = 0
+    for c in range(1, P.shape[2]):
+        v = S[n, c] + P[m, n, c]
+        if v > best:
+            best = v
+            arg = c
+    return arg
+
+
 @njit(parallel=True, **_JIT)
 def acc_multi(P, S, y):  # pragma: no cover - compiled
     """Multiclass accuracy of the arg-max class (first maximum wins, as np.argmax)."""
-    M, N, C = P.shape
+    M, N = P.shape[0], P.shape[1]
     out = np.empty(M)
     for m in prange(M):
         c_ok = 0
         for n in range(N):
-            best = S[n, 0] + P[m, n, 0]
-            arg = 0
-            for c in range(1, C):
-                v = S[n, c] + P[m, n, c]
-                if v > best:
-                    best = v
-                    arg = c
+            arg = _argmax_class(P, S, m, n)
             c_ok += arg == y[n]
         out[m] = c_ok / N
     return out
@@ -83,13 +90,7 @@ def fsc_multi(P, S, y, class_counts):  # pragma: no cover - compiled
         tp = np.zeros(C, np.int64)
         pp = np.zeros(C, np.int64)
         for n in range(N):
-            best = S[n, 0] + P[m, n, 0]
-            arg = 0
-            for c in range(1, C):
-                v = S[n, c] + P[m, n, c]
-                if v > best:
-                    best = v
-                    arg = c
+            arg = _argmax_class(P, S, m, n)
             pp[arg] += 1
             tp[arg] += arg == y[n]
         total = 0.0
