@@ -1,6 +1,7 @@
 """Scores of all candidate ensembles of one greedy step: ``(S + P[m]) / (k + 1)`` for every m.
 
-Two implementations share one interface, ``scorer(S, k) -> (M,) scores``:
+Two implementations share one interface, ``scorer(S, k, available) -> (M,) scores``, where
+``available`` (a boolean mask, or None for all) marks the members that may still be added:
 - exact: float64, the batch metrics of :mod:`ensel.metrics` over chunks of candidates (used for
   ``exact=True``, user metrics, and when numba is missing);
 - fast: float32 matrix, one numba pass per step (:mod:`ensel._kernels`); rank metrics quantise
@@ -36,7 +37,8 @@ REFINE = 8
 CHUNK_BYTES = 64 << 20
 """Exact scoring works on chunks of candidates of about this many bytes."""
 
-StepScorer = Callable[[np.ndarray, int], np.ndarray]
+StepScorer = Callable[[np.ndarray, int, np.ndarray | None], np.ndarray]
+"""``scorer(S, k, available)``: scores of every candidate; unavailable ones may hold NaN."""
 
 
 class exact_scorer:
@@ -46,8 +48,12 @@ class exact_scorer:
         self.metric, self.P, self.y = metric, P, y
         self.chunk = max(1, CHUNK_BYTES // max(1, P[0].size * 8))
 
-    def __call__(self, S: np.ndarray, k: int) -> np.ndarray:
-        return self.rows(S, k, np.arange(len(self.P)))
+    def __call__(self, S: np.ndarray, k: int, available: np.ndarray | None = None) -> np.ndarray:
+        if available is None:
+            return self.rows(S, k, np.arange(len(self.P)))
+        out = np.full(len(self.P), np.nan)
+        out[available] = self.rows(S, k, np.flatnonzero(available))
+        return out
 
     def rows(self, S: np.ndarray, k: int, members: np.ndarray) -> np.ndarray:
         """Scores of the candidates ``members`` only."""
@@ -67,10 +73,10 @@ def fast_available(metric: Metric) -> bool:
 def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
     """Score candidates with the compiled kernels; ``P`` is converted to float32 once.
 
-    For rank metrics the ``REFINE`` best candidates by the quantised score are scored again by
-    exact sorting (of the same float32 predictions), so the step's decision does not rest on
-    the quantisation; the other candidates keep their quantised scores, capped so that none
-    outranks a refined one.
+    For rank metrics the ``REFINE`` best available candidates by the quantised score are scored
+    again by exact sorting (of the same float32 predictions), so the step's decision and the
+    chosen candidate's score do not rest on the quantisation; the other candidates keep their
+    quantised scores, capped strictly below every refined one.
     """
     P = np.ascontiguousarray(P, dtype=np.float32)
     if P.ndim == 2:
@@ -79,16 +85,18 @@ def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
         approx = _multiclass(metric.name, P, y)
     if P.size < SERIAL_BELOW:
         approx = _serial(approx)
-    if metric.kind != "rank" or len(P) == 1:
-        return approx
+    if metric.kind != "rank":
+        return lambda S, k, available=None: approx(S, k)
     exact = exact_scorer(metric, P, y)
     sign = 1.0 if metric.greater_is_better else -1.0
 
-    def refined(S: np.ndarray, k: int) -> np.ndarray:
+    def refined(S: np.ndarray, k: int, available: np.ndarray | None = None) -> np.ndarray:
         gain = sign * approx(S, k)
+        if available is not None:
+            gain[~available] = -np.inf
         best = np.sort(np.argsort(-gain, kind="stable")[:REFINE])
         exact_gain = sign * exact.rows(S, k, best)
-        np.minimum(gain, exact_gain.min(), out=gain)
+        np.minimum(gain, np.nextafter(exact_gain.min(), -np.inf), out=gain)
         gain[best] = exact_gain
         return sign * gain
 

@@ -12,7 +12,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ensel._candidates import candidate_scorer, exact_scorer
+from ensel._candidates import candidate_scorer, exact_scorer, fast_available
 from ensel.metrics import Metric, check_labels, check_probabilities, resolve_metric
 
 __all__ = ["EnsembleSelection"]
@@ -99,13 +99,15 @@ class EnsembleSelection:
         by_score = np.argsort(-gain, kind="stable")
         pool = np.sort(by_score[: max(1, math.ceil(self.prune_fraction * n_members))])
 
+        # the fast kernels read float32: convert once, not once per bag
+        work = P if self.exact or not fast_available(metric) else P.astype(np.float32)
         bagged = self.n_bags > 1
         bag_size = max(1, round(self.bag_fraction * len(pool))) if bagged else len(pool)
         bag_weights = np.zeros((self.n_bags, n_members))
         curves, orders = [], []
         for b in range(self.n_bags):
             members = np.sort(rng.choice(pool, bag_size, replace=False)) if bagged else pool
-            run = self._hillclimb(metric, P[members], y, gain[members])
+            run = self._hillclimb(metric, work[members], y, gain[members])
             bag_weights[b, members] = run.counts / run.counts.sum()
             curves.append(run.trajectory)
             orders.append(members[run.order])
@@ -152,7 +154,7 @@ class EnsembleSelection:
         if self.sorted_init:
             best_first = np.argsort(-gain, kind="stable")[: min(self.max_init, n)]
             sizes = np.arange(1, len(best_first) + 1).reshape(-1, *([1] * (P.ndim - 1)))
-            sums = np.cumsum(P[best_first], axis=0)
+            sums = np.cumsum(P[best_first], axis=0, dtype=np.float64)
             init_scores = metric.batch(y, sums / sizes)
             k = int(np.argmax(_gain(metric, init_scores))) + 1
             counts[best_first[:k]] = 1
@@ -162,17 +164,19 @@ class EnsembleSelection:
         scorer = candidate_scorer(metric, P, y, self.exact)
         picks: list[int] = []
         for _ in range(self.n_iter):
-            g = _gain(metric, scorer(S, k))
-            if not self.replacement:
-                g[counts > 0] = -np.inf
-                if np.all(np.isneginf(g)):
-                    break
+            available = None if self.replacement else counts == 0
+            if available is not None and not available.any():
+                break
+            scores = scorer(S, k, available)
+            g = _gain(metric, scores)
+            if available is not None:
+                g[~available] = -np.inf
             j = int(np.argmax(g))
             counts[j] += 1
-            S = S + (P[j] if self.exact else P[j].astype(np.float32))  # what the scorer saw
+            S = S + P[j]
             k += 1
             picks.append(j)
-            curve.append(float(metric.batch(y, (S / k)[None])[0]))
+            curve.append(float(scores[j]))  # the score of the ensemble just formed
         trajectory = np.asarray(curve)
         best = int(np.argmax(_gain(metric, trajectory)))
         start = 1 if self.sorted_init else 0  # the first entry of the curve is the initial ensemble

@@ -96,6 +96,26 @@ def test_fast_path_selects_what_exact_sorting_selects(metric, n_classes):
     np.testing.assert_allclose(fast.weights_, exact.weights_)
 
 
+@pytest.mark.parametrize("metric", ["roc", "apr", "mxe", "acc"])
+def test_fast_path_without_replacement_selects_what_exact_selects(metric):
+    """Once the best candidates are used up, the pick must still rest on exact scores."""
+    P, y = make_library(n_members=30, n_samples=1500, random_state=8)
+    opts = {"n_iter": 30, "n_bags": 1, "sorted_init": False, "replacement": False}
+    fast = EnsembleSelection(metric, exact=False, **opts).fit(P, y)
+    exact = EnsembleSelection(metric, exact=True, **opts).fit(P, y)
+    np.testing.assert_array_equal(fast.order_, exact.order_)
+
+
+@pytest.mark.parametrize("metric", ["roc", "lft", "mxe", "fsc"])
+def test_fast_trajectory_is_the_exact_score_of_each_prefix(metric):
+    P, y = make_library(n_members=40, n_samples=800, random_state=9)
+    es = EnsembleSelection(metric, n_iter=10, n_bags=1, sorted_init=False).fit(P, y)
+    P32 = P.astype(np.float32).astype(np.float64)
+    for i, value in enumerate(es.trajectory_):
+        members = es.order_[: i + 1]
+        assert value == pytest.approx(score(metric, y, P32[members].mean(axis=0)), abs=1e-12)
+
+
 def test_fast_candidate_scores_track_exact_scores(binary_library):
     P, y = binary_library
     S = P[:7].astype(np.float32).astype(np.float64).sum(axis=0)
