@@ -303,6 +303,16 @@ def check_probabilities(P: np.ndarray, *, name: str) -> None:
         raise ValueError(f"{name} must hold probabilities in [0, 1]; found values in [{lo}, {hi}]")
 
 
+def positive_class_layout(Q: np.ndarray, *, name: str) -> tuple[np.ndarray, int]:
+    """Return ``(Q, n_classes)`` for a batch ``(M, N)`` or ``(M, N, C)``; a two-column binary
+    batch ``(M, N, 2)`` becomes its positive column ``(M, N)``."""
+    if Q.ndim == 3 and Q.shape[2] == 2:
+        return Q[..., 1], 2
+    if Q.ndim == 3 and Q.shape[2] < 2:
+        raise ValueError(f"{name} needs at least two class columns; got {Q.shape[2]}")
+    return Q, 2 if Q.ndim == 2 else Q.shape[2]
+
+
 def _as_batch(y_true, proba, *, batch: bool) -> tuple[np.ndarray, np.ndarray]:
     Q = np.asarray(proba, dtype=np.float64)
     base_ndim = Q.ndim - (1 if batch else 0)
@@ -311,11 +321,7 @@ def _as_batch(y_true, proba, *, batch: bool) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"proba must have shape {layout}; got {Q.shape}")
     if not batch:
         Q = Q[None]
-    if base_ndim == 2 and Q.shape[2] == 2:
-        Q = Q[..., 1]  # binary given as two columns: use the positive class
-    n_classes = 2 if Q.ndim == 2 else Q.shape[2]
-    if Q.ndim == 3 and n_classes < 2:
-        raise ValueError(f"proba needs at least two class columns; got {n_classes}")
+    Q, n_classes = positive_class_layout(Q, name="proba")
     y = check_labels(y_true, n_classes)
     if len(y) != Q.shape[1]:
         raise ValueError(

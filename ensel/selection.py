@@ -13,7 +13,13 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ensel._candidates import candidate_scorer, exact_scorer, fast_available
-from ensel.metrics import Metric, check_labels, check_probabilities, resolve_metric
+from ensel.metrics import (
+    Metric,
+    check_labels,
+    check_probabilities,
+    positive_class_layout,
+    resolve_metric,
+)
 
 __all__ = ["EnsembleSelection"]
 
@@ -211,11 +217,7 @@ class EnsembleSelection:
         if P.shape[0] == 0:
             raise ValueError("the library is empty: P has no members; build at least one model")
         self._ndim_, self._tail_ = P.ndim, P.shape[2:]
-        if P.ndim == 3 and P.shape[2] == 2:
-            P = P[:, :, 1]  # binary given as two columns: select on the positive class
-        n_classes = 2 if P.ndim == 2 else P.shape[2]
-        if P.ndim == 3 and n_classes < 2:
-            raise ValueError(f"P needs at least two class columns; got {n_classes}")
+        P, n_classes = positive_class_layout(P, name="P")
         y = check_labels(y, n_classes, name="y")
         if len(y) != P.shape[1]:
             raise ValueError(
