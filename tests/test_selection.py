@@ -84,15 +84,20 @@ def test_without_replacement_matches_reference_and_uses_each_member_once():
     assert np.all(es.weights_ * counts.sum() <= 1 + 1e-12)
 
 
+def fast_and_exact(metric, P, y, **opts):
+    """The same single-bag selection fitted on the fast path and in exact mode."""
+    fast = EnsembleSelection(metric, n_bags=1, exact=False, **opts).fit(P, y)
+    exact = EnsembleSelection(metric, n_bags=1, exact=True, **opts).fit(P, y)
+    return fast, exact
+
+
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_fast_path_selects_what_exact_sorting_selects(metric, n_classes):
     """Float32 and quantised rank levels do not change a selection decision here: realistic
     libraries with strong, weak, correlated and coarse (heavily tied) members."""
     P, y = make_library(n_members=80, n_samples=1500, n_classes=n_classes, random_state=6)
-    opts = {"n_iter": 25, "n_bags": 1, "sorted_init": True, "max_init": 5}
-    fast = EnsembleSelection(metric, exact=False, **opts).fit(P, y)
-    exact = EnsembleSelection(metric, exact=True, **opts).fit(P, y)
+    fast, exact = fast_and_exact(metric, P, y, n_iter=25, sorted_init=True, max_init=5)
     np.testing.assert_allclose(fast.weights_, exact.weights_)
 
 
@@ -100,9 +105,7 @@ def test_fast_path_selects_what_exact_sorting_selects(metric, n_classes):
 def test_fast_path_without_replacement_selects_what_exact_selects(metric):
     """Once the best candidates are used up, the pick must still rest on exact scores."""
     P, y = make_library(n_members=30, n_samples=1500, random_state=8)
-    opts = {"n_iter": 30, "n_bags": 1, "sorted_init": False, "replacement": False}
-    fast = EnsembleSelection(metric, exact=False, **opts).fit(P, y)
-    exact = EnsembleSelection(metric, exact=True, **opts).fit(P, y)
+    fast, exact = fast_and_exact(metric, P, y, n_iter=30, sorted_init=False, replacement=False)
     np.testing.assert_array_equal(fast.order_, exact.order_)
 
 
