@@ -1,14 +1,19 @@
 # Each target installs what it needs into the current Python environment, then runs.
 PYTHON ?= python
 PIP := $(PYTHON) -m pip
+# torch's CPU build (the tests compare our numpy backprop with torch.optim.SGD): on a machine whose index serves CUDA builds by default, set
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu (never pull the multi-gigabyte CUDA wheels).
+TORCH_INDEX ?=
+TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 
 .PHONY: install install-dev demo test lint bench bench-quick
 
 install:
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -e ".[boost,search]"
 
 install-dev:
-	$(PIP) install --quiet -e ".[dev]"
+	$(PIP) install --quiet $(TORCH)
+	$(PIP) install --quiet -e ".[all,dev]"
 
 demo: install
 	$(PYTHON) -m ensel.demo

@@ -12,16 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._report import machine_line, write_section
 from ensel.metrics import METRICS
 from ensel.selection import EnsembleSelection
 from ensel.synthetic import make_library
@@ -166,11 +165,8 @@ def format_row(r: dict) -> str:
 def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], args) -> None:
     cmd = "python -m benchmarks.bench_selection" + (" --quick" if args.quick else "")
     lines = [
-        SECTION,
         "",
-        f"Measured {date.today()} on {platform.machine()}, {os.cpu_count()} cores "
-        f"({platform.processor() or 'unknown CPU'}), Python {platform.python_version()}; "
-        f"command: `{cmd}`.",
+        machine_line(cmd),
         "",
         "Seconds per greedy step (wall clock, median; ours uses both cores) on synthetic libraries "
         "(`ensel.synthetic.make_library`: 30% coarse tree-like members). Floor: one numpy pass "
@@ -189,17 +185,7 @@ def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, in
         *[f"| {m} | {s:.1f} |" for m, s in bagged.items()],
         "",
     ]
-    path = ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    if SECTION in text:  # replace our section, keep the others
-        head, _, rest = text.partition(SECTION)
-        tail = rest[rest.find("\n## ") :] if "\n## " in rest else ""
-        text = head + "\n".join(lines) + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(lines)
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    print(f"wrote {path.relative_to(ROOT)}")
+    write_section(SECTION, lines)
 
 
 if __name__ == "__main__":

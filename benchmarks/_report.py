@@ -1,0 +1,35 @@
+"""Shared helpers for benchmark reports: the machine line and replacing one section of
+docs/benchmarks.md while keeping the others."""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def machine_line(command: str) -> str:
+    return (
+        f"Measured {date.today()} on {platform.machine()}, {os.cpu_count()} cores "
+        f"({platform.processor() or 'unknown CPU'}), Python {platform.python_version()}; "
+        f"command: `{command}`."
+    )
+
+
+def write_section(section: str, lines: list[str]) -> None:
+    """Replace ``section`` (a ``## `` heading) of docs/benchmarks.md with ``lines``."""
+    path = ROOT / "docs" / "benchmarks.md"
+    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    body = "\n".join([section, *lines])
+    if section in text:
+        head, _, rest = text.partition(section)
+        tail = rest[rest.find("\n## ") :] if "\n## " in rest else "\n"
+        text = head + body + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + body + "\n"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path.relative_to(ROOT)}")

@@ -1,0 +1,13 @@
+"""Exceptions that callers may want to catch by type."""
+
+from __future__ import annotations
+
+__all__ = ["SpecError", "StoreError"]
+
+
+class SpecError(ValueError):
+    """A library spec is malformed; the message names the file, the key and what is allowed."""
+
+
+class StoreError(ValueError):
+    """A prediction store is corrupt or belongs to other data; the message says what to do."""

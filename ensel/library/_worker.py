@@ -1,0 +1,49 @@
+"""The worker process of ProcessExecutor: ``python -m ensel.library._worker FD THREADS``.
+
+It limits native thread pools, receives the shared data once over the socket ``FD``, then runs
+``(index, fn, task)`` messages until it receives ``None``. Started as a module, not by
+multiprocessing, so it never re-imports the caller's ``__main__`` (scripts without a main guard,
+code piped to stdin and notebooks all work).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import time
+from multiprocessing.connection import Connection
+
+
+def describe(exc: BaseException) -> str:
+    """One line: the exception's type and message."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def serve(conn: Connection, threads: int) -> None:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(threads)
+    shared = pickle.loads(conn.recv_bytes())
+    conn.send_bytes(pickle.dumps("ready"))
+    while True:
+        message = pickle.loads(conn.recv_bytes())
+        if message is None:
+            return
+        index, fn, task = message
+        start = time.perf_counter()
+        try:
+            value = fn(task, shared)
+            payload = pickle.dumps(
+                (index, "ok", value, "", time.perf_counter() - start),
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
+        except Exception as exc:
+            payload = pickle.dumps(
+                (index, "failed", None, describe(exc), time.perf_counter() - start)
+            )
+        conn.send_bytes(payload)
+
+
+if __name__ == "__main__":  # pragma: no cover - runs in the child process
+    serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

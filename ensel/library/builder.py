@@ -1,0 +1,203 @@
+"""build_library: fit every run of a spec over its folds through an executor, commit each run to
+a PredictionStore as it finishes, and return the Library of cached hillclimb predictions.
+
+The builder never selects. Runs already in the store are not refitted, so an interrupted build
+(even a killed one) resumes where it stopped; a run that crashes or runs out of time is recorded
+and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .data import TrainingData, as_frame, prepare
+from .executor import Executor, make_executor
+from .runs import fit_run
+from .spec import LibrarySpec, RunSpec, load_spec
+from .store import PredictionStore
+
+__all__ = ["Library", "build_library"]
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("joblib", "local")
+
+
+class Library:
+    """A built library: the hillclimb predictions of its ok members, their descriptions, and
+    test-time predictions from their fitted siblings."""
+
+    def __init__(self, store: PredictionStore, _tmp: tempfile.TemporaryDirectory | None = None):
+        self.store = store
+        self._tmp = _tmp  # keeps a temporary store alive as long as the library
+        self.predictions, self.runs = store.matrix()
+        self.members = store.members(self.runs).reset_index(drop=True)
+        others = [r for r in store.records if store.records[r]["status"] != "ok"]
+        self.failures = store.members(others, statuses=("failed", "timeout"))
+        self.hillclimb_index, self.y = store.hillclimb()
+        self.classes = np.asarray(store.header["classes"])
+        self._columns = store.header["columns"]
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> Library:
+        """The library in an existing store (its fitted runs are unpickled on ``predict``: open
+        only stores you trust)."""
+        return cls(PredictionStore(path))
+
+    @property
+    def n_members(self) -> int:
+        return len(self.members)
+
+    def predict(self, X, ids=None) -> np.ndarray:
+        """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
+        class for binary problems, ``(m, n, C)`` otherwise, members in the order given."""
+        frame = self._check_columns(as_frame(X))
+        wanted = list(self.members["id"]) if ids is None else list(ids)
+        index = pd.Index(self.members["id"])
+        unknown = [i for i in wanted if i not in index]
+        if unknown:
+            raise ValueError(f"unknown member id(s) {unknown[:5]}; see Library.members['id']")
+        rows = index.get_indexer(wanted)
+        out = np.empty((len(wanted), len(frame), self.classes.size))
+        for run_id, positions in pd.Series(range(len(wanted))).groupby(
+            self.members["run"].to_numpy()[rows]
+        ):
+            fitted = self.store.load_fitted(run_id)
+            offsets = rows[positions.to_numpy()] - self._first_row(run_id)
+            out[positions.to_numpy()] = fitted.predict(frame)[offsets]
+        return out[..., 1] if self.classes.size == 2 else out
+
+    def _first_row(self, run_id: str) -> int:
+        return int(np.flatnonzero(self.members["run"].to_numpy() == run_id)[0])
+
+    def _check_columns(self, frame: pd.DataFrame) -> pd.DataFrame:
+        expected = self._columns
+        missing = [c for c in expected if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"X lacks column(s) {missing[:10]} that the library was trained on; "
+                f"expected columns {expected[:10]}{'...' if len(expected) > 10 else ''}"
+            )
+        return frame[expected]
+
+
+def build_library(
+    X,
+    y,
+    spec: str | os.PathLike | dict | LibrarySpec = "default",
+    cv: int | None = 5,
+    store: str | os.PathLike | None = None,
+    n_jobs: int = 1,
+    backend: str = "joblib",
+    client=None,
+    random_state: int = 0,
+    *,
+    groups=None,
+    hillclimb_fraction: float = 0.2,
+    time_limit: float | None = None,
+    retry_failed: bool = False,
+    verbose: int = 1,
+) -> Library:
+    """Build (or resume) the library of ``spec`` on ``X, y``.
+
+    ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
+    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. ``groups`` keeps
+    rows of one group (one person in panel data) in one fold. ``store``: a directory that keeps
+    everything (a temporary one if None); building again into it reuses every finished run.
+    ``time_limit`` (seconds per run, all folds; default the spec's) stops runs that take too
+    long; they, and runs that fail, are recorded in ``Library.failures`` and skipped.
+    ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: this version runs builds on {BACKENDS}")
+    if client is not None:
+        raise ValueError("client is for a distributed backend; leave it None for 'joblib'")
+    library_spec = load_spec(spec)
+    data = prepare(
+        X, y, cv=cv, groups=groups, hillclimb_fraction=hillclimb_fraction, random_state=random_state
+    )
+    tmp = None
+    if store is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
+        store = Path(tmp.name) / "store"
+    prediction_store = PredictionStore(store, _header(data, cv))
+    done = prediction_store.records
+    todo = [
+        r
+        for r in library_spec.runs
+        if r.run_id not in done or (retry_failed and done[r.run_id]["status"] != "ok")
+    ]
+    limit = time_limit if time_limit is not None else library_spec.time_limit
+    executor = make_executor(n_jobs, limit)
+    _run_all(executor, todo, data, random_state, prediction_store, verbose)
+    order = [r.run_id for r in library_spec.runs]
+    if not prediction_store.ok_runs(order):
+        failed = prediction_store.members(order, statuses=("failed", "timeout"))
+        reasons = "; ".join(dict.fromkeys(failed["error"].tolist()))[:500]
+        raise ValueError(
+            f"no run of spec {library_spec.name!r} finished, so the library is empty; "
+            f"errors: {reasons or 'none recorded'}"
+        )
+    prediction_store.consolidate(order)
+    return Library(prediction_store, _tmp=tmp)
+
+
+def _header(data: TrainingData, cv: int | None) -> dict:
+    return {
+        "fingerprint": data.fingerprint(),
+        "classes": [c.item() if hasattr(c, "item") else c for c in data.classes],
+        "n_hillclimb": int(data.hillclimb.size),
+        "cv": cv,
+        "columns": list(data.X.columns),
+        "hillclimb": data.hillclimb,
+        "labels": data.y[data.hillclimb],
+    }
+
+
+def _fit_task(run: RunSpec, shared: tuple[TrainingData, int]):
+    data, random_state = shared
+    return fit_run(run, data, random_state)
+
+
+def _run_all(
+    executor: Executor,
+    todo: list[RunSpec],
+    data: TrainingData,
+    random_state: int,
+    store: PredictionStore,
+    verbose: int,
+) -> None:
+    if not todo:
+        return
+    progress = _progress(todo, verbose)
+    try:
+        for outcome in executor.run(_fit_task, todo, (data, random_state)):
+            run = todo[outcome.index]
+            if outcome.status == "ok":
+                store.write_run(run, outcome.value, outcome.seconds)
+            else:
+                store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
+                log.warning("run %s %s: %s", run.run_id, outcome.status, outcome.error)
+            if progress is not None:
+                progress.update(1)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _progress(todo: list[RunSpec], verbose: int):
+    if not verbose or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    members = sum(len(r.members) for r in todo)
+    return tqdm(total=len(todo), desc=f"library ({members} members)", unit="run")

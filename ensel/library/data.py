@@ -1,0 +1,186 @@
+"""Checked training data for a library build: features as a DataFrame with known column kinds,
+labels encoded 0..C-1, the fold of every row and a fingerprint that ties a store to its data."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+__all__ = ["Columns", "TrainingData", "prepare"]
+
+HOLDOUT = -1
+"""Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
+CALIBRATION_GROUPS = 5
+"""Cross-fitting groups for calibrators on a held-out hillclimb split."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Names of the numeric and categorical columns, and each categorical column's categories."""
+
+    numeric: tuple[str, ...]
+    categorical: tuple[str, ...]
+    categories: tuple[tuple, ...]
+
+    @classmethod
+    def infer(cls, X: pd.DataFrame) -> Columns:
+        categorical = tuple(c for c in X.columns if _is_categorical(X[c]))
+        numeric = tuple(c for c in X.columns if c not in categorical)
+        categories = tuple(tuple(sorted(X[c].dropna().unique(), key=str)) for c in categorical)
+        return cls(numeric, categorical, categories)
+
+
+def _is_categorical(col: pd.Series) -> bool:
+    return not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """What every training run sees: features, encoded labels, folds and calibration groups.
+
+    ``folds[i]`` is the sibling that predicts row ``i`` for the hillclimb set (0..K-1) or
+    ``HOLDOUT`` for rows that only train; ``groups`` assigns each hillclimb row to the
+    cross-fitting group whose calibrator predicts it."""
+
+    X: pd.DataFrame
+    y: np.ndarray
+    classes: np.ndarray
+    columns: Columns
+    folds: np.ndarray
+    groups: np.ndarray
+
+    @property
+    def n_classes(self) -> int:
+        return self.classes.size
+
+    @property
+    def hillclimb(self) -> np.ndarray:
+        """Indices of the rows whose out-of-sample predictions form the hillclimb set."""
+        return np.flatnonzero(self.folds != HOLDOUT)
+
+    @property
+    def n_siblings(self) -> int:
+        return int(self.folds.max()) + 1
+
+    def fingerprint(self) -> dict[str, str]:
+        """Hashes of the data, the labels and the folds (a store refuses others)."""
+        h = hashlib.sha256()
+        h.update(repr(list(map(str, self.X.columns))).encode())
+        h.update(repr([str(t) for t in self.X.dtypes]).encode())
+        h.update(pd.util.hash_pandas_object(self.X, index=False).to_numpy().tobytes())
+        return {
+            "X": h.hexdigest()[:16],
+            "y": _hash(self.y, self.classes.astype(str)),
+            "folds": _hash(self.folds, self.groups),
+        }
+
+
+def _hash(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def as_frame(X) -> pd.DataFrame:
+    """X as a DataFrame with string column names (ndarray columns become x0, x1, ...)."""
+    if isinstance(X, pd.DataFrame):
+        frame = X.reset_index(drop=True)
+        frame.columns = [str(c) for c in frame.columns]
+        return frame
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(f"X must be 2-D (rows, features); got an array of shape {arr.shape}")
+    return pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
+
+
+def check_features(X: pd.DataFrame) -> None:
+    """Raise a clear error for empty data, missing values or infinities."""
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape}); need rows and at least one feature")
+    missing = [c for c in X.columns if X[c].isna().any()]
+    if missing:
+        raise ValueError(
+            f"X has missing values (NaN/None) in column(s) {missing[:10]}; "
+            "impute or drop them first"
+        )
+    numeric = X.select_dtypes(include=[np.number]).drop(columns=X.select_dtypes(bool).columns)
+    infinite = [c for c in numeric.columns if not np.isfinite(numeric[c].to_numpy(float)).all()]
+    if infinite:
+        raise ValueError(f"X has infinite values in column(s) {infinite[:10]}; replace them first")
+
+
+def prepare(
+    X,
+    y,
+    *,
+    cv: int | None,
+    groups=None,
+    hillclimb_fraction: float = 0.2,
+    random_state: int = 0,
+) -> TrainingData:
+    """Check X and y and assign folds: ``cv=K`` stratified K folds (grouped when ``groups`` is
+    given: rows of one group never straddle folds), ``cv=None`` a stratified hillclimb split."""
+    frame = as_frame(X)
+    check_features(frame)
+    y_arr = np.asarray(y)
+    if y_arr.ndim != 1:
+        raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
+    if y_arr.shape[0] != frame.shape[0]:
+        raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
+    if pd.isna(y_arr).any():
+        raise ValueError("y has missing labels; drop those rows first")
+    classes, y_enc = np.unique(y_arr, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}); need at least two classes")
+    counts = np.bincount(y_enc)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != y_arr.shape:
+            raise ValueError(f"groups has shape {groups.shape}; it must match y {y_arr.shape}")
+    if cv is not None:
+        if not isinstance(cv, int | np.integer) or cv < 2:
+            raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
+        if counts.min() < cv:
+            raise ValueError(
+                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, fewer than cv={cv} "
+                "folds; lower cv or use cv=None"
+            )
+        folds = _kfold(y_enc, cv, groups, random_state)
+        cal_groups = folds[folds != HOLDOUT]
+    else:
+        if not 0.0 < hillclimb_fraction < 1.0:
+            raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
+        n_splits = max(2, round(1.0 / hillclimb_fraction))
+        if counts.min() < n_splits:
+            raise ValueError(
+                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
+                f"out a stratified hillclimb split of {hillclimb_fraction:.0%}"
+            )
+        first = _kfold(y_enc, n_splits, groups, random_state)
+        folds = np.where(first == 0, 0, HOLDOUT)
+        hill = np.flatnonzero(folds == 0)
+        k = int(min(CALIBRATION_GROUPS, np.bincount(y_enc[hill], minlength=classes.size).min()))
+        if k < 2:
+            raise ValueError(
+                "the hillclimb split has a class with fewer than 2 rows; use more data"
+            )
+        cal_groups = _kfold(y_enc[hill], k, None, random_state)
+    return TrainingData(frame, y_enc, classes, Columns.infer(frame), folds, cal_groups)
+
+
+def _kfold(y: np.ndarray, k: int, groups, random_state: int) -> np.ndarray:
+    folds = np.empty(y.size, dtype=np.int64)
+    if groups is None:
+        splitter = StratifiedKFold(k, shuffle=True, random_state=random_state)
+        splits = splitter.split(np.zeros(y.size), y)
+    else:
+        splitter = StratifiedGroupKFold(k, shuffle=True, random_state=random_state)
+        splits = splitter.split(np.zeros(y.size), y, groups)
+    for i, (_, test) in enumerate(splits):
+        folds[test] = i
+    return folds

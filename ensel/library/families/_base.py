@@ -1,0 +1,114 @@
+"""The contract every model family meets, and the registry that finds families by name.
+
+A family is one fit function: it trains on a view of the training fold and returns a run whose
+``predict`` gives every staged member at once (boosting steps, epochs, values of k, ...), so one
+training run yields several library members (DESIGN.md, "staged members").
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["FAMILIES", "Family", "Run", "get_family", "missing_requirements", "register"]
+
+VIEWS = ("standardized", "native")
+"""standardized: one-hot categoricals, numeric columns scaled to mean 0, sd 1 (SVM, ANN, KNN,
+LOGREG in App. 4.A/4.B); native: numeric columns as given, categoricals as integer codes (trees,
+naive Bayes)."""
+
+
+class Run(Protocol):
+    """A fitted training run."""
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """Variant name -> ``(n_stages, n, n_classes)`` probabilities. ``"none"`` is always there
+        (the model's own probabilities); a family may add analytic variants such as boosting's
+        ``"logistic"`` correction."""
+        ...
+
+
+class FitFn(Protocol):
+    def __call__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        n_classes: int,
+        params: dict[str, Any],
+        stages: tuple[int, ...] | None,
+        random_state: int,
+    ) -> Run: ...
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: its fit function, the parameters it accepts (name -> default), its view,
+    whether it has stages, and the analytic calibration variants its runs produce."""
+
+    name: str
+    fit: FitFn
+    params: Mapping[str, Any]
+    view: str = "standardized"
+    stages: str | None = None  # what a stage counts ("boosting steps", "epochs", "k"), or None
+    variants: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # importable modules the family needs (optional extras)
+    test_params: Mapping[str, Any] = field(default_factory=dict)  # small and fast, for tests
+    test_stages: tuple[int, ...] | None = None
+    validate: Callable[[dict[str, Any], tuple[int, ...] | None], None] | None = None
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add ``family`` to the registry under its name."""
+    if family.view not in VIEWS:
+        raise ValueError(f"family {family.name!r}: view {family.view!r} is not one of {VIEWS}")
+    FAMILIES[family.name] = family
+    return family
+
+
+def get_family(name: str) -> Family:
+    """The family registered as ``name``; a ValueError lists the known ones otherwise."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ValueError(f"unknown family {name!r}; known families: {sorted(FAMILIES)}") from None
+
+
+def missing_requirements(family: Family) -> list[str]:
+    """The modules ``family`` needs that cannot be imported here."""
+    missing = []
+    for module in family.requires:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
+def full_proba(proba: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:
+    """Widen ``(n, len(classes))`` probabilities to ``(n, n_classes)``: a training fold may lack
+    a rare class, and the library's layout must not depend on the fold."""
+    if proba.shape[1] == n_classes:
+        return proba
+    out = np.zeros((proba.shape[0], n_classes))
+    out[:, np.asarray(classes, dtype=int)] = proba
+    return out
+
+
+def min_max_scores(scores: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Map decision values ``(n, C)`` into probabilities by the training range of each column,
+    clipped to [0, 1] and renormalised: the uncalibrated output of a margin classifier (an SVM's
+    "normalised distance to the decision surface", §4.3.1); Platt scaling then fits the sigmoid."""
+    span = np.where(high > low, high - low, 1.0)
+    p = np.clip((scores - low) / span, 0.0, 1.0)
+    if p.shape[1] == 1:  # binary decision value: the positive class
+        return np.hstack([1.0 - p, p])
+    total = p.sum(axis=1, keepdims=True)
+    return np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / p.shape[1])

@@ -1,0 +1,257 @@
+"""K-nearest neighbours (App. 4.B), on the standardised view.
+
+"26 values of K ranging from K = 1 to K = |trainset|", with plain Euclidean distance or Euclidean
+distance with each feature weighted by its gain ratio, voting uniformly or by inverse distance;
+and locally weighted averaging, a Gaussian kernel over every training point with widths from 2^0
+to 2^10 times the minimum distance between two training points. One run answers every stage
+(every k, or every width) from a single distance computation per query batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._base import Family, register
+
+__all__ = [
+    "METRICS",
+    "PAPER_LWA_WIDTHS",
+    "WEIGHTINGS",
+    "fit_knn",
+    "gain_ratio_weights",
+    "paper_k_values",
+    "validate_knn",
+]
+
+METRICS = ("euclidean", "gain_ratio")
+WEIGHTINGS = ("uniform", "distance", "lwa")
+PAPER_LWA_WIDTHS = tuple(2**i for i in range(11))
+"""The paper's kernel widths for locally weighted averaging, in units of the minimum distance
+between two training points (App. 4.B): the stages of a ``weighting="lwa"`` spec."""
+
+_BUDGET = 1 << 22  # elements of each (query rows x training points) array (32 MiB)
+_MAX_BATCH = 512  # query rows per batch
+_MIN_DISTANCE = 1e-6  # floor of the distance in inverse-distance weights
+_MAX_SQUARINGS = 20  # lwa: squarings of one exponential (each doubles its relative error)
+
+
+def paper_k_values(n_train: int) -> tuple[int, ...]:
+    """The paper's 26 values of K from 1 to ``n_train`` (App. 4.B): log-spaced, rounded, and
+    pushed up to stay distinct where rounding would merge small ones (1, 2, 3, ... until the
+    geometric sequence takes over). All of 1..n_train when ``n_train < 26``."""
+    if n_train < 1:
+        raise ValueError(f"n_train must be at least 1, got {n_train}")
+    ks = np.rint(np.geomspace(1, n_train, 26)).astype(int)
+    for i in range(1, len(ks)):
+        ks[i] = max(ks[i], ks[i - 1] + 1)
+    return tuple(int(k) for k in np.unique(np.minimum(ks, n_train)))
+
+
+def validate_knn(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+    """Reject a knn spec that cannot run: unknown metric or weighting, or stages missing or
+    below 1 (stages are the values of k, or the lwa width multipliers)."""
+    if params.get("metric") not in METRICS:
+        raise ValueError(f"knn metric={params.get('metric')!r} is not one of {METRICS}")
+    if params.get("weighting") not in WEIGHTINGS:
+        raise ValueError(f"knn weighting={params.get('weighting')!r} is not one of {WEIGHTINGS}")
+    what = "width multipliers" if params["weighting"] == "lwa" else "values of k"
+    if stages is None or len(stages) == 0:
+        raise ValueError(f"knn needs stages: the {what} to predict with")
+    bad = [s for s in stages if isinstance(s, bool) or int(s) != s or s < 1]
+    if bad:
+        raise ValueError(f"knn stages (the {what}) must be integers >= 1, got {bad}")
+
+
+def _entropy(counts: np.ndarray) -> np.ndarray:
+    """Entropy in bits of class counts along the last axis (0 for an empty row)."""
+    counts = np.asarray(counts, dtype=float)
+    total = counts.sum(axis=-1, keepdims=True)
+    p = counts / np.where(total > 0, total, 1.0)
+    return -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=-1)
+
+
+def gain_ratio_weights(X: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Each feature's C4.5 gain ratio with respect to ``y``: the information gain of its best
+    binary split (a threshold between two distinct values) divided by that split's split
+    information. 0 for a constant feature. The weights of the "gain ratio" distance (App. 4.B)."""
+    y = np.asarray(y, dtype=int)
+    onehot = np.eye(n_classes)[y]
+    total = onehot.sum(axis=0)
+    h_all = _entropy(total)
+    n = len(y)
+    weights = np.zeros(X.shape[1])
+    for j in range(X.shape[1]):
+        order = np.argsort(X[:, j], kind="stable")
+        x = X[order, j]
+        cut = np.flatnonzero(x[1:] > x[:-1])  # split after sorted position cut
+        if cut.size == 0:
+            continue
+        left = np.cumsum(onehot[order], axis=0)[cut]
+        frac = (cut + 1.0) / n
+        gain = h_all - frac * _entropy(left) - (1.0 - frac) * _entropy(total - left)
+        best = int(np.argmax(gain))
+        split_info = _entropy(np.array([frac[best], 1.0 - frac[best]]))
+        weights[j] = max(float(gain[best]), 0.0) / split_info
+    return weights
+
+
+def _sq_distances(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances ``(len(A), len(B))``, clipped at 0 against rounding."""
+    sq = np.einsum("ij,ij->i", A, A)[:, None] + sq_b[None, :] - 2.0 * (A @ B.T)
+    return np.maximum(sq, 0.0, out=sq)
+
+
+def _nearest_first(sq: np.ndarray, k: int) -> np.ndarray:
+    """Indices of each row's ``k`` nearest points, nearest first, ties by training index: the
+    first ``k`` columns of a stable argsort, without sorting the rest. The k-th smallest value
+    fixes the set (the lowest indices among points tied with it), so the result does not depend
+    on how ``np.partition`` orders ties."""
+    kth = np.partition(sq, k - 1, axis=1)[:, k - 1 : k]
+    below = sq < kth
+    tied = sq == kth
+    need = k - below.sum(axis=1, keepdims=True)
+    chosen = below | (tied & (np.cumsum(tied, axis=1) <= need))
+    nearest = np.nonzero(chosen)[1].reshape(len(sq), k)  # in index order within each row
+    d_nearest = np.take_along_axis(sq, nearest, axis=1)
+    return np.take_along_axis(nearest, np.argsort(d_nearest, axis=1, kind="stable"), axis=1)
+
+
+def _min_distance(X: np.ndarray) -> float:
+    """The smallest non-zero distance between two training points (exact duplicates ignored);
+    1.0 when all points coincide, where any width gives the class prior."""
+    U = np.unique(X, axis=0)
+    if len(U) < 2:
+        return 1.0
+    sq_u = np.einsum("ij,ij->i", U, U)
+    rows = int(np.clip(_BUDGET // len(U), 1, _MAX_BATCH))
+    best, pair = np.inf, (0, 1)
+    for start in range(0, len(U), rows):
+        sq = _sq_distances(U[start : start + rows], U, sq_u)
+        own = np.arange(sq.shape[0])
+        sq[own, start + own] = np.inf
+        i, j = np.unravel_index(int(np.argmin(sq)), sq.shape)
+        if sq[i, j] < best:
+            best, pair = sq[i, j], (start + int(i), int(j))
+    d = float(np.linalg.norm(U[pair[0]] - U[pair[1]]))  # exact, not the expanded form
+    return d if d > 0 else 1.0
+
+
+@dataclass
+class _KnnRun:
+    """The training points (already scaled by ``sqrt(gain ratio)`` for that metric) and what
+    each stage means: k for uniform and distance voting, the width multiplier for lwa."""
+
+    X: np.ndarray
+    y: np.ndarray
+    n_classes: int
+    weighting: str
+    stages: tuple[int, ...]
+    scale: np.ndarray | None  # per-feature factor of the gain-ratio metric
+    unit: float  # lwa width unit: the minimum distance between two training points
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        X = np.asarray(X, dtype=float)
+        if self.scale is not None:
+            X = X * self.scale
+        out = np.empty((len(self.stages), len(X), self.n_classes))
+        onehot = np.eye(self.n_classes)[self.y]
+        sq_train = np.einsum("ij,ij->i", self.X, self.X)
+        n_train = len(self.y)
+        rows = int(np.clip(_BUDGET // n_train, 1, _MAX_BATCH))
+        for start in range(0, len(X), rows):
+            sq = _sq_distances(X[start : start + rows], self.X, sq_train)
+            if self.weighting == "lwa":
+                out[:, start : start + rows] = self._lwa(sq, onehot)
+            else:
+                out[:, start : start + rows] = self._vote(sq, onehot)
+        return {"none": out}
+
+    def _vote(self, sq: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+        """Vote fractions of the k nearest for every k at once: sort the nearest max-k once
+        (ties by training index), then cumulative sums of (weighted) class indicators; a k that
+        takes the whole training set needs no sort. Inverse-distance weights are
+        ``1 / max(d, 1e-6)``: a query on top of training points gives them (nearly) all the
+        weight, shared equally among coincident ones, as scikit-learn does for zero distances."""
+        n_train = sq.shape[1]
+        ks = np.minimum(np.asarray(self.stages), n_train)
+        weights = None
+        if self.weighting == "distance":
+            weights = 1.0 / np.maximum(np.sqrt(sq), _MIN_DISTANCE)
+        out = np.zeros((len(ks), sq.shape[0], self.n_classes))
+        every = ks == n_train
+        if every.any():
+            out[every] = onehot.sum(axis=0) if weights is None else weights @ onehot
+        if not every.all():
+            partial = ks[~every]
+            k_max = int(partial.max())
+            order = _nearest_first(sq, k_max)
+            labels = self.y[order]
+            if weights is not None:
+                weights = np.take_along_axis(weights, order, axis=1)
+            rows = np.flatnonzero(~every)
+            for c in np.unique(self.y):  # one cumulative sum per class present
+                hits = labels == c
+                totals = np.cumsum(hits if weights is None else np.where(hits, weights, 0), axis=1)
+                out[rows, :, c] = totals[:, partial - 1].T
+        return out / out.sum(axis=2, keepdims=True)
+
+    def _lwa(self, sq: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+        """Locally weighted averaging: class shares of the Gaussian kernel weights
+        ``exp(-d^2 / (2 w^2))`` over all training points, measured from the nearest one (the
+        nearest weighs 1, so narrow widths tend to 1-NN instead of underflowing to 0/0).
+        Widest first: a width 2^j times narrower is the wider kernel squared 2j times, which
+        spares the exponentials of the paper's doubling widths (relative error < 1e-9)."""
+        sq = sq - sq.min(axis=1, keepdims=True)
+        kernel = np.empty_like(sq)
+        out = np.empty((len(self.stages), sq.shape[0], self.n_classes))
+        previous, squarings = 0, 0
+        for s in np.argsort(self.stages, kind="stable")[::-1]:
+            multiplier = self.stages[s]
+            ratio = previous // multiplier if previous % multiplier == 0 else 0
+            steps = 2 * (ratio.bit_length() - 1)
+            if ratio > 1 and ratio & (ratio - 1) == 0 and squarings + steps <= _MAX_SQUARINGS:
+                for _ in range(steps):
+                    np.multiply(kernel, kernel, out=kernel)
+                squarings += steps
+            elif ratio != 1:
+                w2 = max((multiplier * self.unit) ** 2, np.finfo(float).tiny)
+                np.exp(np.multiply(sq, -0.5 / w2, out=kernel), out=kernel)
+                squarings = 0
+            previous = multiplier
+            totals = kernel @ onehot
+            out[s] = totals / totals.sum(axis=1, keepdims=True)
+        return out
+
+
+def fit_knn(X, y, *, n_classes, params, stages, random_state):
+    """Store the training fold (scaled for the gain-ratio metric) for distance queries. With
+    ``metric="gain_ratio"`` the distance is Euclidean on features times ``sqrt(gain ratio)``,
+    the ratios computed on this fold (plain Euclidean if every ratio is 0, e.g. one class)."""
+    validate_knn(params, stages)
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=int)
+    scale = None
+    if params["metric"] == "gain_ratio":
+        weights = gain_ratio_weights(X, y, n_classes)
+        scale = np.sqrt(weights) if weights.any() else np.ones(X.shape[1])
+        X = X * scale
+    unit = _min_distance(X) if params["weighting"] == "lwa" else 1.0
+    stages = tuple(int(s) for s in stages)
+    return _KnnRun(X, y, n_classes, params["weighting"], stages, scale, unit)
+
+
+register(
+    Family(
+        name="knn",
+        fit=fit_knn,
+        params={"metric": "euclidean", "weighting": "uniform"},
+        view="standardized",
+        stages="k",
+        test_params={"metric": "euclidean", "weighting": "uniform"},
+        test_stages=(1, 5, 25),
+        validate=validate_knn,
+    )
+)

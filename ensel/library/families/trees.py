@@ -1,0 +1,267 @@
+"""Decision trees, bagged trees, random forests and AdaBoost (App. 4.B), on the native view.
+
+Trees keep their own leaf class counts so that leaves can be Laplace- or m-estimate-smoothed
+(Provost & Domingos 2003); bagged trees, forests and boosting yield one member per prefix of
+their ensemble (e.g. boosting after 2, 4, ..., 2048 steps) from one training run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
+from sklearn.tree import DecisionTreeClassifier
+
+from ._base import Family, full_proba, register
+
+SMOOTHING = ("none", "laplace", "bayes")
+"""Leaf estimates: raw frequencies; Laplace ``(n_c + 1) / (n + C)``; Bayesian (m-estimate with
+the class prior, m = C): ``(n_c + C prior_c) / (n + C)``."""
+
+TREE_PARAMS = {
+    "criterion": "gini",
+    "splitter": "best",
+    "max_depth": None,
+    "min_samples_leaf": 1,
+    "ccp_alpha": 0.0,
+    "smoothing": "none",
+}
+
+
+def _tree(params: dict, random_state: int | np.random.Generator) -> DecisionTreeClassifier:
+    if params["smoothing"] not in SMOOTHING:
+        raise ValueError(f"smoothing={params['smoothing']!r} is not one of {SMOOTHING}")
+    return DecisionTreeClassifier(
+        criterion=params["criterion"],
+        splitter=params["splitter"],
+        max_depth=params["max_depth"],
+        min_samples_leaf=params["min_samples_leaf"],
+        ccp_alpha=params["ccp_alpha"],
+        random_state=random_state,
+    )
+
+
+@dataclass
+class SmoothedTree:
+    """A fitted tree and its leaf probability table ``(n_nodes, C)`` from its own training
+    counts, smoothed as asked."""
+
+    tree: DecisionTreeClassifier
+    table: np.ndarray
+
+    @classmethod
+    def fit(cls, tree, X, y, n_classes: int, smoothing: str) -> SmoothedTree:
+        tree.fit(X, y)
+        counts = np.zeros((tree.tree_.node_count, n_classes))
+        np.add.at(counts, (tree.apply(X), y), 1.0)
+        n = counts.sum(axis=1, keepdims=True)
+        if smoothing == "laplace":
+            table = (counts + 1.0) / (n + n_classes)
+        elif smoothing == "bayes":
+            prior = np.bincount(y, minlength=n_classes) / y.size
+            table = (counts + n_classes * prior) / (n + n_classes)
+        else:
+            table = counts / np.where(n > 0, n, 1.0)
+        return cls(tree, table)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        return self.table[self.tree.apply(X)]
+
+
+@dataclass
+class _StagedRun:
+    """Members are averages over the first ``s`` trees for each stage ``s``."""
+
+    trees: list
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        out, total = [], 0.0
+        for i, tree in enumerate(self.trees, start=1):
+            total = total + tree.predict_proba(X)
+            if i in self.stages:
+                out.append(total / i)
+        out.extend([total / len(self.trees)] * (len(self.stages) - len(out)))
+        return {"none": np.stack(out)}
+
+
+def fit_tree(X, y, *, n_classes, params, stages, random_state):
+    """One decision tree; pruned by cost-complexity (``ccp_alpha`` > 0) or depth/leaf limits."""
+    tree = SmoothedTree.fit(_tree(params, random_state), X, y, n_classes, params["smoothing"])
+    return _StagedRun([tree], (1,))
+
+
+def fit_bagged_trees(X, y, *, n_classes, params, stages, random_state):
+    """Bagged trees (Breiman 1996): each tree on a bootstrap sample, leaves smoothed on it."""
+    rng = np.random.default_rng(random_state)
+    trees = []
+    for _ in range(max(stages)):
+        idx = rng.integers(0, y.size, y.size)
+        seed = int(rng.integers(2**31 - 1))
+        tree = _tree(params, seed)
+        trees.append(SmoothedTree.fit(tree, X[idx], y[idx], n_classes, params["smoothing"]))
+    return _StagedRun(trees, stages)
+
+
+@dataclass
+class _ForestTree:
+    tree: DecisionTreeClassifier
+    classes: np.ndarray
+    n_classes: int
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        return full_proba(self.tree.predict_proba(X), self.classes, self.n_classes)
+
+
+def fit_random_forest(X, y, *, n_classes, params, stages, random_state):
+    """Breiman's random forest; ``max_features`` features tried per split (clipped to the
+    number of features), members after the first ``s`` trees."""
+    forest = RandomForestClassifier(
+        n_estimators=max(stages),
+        max_features=min(int(params["max_features"]), X.shape[1]),
+        criterion=params["criterion"],
+        min_samples_leaf=params["min_samples_leaf"],
+        n_jobs=1,
+        random_state=random_state,
+    ).fit(X, y)
+    trees = [_ForestTree(t, forest.classes_, n_classes) for t in forest.estimators_]
+    return _StagedRun(trees, stages)
+
+
+class ResamplingTree(ClassifierMixin, BaseEstimator):
+    """A tree fitted on a sample drawn with the boosting weights: AdaBoost.M1 *with resampling*
+    (§3.3.1), so that full trees are not perfect on their (reweighted) training set."""
+
+    def __init__(
+        self, criterion="gini", max_depth=None, min_samples_leaf=1, random_state=None
+    ) -> None:
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def fit(self, X, y, sample_weight=None):
+        rng = np.random.default_rng(self.random_state)
+        w = np.full(y.size, 1.0 / y.size) if sample_weight is None else sample_weight
+        idx = rng.choice(y.size, size=y.size, p=w / w.sum())
+        self.tree_model_ = DecisionTreeClassifier(
+            criterion=self.criterion,
+            max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf,
+            random_state=int(rng.integers(2**31 - 1)),
+        ).fit(X[idx], y[idx])
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return self.tree_model_.predict(X)
+
+
+@dataclass
+class _BoostRun:
+    """Weighted votes of the first ``s`` boosting steps for each stage ``s``."""
+
+    estimators: list
+    weights: np.ndarray
+    n_classes: int
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        from ensel.calibration import logistic_correction
+
+        votes = np.zeros((X.shape[0], self.n_classes))
+        rows = np.arange(X.shape[0])
+        staged = []
+        for i, (est, w) in enumerate(zip(self.estimators, self.weights, strict=True), start=1):
+            votes[rows, est.predict(X).astype(np.intp)] += w
+            if i in self.stages:
+                staged.append(votes.copy())
+        staged.extend([votes.copy()] * (len(self.stages) - len(staged)))
+        v = np.stack(staged)
+        total = v.sum(axis=-1, keepdims=True)
+        share = np.where(total > 0, v / np.where(total > 0, total, 1.0), 1.0 / self.n_classes)
+        return {"none": share, "logistic": logistic_correction(v)}
+
+
+def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
+    """AdaBoost (SAMME, which is AdaBoost.M1 for two classes) of trees or stumps
+    (``max_depth: 1``). The uncalibrated member is the weighted vote share
+    ``sum_t w_t [h_t = k] / sum_t w_t`` (for two classes ``(1 + F / sum alpha) / 2``); the
+    ``logistic`` variant is the logistic correction of §3.3.1."""
+    if np.unique(y).size < 2:
+        raise ValueError("adaboost needs at least two classes in the training fold")
+    base = ResamplingTree if params["resample"] else DecisionTreeClassifier
+    model = AdaBoostClassifier(
+        estimator=base(
+            criterion=params["criterion"],
+            max_depth=params["max_depth"],
+            min_samples_leaf=params["min_samples_leaf"],
+        ),
+        n_estimators=max(stages),
+        learning_rate=params["learning_rate"],
+        random_state=random_state,
+    ).fit(X, y)
+    n = len(model.estimators_)
+    weights = np.asarray(model.estimator_weights_[:n], dtype=np.float64)
+    return _BoostRun(list(model.estimators_), weights, n_classes, stages)
+
+
+def _needs_stages(params: dict, stages: tuple[int, ...] | None) -> None:
+    if not stages:
+        raise ValueError("this family needs stages (numbers of trees or boosting steps)")
+
+
+register(
+    Family(
+        name="tree",
+        fit=fit_tree,
+        params=TREE_PARAMS,
+        view="native",
+        test_params={"max_depth": 4, "smoothing": "laplace"},
+    )
+)
+register(
+    Family(
+        name="bagged_trees",
+        fit=fit_bagged_trees,
+        params=TREE_PARAMS,
+        view="native",
+        stages="trees",
+        test_params={"max_depth": 4},
+        test_stages=(2, 5),
+        validate=_needs_stages,
+    )
+)
+register(
+    Family(
+        name="random_forest",
+        fit=fit_random_forest,
+        params={"max_features": 4, "criterion": "gini", "min_samples_leaf": 1},
+        view="native",
+        stages="trees",
+        test_params={"max_features": 2},
+        test_stages=(4, 8),
+        validate=_needs_stages,
+    )
+)
+register(
+    Family(
+        name="adaboost",
+        fit=fit_adaboost,
+        params={
+            "max_depth": 1,
+            "criterion": "gini",
+            "min_samples_leaf": 1,
+            "learning_rate": 1.0,
+            "resample": True,
+        },
+        view="native",
+        stages="boosting steps",
+        variants=("logistic",),
+        test_params={"max_depth": 1},
+        test_stages=(2, 4, 8),
+        validate=_needs_stages,
+    )
+)

@@ -1,0 +1,282 @@
+"""Library specs: YAML files that list model families with parameter grids or sampled ranges,
+stages and calibration variants, expanded into the training runs a library is built from.
+
+A spec looks like::
+
+    name: example
+    seed: 0                # seeds the range samplers
+    time_limit: 300        # seconds per training run (all folds); optional
+    families:
+      - family: adaboost
+        params: {max_depth: [1, 2]}          # lists expand as a cartesian product
+        stages: [2, 4, 8, 16]                # members from one run
+        calibration: [none, platt, isotonic, logistic]
+      - family: mlp
+        params:
+          hidden: {logint: [1, 128]}         # ranges: uniform, loguniform, int, logint, choice
+          momentum: {uniform: [0, 0.9]}
+        samples: 20                          # 20 draws, quasi-Monte Carlo by default
+        stages: [16, 64, 256]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import warnings
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from .families import VIEWS, Family, get_family
+
+__all__ = ["BUILTIN_SPECS", "LibrarySpec", "RunSpec", "SpecError", "load_spec"]
+
+BUILTIN_SPECS = ("tiny", "default", "caruana2006")
+CALIBRATIONS = ("none", "platt", "isotonic")
+RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
+SAMPLERS = ("qmc", "random")
+ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler")
+TOP_KEYS = ("name", "description", "seed", "time_limit", "families", "detectors")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run: a family with fixed parameters on a view; it yields one member per
+    (stage, calibration) pair."""
+
+    family: str
+    params: tuple[tuple[str, Any], ...]
+    view: str
+    stages: tuple[int, ...] | None
+    calibrations: tuple[str, ...]
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def run_id(self) -> str:
+        """A stable id from everything that defines the run (a changed entry is a new run)."""
+        key = json.dumps(
+            [self.family, self.params, self.view, self.stages, self.calibrations],
+            sort_keys=True,
+            default=str,
+        )
+        return f"{self.family}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+
+    @property
+    def members(self) -> list[tuple[int | None, str]]:
+        """The (stage, calibration) pairs of this run's members, stage-major."""
+        stages = self.stages or (None,)
+        return [(s, c) for s in stages for c in self.calibrations]
+
+
+@dataclass(frozen=True)
+class LibrarySpec:
+    name: str
+    runs: tuple[RunSpec, ...]
+    time_limit: float | None
+    source: str
+    detectors: tuple[dict, ...] = ()
+
+    @property
+    def n_members(self) -> int:
+        return sum(len(r.members) for r in self.runs)
+
+
+def load_spec(spec: str | Path | dict | LibrarySpec) -> LibrarySpec:
+    """A validated spec from a built-in name (``tiny``, ``default``, ``caruana2006``), a YAML
+    path, or an already-parsed dict."""
+    if isinstance(spec, LibrarySpec):
+        return spec
+    if isinstance(spec, dict):
+        return _parse(spec, "<dict>")
+    if isinstance(spec, str) and spec in BUILTIN_SPECS:
+        text = resources.files("ensel.library").joinpath("specs", f"{spec}.yaml").read_text()
+        return _parse(_yaml(text, f"{spec}.yaml"), f"{spec}.yaml")
+    path = Path(spec)
+    if not path.is_file():
+        raise SpecError(
+            f"library spec {str(spec)!r} is neither a built-in spec {BUILTIN_SPECS} "
+            "nor an existing YAML file"
+        )
+    return _parse(_yaml(path.read_text(), str(path)), str(path))
+
+
+def _yaml(text: str, source: str) -> dict:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise SpecError(f"{source}: a spec is a mapping with a 'families' list at the top")
+    return doc
+
+
+def _parse(doc: dict, source: str) -> LibrarySpec:
+    unknown = sorted(set(doc) - set(TOP_KEYS))
+    if unknown:
+        raise SpecError(f"{source}: unknown top-level key(s) {unknown}; allowed: {list(TOP_KEYS)}")
+    entries = doc.get("families")
+    if not isinstance(entries, list) or not entries:
+        raise SpecError(f"{source}: key 'families' must be a non-empty list of family entries")
+    seed = doc.get("seed", 0)
+    if not isinstance(seed, int):
+        raise SpecError(f"{source}: key 'seed' must be an integer, got {seed!r}")
+    time_limit = doc.get("time_limit")
+    if time_limit is not None and (not isinstance(time_limit, int | float) or time_limit <= 0):
+        raise SpecError(f"{source}: key 'time_limit' must be a positive number of seconds")
+    runs: list[RunSpec] = []
+    for i, entry in enumerate(entries):
+        runs.extend(_expand(entry, f"{source}: families[{i}]", seed + i))
+    unique = list(dict.fromkeys(runs))
+    return LibrarySpec(
+        name=str(doc.get("name", Path(source).stem)),
+        runs=tuple(unique),
+        time_limit=time_limit,
+        source=source,
+        detectors=tuple(doc.get("detectors") or ()),
+    )
+
+
+def _expand(entry: Any, where: str, seed: int) -> list[RunSpec]:
+    if not isinstance(entry, dict) or "family" not in entry:
+        raise SpecError(f"{where}: each entry is a mapping with a 'family' key")
+    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {list(ENTRY_KEYS)}")
+    try:
+        family = get_family(entry["family"])
+    except ValueError as exc:
+        raise SpecError(f"{where}: key 'family': {exc}") from None
+    where = f"{where} ({family.name})"
+    params = entry.get("params") or {}
+    if not isinstance(params, dict):
+        raise SpecError(f"{where}: key 'params' must be a mapping of parameter names to values")
+    bad = sorted(set(params) - set(family.params))
+    if bad:
+        raise SpecError(
+            f"{where}: key 'params' has unknown parameter(s) {bad}; "
+            f"{family.name} accepts {sorted(family.params)}"
+        )
+    view = entry.get("view", family.view)
+    if view not in VIEWS:
+        raise SpecError(f"{where}: key 'view' is {view!r}; allowed: {list(VIEWS)}")
+    stages = _stages(entry.get("stages"), family, where)
+    calibrations = _calibrations(entry.get("calibration", ["none"]), family, where)
+    grid = {k: v for k, v in params.items() if not isinstance(v, dict)}
+    ranges = {k: v for k, v in params.items() if isinstance(v, dict)}
+    draws = _draws(ranges, entry, where, seed)
+    runs = []
+    names = list(grid)
+    values = [v if isinstance(v, list) else [v] for v in grid.values()]
+    for draw in draws:
+        for combo in itertools.product(*values):
+            full = dict(family.params)
+            full.update(zip(names, combo, strict=True))
+            full.update(draw)
+            if family.validate is not None:
+                try:
+                    family.validate(full, stages)
+                except ValueError as exc:
+                    raise SpecError(f"{where}: {exc}") from None
+            runs.append(
+                RunSpec(family.name, tuple(sorted(full.items())), view, stages, calibrations)
+            )
+    return runs
+
+
+def _stages(stages: Any, family: Family, where: str) -> tuple[int, ...] | None:
+    if stages is None:
+        return None
+    if family.stages is None:
+        raise SpecError(f"{where}: key 'stages': {family.name} has no stages; remove the key")
+    if (
+        not isinstance(stages, list)
+        or not stages
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in stages)
+    ):
+        raise SpecError(
+            f"{where}: key 'stages' must be a list of positive integers ({family.stages})"
+        )
+    return tuple(sorted(set(stages)))
+
+
+def _calibrations(cal: Any, family: Family, where: str) -> tuple[str, ...]:
+    allowed = CALIBRATIONS + family.variants
+    cal = [cal] if isinstance(cal, str) else cal
+    if not isinstance(cal, list) or not cal or any(c not in allowed for c in cal):
+        raise SpecError(f"{where}: key 'calibration' is {cal!r}; allowed values: {list(allowed)}")
+    return tuple(dict.fromkeys(cal))
+
+
+def _draws(ranges: dict, entry: dict, where: str, seed: int) -> list[dict[str, Any]]:
+    """``samples`` draws of the ranged parameters by an optuna sampler (one empty draw if the
+    entry has no ranges)."""
+    samples = entry.get("samples")
+    if not ranges:
+        if samples is not None:
+            raise SpecError(f"{where}: key 'samples' needs parameters given as ranges")
+        return [{}]
+    if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
+        raise SpecError(
+            f"{where}: parameters given as ranges need 'samples: N' (a positive integer)"
+        )
+    sampler_name = entry.get("sampler", "qmc")
+    if sampler_name not in SAMPLERS:
+        raise SpecError(f"{where}: key 'sampler' is {sampler_name!r}; allowed: {list(SAMPLERS)}")
+    distributions = {k: _distribution(k, v, where) for k, v in ranges.items()}
+    try:
+        import optuna
+    except ImportError:
+        raise SpecError(
+            f"{where}: sampling parameter ranges needs optuna: pip install optuna"
+        ) from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if sampler_name == "qmc":
+            sampler = optuna.samplers.QMCSampler(seed=seed, warn_independent_sampling=False)
+        else:
+            sampler = optuna.samplers.RandomSampler(seed=seed)
+        study = optuna.create_study(sampler=sampler)
+        draws = []
+        for _ in range(samples):
+            trial = study.ask(distributions)
+            draws.append(dict(trial.params))
+            study.tell(trial, 0.0)
+    return draws
+
+
+def _distribution(name: str, spec: dict, where: str):
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if len(spec) != 1 or next(iter(spec)) not in RANGE_KINDS:
+        raise SpecError(
+            f"{where}: parameter {name!r}: a range is one of {{kind: [low, high]}} with kind in "
+            f"{list(RANGE_KINDS)} (choice takes a list of values), got {spec!r}"
+        )
+    kind, arg = next(iter(spec.items()))
+    if kind == "choice":
+        if not isinstance(arg, list) or not arg:
+            raise SpecError(f"{where}: parameter {name!r}: choice needs a non-empty list")
+        return CategoricalDistribution(arg)
+    if not (
+        isinstance(arg, list) and len(arg) == 2 and all(isinstance(a, int | float) for a in arg)
+    ):
+        raise SpecError(f"{where}: parameter {name!r}: {kind} needs [low, high]")
+    low, high = arg
+    if low >= high or (kind.startswith("log") and low <= 0):
+        raise SpecError(
+            f"{where}: parameter {name!r}: {kind} needs low < high"
+            + (" and low > 0" if kind.startswith("log") else "")
+        )
+    if kind in ("int", "logint"):
+        return IntDistribution(int(low), int(high), log=kind == "logint")
+    return FloatDistribution(float(low), float(high), log=kind == "loguniform")

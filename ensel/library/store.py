@@ -1,0 +1,293 @@
+"""PredictionStore: a directory that keeps a library's hillclimb predictions and fitted runs.
+
+Layout::
+
+    store.json         format, fingerprint of the data and folds, classes, hillclimb size
+    hillclimb.npz      hillclimb row indices and their encoded labels
+    manifest.jsonl     one line per finished run (ok, failed or timeout): the commit record
+    runs/<id>.npy      a run's hillclimb predictions, (members, N, C) float32
+    runs/<id>.joblib   a run's fitted siblings and calibrators (pickle: open trusted stores only)
+    predictions.npy    all ok members' predictions, (M, N) or (M, N, C), memory-mapped on read
+    predictions.json   the run order of predictions.npy
+
+Every file is written to a temporary name, flushed, fsynced and renamed; a run counts as
+finished only once its manifest line is complete, so a build killed at any point resumes
+without losing finished runs and without reading half-written files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pandas as pd
+
+from ..errors import StoreError
+from .runs import FittedRun, RunResult
+from .spec import RunSpec
+
+__all__ = ["PredictionStore", "member_id"]
+
+FORMAT = 1
+STATUSES = ("ok", "failed", "timeout")
+
+
+def member_id(run_id: str, stage: int | None, calibration: str) -> str:
+    """``<run id>[/s<stage>]/<calibration>``, e.g. ``adaboost-0a1b2c3d4e5f/s64/platt``."""
+    return f"{run_id}/s{stage}/{calibration}" if stage is not None else f"{run_id}/{calibration}"
+
+
+def _atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, mode) as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PredictionStore:
+    """Open (or create) the store at ``path``. With ``header`` (what the builder computed from
+    the data), an existing store must match it, else a StoreError says what differs."""
+
+    def __init__(self, path: str | os.PathLike, header: dict | None = None) -> None:
+        self.path = Path(path)
+        header_file = self.path / "store.json"
+        if header_file.exists():
+            try:
+                self.header = json.loads(header_file.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise StoreError(
+                    f"{header_file} is corrupt ({exc}); delete the store directory to rebuild"
+                ) from None
+            if self.header.get("format") != FORMAT:
+                raise StoreError(f"{header_file}: unknown store format {self.header.get('format')}")
+            if header is not None:
+                self._check_same(header)
+        elif header is None:
+            raise StoreError(f"{self.path} is not a prediction store (no store.json)")
+        else:
+            if self.path.exists() and any(self.path.iterdir()):
+                raise StoreError(
+                    f"{self.path} exists and is not a prediction store; choose an empty or new path"
+                )
+            (self.path / "runs").mkdir(parents=True, exist_ok=True)
+            hill = {k: np.asarray(header.pop(k)) for k in ("hillclimb", "labels")}
+            _atomic_write(self.path / "hillclimb.npz", lambda fh: np.savez(fh, **hill))
+            self.header = {"format": FORMAT, **header}
+            _atomic_write(
+                header_file, lambda fh: fh.write(json.dumps(self.header, indent=1)), mode="w"
+            )
+        (self.path / "runs").mkdir(exist_ok=True)
+        self._records = self._read_manifest()
+
+    # ------------------------------------------------------------------ header and manifest
+
+    def _check_same(self, header: dict) -> None:
+        ours, theirs = self.header.get("fingerprint", {}), header.get("fingerprint", {})
+        differ = [k for k in theirs if ours.get(k) != theirs[k]]
+        differ += [
+            k for k in ("classes", "n_hillclimb", "cv") if self.header.get(k) != header.get(k)
+        ]
+        if differ:
+            raise StoreError(
+                f"the store at {self.path} was built for other data or folds (differs in: "
+                f"{', '.join(dict.fromkeys(differ))}); use a new store path, or delete this one "
+                "to rebuild"
+            )
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "manifest.jsonl"
+
+    def _read_manifest(self) -> dict[str, dict]:
+        if not self.manifest_path.exists():
+            return {}
+        raw = self.manifest_path.read_bytes()
+        lines = raw.split(b"\n")
+        if lines and lines[-1] != b"":  # a torn last line: the build died while committing it
+            raw = raw[: len(raw) - len(lines[-1])]
+            with open(self.manifest_path, "r+b") as fh:
+                fh.truncate(len(raw))
+            lines = lines[:-1]
+        records = {}
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                run_id, status = record["run"], record["status"]
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+                raise StoreError(
+                    f"{self.manifest_path} line {number} is corrupt; delete the store to "
+                    "rebuild, or remove that line to refit its run"
+                ) from None
+            if status not in STATUSES:
+                raise StoreError(f"{self.manifest_path} line {number}: unknown status {status!r}")
+            records[run_id] = record
+        return records
+
+    def _append(self, record: dict) -> None:
+        with open(self.manifest_path, "a") as fh:
+            fh.write(json.dumps(record, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._records[record["run"]] = record
+
+    @property
+    def records(self) -> dict[str, dict]:
+        """Run id -> manifest record of every finished run."""
+        return dict(self._records)
+
+    # ------------------------------------------------------------------ writing runs
+
+    def write_run(self, run: RunSpec, result: RunResult, seconds: float) -> None:
+        """Commit a finished run: predictions and fitted bundle first, the manifest line last."""
+        rid = run.run_id
+        preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
+        _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
+        _atomic_write(
+            self.path / "runs" / f"{rid}.joblib", lambda fh: joblib.dump(result.fitted, fh)
+        )
+        self._append(_record(run, "ok", "", seconds))
+
+    def write_failure(self, run: RunSpec, status: str, error: str, seconds: float) -> None:
+        """Record a run that failed or ran out of time, so the build goes on without it."""
+        self._append(_record(run, status, error, seconds))
+
+    # ------------------------------------------------------------------ reading
+
+    def hillclimb(self) -> tuple[np.ndarray, np.ndarray]:
+        """Hillclimb row indices into the training data, and their encoded labels."""
+        try:
+            with np.load(self.path / "hillclimb.npz") as z:
+                return z["hillclimb"], z["labels"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise StoreError(
+                f"{self.path / 'hillclimb.npz'} is missing or corrupt: {exc}"
+            ) from None
+
+    def run_predictions(self, run_id: str) -> np.ndarray:
+        path = self.path / "runs" / f"{run_id}.npy"
+        try:
+            return np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise StoreError(
+                f"{path} is missing or corrupt ({exc}); remove run {run_id}'s line from "
+                f"{self.manifest_path.name} to refit it"
+            ) from None
+
+    def load_fitted(self, run_id: str) -> FittedRun:
+        """The fitted siblings of a run. This unpickles: open only stores you trust."""
+        path = self.path / "runs" / f"{run_id}.joblib"
+        try:
+            return joblib.load(path)
+        except Exception as exc:
+            raise StoreError(f"{path} cannot be loaded ({exc}); refit run {run_id}") from None
+
+    def ok_runs(self, order: Iterable[str] | None = None) -> list[str]:
+        """Ids of the ok runs, in ``order`` where given (else in manifest order)."""
+        ids = list(order) if order is not None else list(self._records)
+        return [r for r in ids if self._records.get(r, {}).get("status") == "ok"]
+
+    def members(self, runs: Iterable[str], statuses: tuple[str, ...] = ("ok",)) -> pd.DataFrame:
+        """One row per member of ``runs`` whose status is in ``statuses``."""
+        rows = []
+        for rid in runs:
+            rec = self._records.get(rid)
+            if rec is None or rec["status"] not in statuses:
+                continue
+            for stage, cal in _member_keys(rec):
+                rows.append(
+                    {
+                        "id": member_id(rid, stage, cal),
+                        "run": rid,
+                        "family": rec["family"],
+                        "params": rec["params"],
+                        "view": rec["view"],
+                        "calibration": cal,
+                        "stage": stage,
+                        "status": rec["status"],
+                        "error": rec["error"],
+                        "fit_seconds": rec["fit_seconds"],
+                    }
+                )
+        columns = ["id", "run", "family", "params", "view", "calibration", "stage", "status"]
+        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds"])
+        return frame.astype({"stage": "Int64"})
+
+    # ------------------------------------------------------------------ the matrix
+
+    def consolidate(self, order: list[str]) -> None:
+        """Write ``predictions.npy`` from the ok runs in ``order`` (atomically)."""
+        runs = self.ok_runs(order)
+        parts = [self.run_predictions(r) for r in runs]
+        n_hill = int(self.header["n_hillclimb"])
+        n_classes = len(self.header["classes"])
+        n_members = sum(p.shape[0] for p in parts)
+        shape = (n_members, n_hill) if n_classes == 2 else (n_members, n_hill, n_classes)
+        final = self.path / "predictions.npy"
+        tmp = final.with_name(f".predictions.{os.getpid()}.tmp.npy")
+        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+        row = 0
+        for p in parts:
+            matrix[row : row + p.shape[0]] = p[..., 1] if n_classes == 2 else p
+            row += p.shape[0]
+        matrix.flush()
+        del matrix
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        _atomic_write(
+            self.path / "predictions.json",
+            lambda fh: fh.write(json.dumps({"runs": runs, "n_members": n_members})),
+            mode="w",
+        )
+
+    def matrix(self) -> tuple[np.ndarray, list[str]]:
+        """The memory-mapped prediction matrix and its run order. A store without one (a build
+        killed before its end) is consolidated from all its ok runs in manifest order."""
+        try:
+            runs = json.loads((self.path / "predictions.json").read_text())["runs"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError):
+            runs = None
+        if runs is None or runs != self.ok_runs(runs):
+            runs = self.ok_runs()
+            self.consolidate(runs)
+        try:
+            return np.load(self.path / "predictions.npy", mmap_mode="r"), runs
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{self.path / 'predictions.npy'} is corrupt: {exc}") from None
+
+
+def _record(run: RunSpec, status: str, error: str, seconds: float) -> dict:
+    return {
+        "run": run.run_id,
+        "family": run.family,
+        "params": run.param_dict,
+        "view": run.view,
+        "stages": list(run.stages) if run.stages else None,
+        "calibrations": list(run.calibrations),
+        "status": status,
+        "error": error,
+        "fit_seconds": round(seconds, 3),
+    }
+
+
+def _member_keys(record: dict) -> list[tuple[int | None, str]]:
+    stages = record["stages"] or [None]
+    return [(s, c) for s in stages for c in record["calibrations"]]

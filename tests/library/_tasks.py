@@ -1,0 +1,22 @@
+"""Task functions for executor tests; importable by worker processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def task(kind, shared):
+    if kind == "ok":
+        return shared * 2
+    if kind == "raise":
+        raise RuntimeError("bad parameters\nsecond line")
+    if kind == "sleep":
+        time.sleep(30)
+    if kind == "spin":
+        while True:
+            pass
+    if kind == "crash":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError(kind)

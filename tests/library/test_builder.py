@@ -1,0 +1,304 @@
+"""build_library: out-of-fold predictions, cross-fitted calibrators, test-time averaging of the
+siblings, failures recorded, resuming after a kill, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris
+
+import ensel.library.builder as builder_module
+import ensel.library.runs as runs_module
+from ensel.calibration import ColumnCalibrator
+from ensel.errors import StoreError
+from ensel.library import Library, build_library
+from ensel.library.families import FAMILIES, Family
+
+SMALL = {
+    "families": [
+        {"family": "logreg", "params": {"ridge": [1.0]}, "calibration": ["none", "platt"]},
+        {"family": "tree", "params": {"max_depth": 3}, "calibration": ["none", "isotonic"]},
+        {"family": "adaboost", "stages": [2, 8], "calibration": ["none", "logistic"]},
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    return X, y
+
+
+# ------------------------------------------------------------------ no point sees itself
+
+
+@dataclass
+class _MemorizerRun:
+    seen: dict
+    n_classes: int
+
+    def predict(self, X):
+        out = np.full((1, len(X), self.n_classes), 1.0 / self.n_classes)
+        for i, row in enumerate(X):
+            label = self.seen.get(row.tobytes())
+            if label is not None:
+                out[0, i] = np.eye(self.n_classes)[label]
+        return {"none": out}
+
+
+def _fit_memorizer(X, y, *, n_classes, params, stages, random_state):
+    return _MemorizerRun({row.tobytes(): label for row, label in zip(X, y, strict=True)}, n_classes)
+
+
+@pytest.fixture
+def memorizer(monkeypatch):
+    family = Family(name="memorizer", fit=_fit_memorizer, params={}, view="native")
+    monkeypatch.setitem(FAMILIES, "memorizer", family)
+    return {"families": [{"family": "memorizer", "calibration": ["none", "platt", "isotonic"]}]}
+
+
+@pytest.mark.parametrize("cv", [5, None])
+def test_hillclimb_predictions_never_come_from_a_model_that_saw_the_point(cancer, memorizer, cv):
+    X, y = cancer
+    lib = build_library(X, y, spec=memorizer, cv=cv, verbose=0)
+    P = np.asarray(lib.predictions)
+    np.testing.assert_array_equal(P[0], 0.5)  # a memorised row would read 0 or 1
+    # calibrators saw only constant inputs from other rows: they cannot know the label either
+    assert np.unique(P[1]).size <= 5 and np.unique(P[2]).size <= 5
+    # at test time on training rows the siblings do remember: the average of K siblings
+    # of which K-1 saw the row
+    test_time = lib.predict(X.iloc[:20], ids=[lib.members["id"][0]])[0]
+    if cv == 5:
+        expected = (4 * y.iloc[:20].to_numpy() + 0.5) / 5
+        np.testing.assert_allclose(test_time, expected)
+
+
+@dataclass
+class _RowKeyRun:
+    def predict(self, X):
+        p = X[:, :1]  # each row's unique key in (0, 1): a score that identifies the row
+        return {"none": np.hstack([1 - p, p])[None]}
+
+
+class _Recording(ColumnCalibrator):
+    """A calibrator that fails when it predicts a row (a unique score) it was fitted on."""
+
+    seen: list = []  # noqa: RUF012
+
+    def fit(self, f, y):
+        self.fitted_on = set(f[:, 1])
+        self.seen.append(self)
+        return super().fit(f, y)
+
+    def predict(self, f):
+        if getattr(self, "checking", True):
+            assert not (set(f[:, 1]) & self.fitted_on), "a calibrator predicted a row it saw"
+        return super().predict(f)
+
+
+def test_calibrators_are_cross_fitted(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"key": rng.permutation(400) / 400 + 1e-3, "noise": rng.random(400)})
+    y = (rng.random(400) < X["key"]).astype(int)
+    family = Family(name="rowkey", fit=lambda *a, **k: _RowKeyRun(), params={}, view="native")
+    monkeypatch.setitem(FAMILIES, "rowkey", family)
+    monkeypatch.setattr(runs_module, "ColumnCalibrator", _Recording)
+    seen = _Recording.seen
+    spec = {"families": [{"family": "rowkey", "calibration": ["platt", "isotonic"]}]}
+    for cv in (5, None):
+        seen.clear()
+        lib = build_library(X, y, spec=spec, cv=cv, verbose=0)
+        assert lib.n_members == 2 and len(lib.failures) == 0
+        assert len(seen) == 2 * 5  # one calibrator per method and fold (or hillclimb part)
+        # together the calibrators were fitted on every hillclimb row, each on 4/5 of them
+        assert sum(len(c.fitted_on) for c in seen[:5]) == 4 * len(lib.y)
+
+
+# ------------------------------------------------------------------ predictions and layout
+
+
+def test_library_layout_and_test_time_average_of_siblings(cancer, tmp_path):
+    X, y = cancer
+    lib = build_library(X, y, spec=SMALL, cv=3, store=tmp_path / "s", verbose=0)
+    assert lib.predictions.shape == (lib.n_members, len(y))
+    assert lib.n_members == 2 + 2 + 4
+    assert list(lib.members.columns[:8]) == [
+        "id", "run", "family", "params", "view", "calibration", "stage", "status"
+    ]  # fmt: skip
+    np.testing.assert_array_equal(lib.y, y.to_numpy()[lib.hillclimb_index])
+    assert lib.members["stage"].tolist()[4:] == [2, 2, 8, 8]
+    new = X.iloc[:7]
+    P = lib.predict(new)
+    assert P.shape == (lib.n_members, 7) and ((P >= 0) & (P <= 1)).all()
+    # a member's test-time prediction is the mean of its siblings (here: logistic regressions)
+    fitted = lib.store.load_fitted(lib.members["run"][0])
+    from ensel.library.views import transform
+
+    siblings = [run.predict(transform(view, new))["none"][0, :, 1] for view, run in fitted.siblings]
+    np.testing.assert_allclose(P[0], np.mean(siblings, axis=0))
+    # asking for some members, in any order
+    ids = list(lib.members["id"][[5, 0]])
+    np.testing.assert_allclose(lib.predict(new, ids=ids), P[[5, 0]])
+    reopened = Library.open(tmp_path / "s")
+    np.testing.assert_array_equal(np.asarray(reopened.predictions), np.asarray(lib.predictions))
+
+
+def test_multiclass_library_with_categorical_columns():
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    X = X.assign(size=pd.cut(X["petal length (cm)"], 3, labels=["s", "m", "l"]).astype(str))
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    lib = build_library(X, labels, spec=SMALL, cv=3, verbose=0)
+    assert lib.predictions.shape == (lib.n_members, 150, 3)
+    np.testing.assert_allclose(np.asarray(lib.predictions).sum(-1), 1.0, atol=1e-5)
+    assert list(lib.classes) == list(np.unique(labels))
+    unseen = X.iloc[:3].assign(size="huge")  # an unseen category is handled, not a crash
+    assert lib.predict(unseen).shape == (lib.n_members, 3, 3)
+    with pytest.raises(ValueError, match=r"X lacks column\(s\) \['size'\]"):
+        lib.predict(X.drop(columns="size"))
+
+
+def test_same_seed_same_library_and_joblib_processes_agree(cancer, tmp_path):
+    X, y = cancer
+    a = build_library(X, y, spec="tiny", cv=3, n_jobs=1, verbose=0)
+    b = build_library(X, y, spec="tiny", cv=3, n_jobs=2, verbose=0)
+    assert list(a.members["id"]) == list(b.members["id"])
+    np.testing.assert_array_equal(np.asarray(a.predictions), np.asarray(b.predictions))
+
+
+def test_a_failing_run_is_recorded_and_the_build_goes_on(cancer):
+    X, y = cancer
+    spec = {
+        "families": [
+            {"family": "logreg"},
+            {"family": "svm", "params": {"kernel": "sigmoid"}},  # raises inside the run
+        ]
+    }
+    lib = build_library(X, y, spec=spec, cv=3, verbose=0)
+    assert lib.n_members == 1
+    assert lib.failures["status"].tolist() == ["failed"]
+    assert "kernel='sigmoid' is not one of" in lib.failures["error"][0]
+
+
+def test_an_empty_library_is_an_error(cancer):
+    X, y = cancer
+    spec = {"families": [{"family": "svm", "params": {"kernel": "sigmoid"}}]}
+    with pytest.raises(ValueError, match="library is empty; errors: ValueError: svm kernel"):
+        build_library(X, y, spec=spec, cv=3, verbose=0)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "kwargs", "message"),
+    [
+        (np.ones((10, 2)), np.arange(9) % 2, {}, "X has 10 rows but y has 9"),
+        (np.ones((10, 2)), np.zeros(10), {}, "single class"),
+        (np.array([[np.nan, 1.0]] * 10), np.arange(10) % 2, {}, "missing values"),
+        (np.array([[np.inf, 1.0]] * 10), np.arange(10) % 2, {}, "infinite values"),
+        (np.ones((10, 2)), np.arange(10) % 2, {"cv": 6}, "fewer than cv=6 folds"),
+        (np.ones((10, 2)), np.arange(10) % 2, {"cv": 1}, "cv=1"),
+        (np.ones((10, 2)), np.arange(10) % 2, {"n_jobs": 0}, "n_jobs=0"),
+        (np.ones((10, 2)), np.arange(10) % 2, {"backend": "ray"}, "backend='ray'"),
+    ],
+)
+def test_bad_input_is_named(X, y, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        build_library(X, y, spec="tiny", **{"cv": 2, "verbose": 0, **kwargs})
+
+
+def test_store_refuses_other_data_and_reports_corruption(cancer, tmp_path):
+    X, y = cancer
+    path = tmp_path / "store"
+    build_library(X, y, spec=SMALL, cv=3, store=path, verbose=0)
+    with pytest.raises(StoreError, match="built for other data or folds"):
+        build_library(X.iloc[:300], y.iloc[:300], spec=SMALL, cv=3, store=path, verbose=0)
+    with pytest.raises(StoreError, match=r"differs in: folds"):
+        build_library(X, y, spec=SMALL, cv=3, store=path, random_state=1, verbose=0)
+    lines = (path / "manifest.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:20]  # a corrupt line in the middle
+    (path / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(StoreError, match=r"manifest\.jsonl line 2 is corrupt"):
+        Library.open(path)
+    (path / "store.json").write_text("{not json")
+    with pytest.raises(StoreError, match=r"store\.json is corrupt"):
+        Library.open(path)
+    with pytest.raises(StoreError, match="not a prediction store"):
+        Library.open(tmp_path)
+
+
+def test_a_torn_last_manifest_line_is_dropped_and_its_run_refitted(cancer, tmp_path):
+    X, y = cancer
+    path = tmp_path / "store"
+    first = build_library(X, y, spec=SMALL, cv=3, store=path, verbose=0)
+    text = (path / "manifest.jsonl").read_text()
+    last = text.splitlines()[-1]
+    (path / "manifest.jsonl").write_text(text[: len(text) - len(last) - 1] + last[:15])
+    again = build_library(X, y, spec=SMALL, cv=3, store=path, verbose=0)
+    assert (path / "manifest.jsonl").read_text() == text.replace(last, _refit_line(path, last))
+    np.testing.assert_array_equal(np.asarray(first.predictions), np.asarray(again.predictions))
+
+
+def _refit_line(path, old_line):
+    """The refitted run's manifest line (its fit time differs)."""
+    rid = json.loads(old_line)["run"]
+    for line in (path / "manifest.jsonl").read_text().splitlines():
+        if json.loads(line)["run"] == rid:
+            return line
+    raise AssertionError(rid)
+
+
+# ------------------------------------------------------------------ resume after a kill
+
+KILLED_BUILD = """
+import sys
+from sklearn.datasets import load_breast_cancer
+from ensel.library import build_library
+X, y = load_breast_cancer(return_X_y=True)
+build_library(X, y, spec="tiny", cv=3, store=sys.argv[1], n_jobs=1, verbose=0)
+"""
+
+
+@pytest.mark.slow
+def test_resume_after_a_killed_build_loses_and_refits_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(path)])
+    manifest = path / "manifest.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if manifest.exists() and len(manifest.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    before = manifest.read_text().splitlines()
+    assert 3 <= len(before) < 10, "the build was not killed midway"
+    stamps = {p.name: p.stat().st_mtime_ns for p in (path / "runs").glob("*.npy")}
+
+    fitted = []
+    real_fit_run = builder_module.fit_run
+
+    def counting_fit_run(run, data, random_state):
+        fitted.append(run.run_id)
+        return real_fit_run(run, data, random_state)
+
+    monkeypatch.setattr(builder_module, "fit_run", counting_fit_run)
+    X, y = load_breast_cancer(return_X_y=True)
+    resumed = build_library(X, y, spec="tiny", cv=3, store=path, n_jobs=1, verbose=0)
+    finished = {json.loads(line)["run"] for line in before}
+    assert not finished & set(fitted), "a finished run was fitted again"
+    assert len(fitted) == 10 - len(before)
+    after = manifest.read_text().splitlines()
+    assert after[: len(before)] == before
+    for name, stamp in stamps.items():
+        if name.removesuffix(".npy") in finished:
+            assert (path / "runs" / name).stat().st_mtime_ns == stamp
+    fresh = build_library(X, y, spec="tiny", cv=3, n_jobs=1, verbose=0)
+    np.testing.assert_array_equal(np.asarray(resumed.predictions), np.asarray(fresh.predictions))

@@ -1,0 +1,38 @@
+"""Executors: outcomes stream back; failures, time-outs and dying workers are recorded and the
+other tasks go on."""
+
+from __future__ import annotations
+
+import pytest
+
+from ensel.library.executor import ProcessExecutor, SerialExecutor, make_executor
+
+from ._tasks import task
+
+
+def test_serial_executor_records_failures_and_time_limit():
+    outcomes = list(SerialExecutor(time_limit=0.3).run(task, ["ok", "raise", "spin", "ok"], 21))
+    assert [o.status for o in outcomes] == ["ok", "failed", "timeout", "ok"]
+    assert outcomes[0].value == 42
+    assert outcomes[1].error == "RuntimeError: bad parameters second line"
+    assert "time limit of 0.3 s" in outcomes[2].error
+    assert 0.3 <= outcomes[2].seconds < 5
+
+
+@pytest.mark.slow
+def test_process_executor_survives_crashes_and_kills_overdue_tasks():
+    tasks = ["ok", "crash", "sleep", "raise", "ok", "ok"]
+    outcomes = {o.index: o for o in ProcessExecutor(2, time_limit=3).run(task, tasks, 5)}
+    assert sorted(outcomes) == list(range(len(tasks)))
+    status = [outcomes[i].status for i in range(len(tasks))]
+    assert status == ["ok", "failed", "timeout", "failed", "ok", "ok"]
+    assert all(outcomes[i].value == 10 for i in (0, 4, 5))
+    assert "worker process died (exit code -9" in outcomes[1].error
+    assert outcomes[3].error.startswith("RuntimeError: bad parameters")
+
+
+def test_make_executor_checks_n_jobs():
+    assert isinstance(make_executor(1, None), SerialExecutor)
+    assert isinstance(make_executor(2, 10), ProcessExecutor)
+    with pytest.raises(ValueError, match="n_jobs=0"):
+        make_executor(0, None)

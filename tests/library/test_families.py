@@ -1,0 +1,93 @@
+"""One contract suite over every registered family: valid probabilities for two and three
+classes, staged members equal to separately trained runs, determinism, a missing class."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from ensel.library.families import FAMILIES, missing_requirements
+
+
+def _data(n_classes: int, seed: int = 0):
+    X, y = make_classification(
+        n_samples=240,
+        n_features=6,
+        n_informative=4,
+        n_redundant=0,
+        n_classes=n_classes,
+        random_state=seed,
+    )
+    return X, y
+
+
+def _fit(family, X, y, n_classes, stages=None, seed=0):
+    params = {**family.params, **family.test_params}
+    stages = stages if stages is not None else family.test_stages
+    return family.fit(X, y, n_classes=n_classes, params=params, stages=stages, random_state=seed)
+
+
+def _available(name):
+    family = FAMILIES[name]
+    if missing_requirements(family):
+        pytest.skip(f"{name} needs {missing_requirements(family)}")
+    return family
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_family_yields_valid_probabilities(name, n_classes):
+    family = _available(name)
+    X, y = _data(n_classes)
+    out = _fit(family, X[:180], y[:180], n_classes).predict(X[180:])
+    n_stages = len(family.test_stages or (None,))
+    assert set(out) == {"none", *family.variants}
+    for variant, p in out.items():
+        assert p.shape == (n_stages, 60, n_classes), variant
+        assert np.isfinite(p).all() and (p >= 0).all() and (p <= 1 + 1e-12).all()
+        np.testing.assert_allclose(p.sum(axis=-1), 1.0, atol=1e-9)
+    # the best stage learns something: better than the class prior in accuracy
+    acc = max((p.argmax(-1) == y[180:]).mean() for p in out["none"])
+    assert acc > np.bincount(y[180:]).max() / 60
+
+
+@pytest.mark.parametrize("name", sorted(n for n, f in FAMILIES.items() if f.stages))
+def test_staged_member_equals_separately_trained_run(name):
+    family = _available(name)
+    X, y = _data(2, seed=1)
+    stages = family.test_stages
+    many = _fit(family, X[:180], y[:180], 2, stages=stages).predict(X[180:])["none"]
+    for i, s in enumerate(stages[:-1]):
+        alone = _fit(family, X[:180], y[:180], 2, stages=(s,)).predict(X[180:])["none"]
+        np.testing.assert_allclose(many[i], alone[0], atol=1e-6, err_msg=f"{name} stage {s}")
+
+
+def test_adaboost_stage_8_equals_n_estimators_8_in_sklearn_terms():
+    family = FAMILIES["adaboost"]
+    X, y = _data(2, seed=2)
+    run = _fit(family, X, y, 2, stages=(8, 64))
+    assert len(run.estimators) <= 64
+    alone = _fit(family, X, y, 2, stages=(8,))
+    assert len(alone.estimators) == 8
+    for a, b in zip(run.estimators[:8], alone.estimators, strict=True):
+        np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_family_is_deterministic_by_seed(name):
+    family = _available(name)
+    X, y = _data(2, seed=3)
+    a = _fit(family, X, y, 2, seed=5).predict(X)["none"]
+    b = _fit(family, X, y, 2, seed=5).predict(X)["none"]
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_family_handles_a_fold_without_one_class(name):
+    family = _available(name)
+    X, y = _data(3, seed=4)
+    keep = y != 2
+    out = _fit(family, X[keep], y[keep], 3).predict(X)["none"]
+    assert out.shape[-1] == 3
+    np.testing.assert_allclose(out.sum(axis=-1), 1.0, atol=1e-9)

@@ -1,0 +1,95 @@
+"""Calibration: PAV and Platt against hand-checked cases and scikit-learn, logistic correction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.calibration import _sigmoid_calibration
+from sklearn.isotonic import IsotonicRegression
+
+from ensel.calibration import (
+    ColumnCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    logistic_correction,
+    pav,
+)
+
+
+def test_pav_pools_violators_by_hand():
+    # [1, 0] violate -> .5; then 1 is fine; [1, 0] violate -> .5, which ties the block before
+    # it and pools with it (Table 3.1 pools on >=); the last 1 stays alone
+    values, ends = pav(np.array([1.0, 0.0, 1.0, 0.0, 1.0]))
+    np.testing.assert_allclose(values, [0.5, 1.0])
+    np.testing.assert_array_equal(ends, [4, 5])
+
+
+def test_pav_is_monotone_and_weighted():
+    values, ends = pav(np.array([3.0, 1.0, 2.0]), np.array([1.0, 3.0, 1.0]))
+    # 3 (w1) and 1 (w3) pool to 1.5 (w4); 1.5 < 2 stays
+    np.testing.assert_allclose(values, [1.5, 2.0])
+    np.testing.assert_array_equal(ends, [2, 3])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_isotonic_equals_sklearn_on_training_points(seed):
+    rng = np.random.default_rng(seed)
+    f = np.round(rng.random(400), 2)  # ties in the scores
+    y = (rng.random(400) < f**2).astype(int)
+    ours = IsotonicCalibrator().fit(f, y)
+    ref = IsotonicRegression(out_of_bounds="clip").fit(f, y)
+    np.testing.assert_allclose(ours.predict(f), ref.predict(f), atol=1e-12)
+
+
+def test_isotonic_is_a_right_continuous_step_function():
+    cal = IsotonicCalibrator().fit(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0, 0, 1, 1]))
+    # blocks: {0.1, 0.2} -> 0, {0.3, 0.4} -> 1; m(f) = value of the block with f_i < f <= f_j
+    np.testing.assert_allclose(cal.predict([0.0, 0.2, 0.25, 0.3, 0.9]), [0, 0, 1, 1, 1])
+
+
+def test_platt_matches_sklearn_sigmoid_fit():
+    rng = np.random.default_rng(3)
+    f = rng.normal(size=600)
+    y = (rng.random(600) < 1 / (1 + np.exp(-2 * f + 0.5))).astype(int)
+    cal = PlattCalibrator().fit(f, y)
+    a, b = _sigmoid_calibration(f, y)  # also Platt's smoothed targets
+    np.testing.assert_allclose([cal.a_, cal.b_], [a, b], rtol=1e-4)
+    assert cal.a_ < 0  # P(y=1) = 1 / (1 + exp(A f + B)) increases with f
+
+
+def test_platt_targets_keep_separable_data_off_zero_and_one():
+    # perfectly separated scores: with 0/1 targets the sigmoid would become a step;
+    # Platt's targets (N+ + 1) / (N+ + 2) and 1 / (N- + 2) bound it
+    f = np.array([-2.0, -1.0, 1.0, 2.0])
+    y = np.array([0, 0, 1, 1])
+    p = PlattCalibrator().fit(f, y).predict(f)
+    assert 0.2 < p[0] < 0.3 and 0.7 < p[-1] < 0.8  # targets are 1/4 and 3/4
+
+
+def test_column_calibrator_binary_and_multiclass_rows_sum_to_one():
+    rng = np.random.default_rng(4)
+    f2 = rng.dirichlet([1, 1], size=200)
+    y2 = (rng.random(200) < f2[:, 1]).astype(int)
+    for method in ("platt", "isotonic"):
+        out = ColumnCalibrator(method).fit(f2, y2).predict(f2)
+        np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    f3 = rng.dirichlet([1, 1, 1], size=300)
+    y3 = np.array([rng.choice(3, p=p) for p in f3])
+    out = ColumnCalibrator("isotonic").fit(f3, y3).predict(f3)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    assert (out >= 0).all()
+
+
+def test_unknown_calibration_is_named():
+    with pytest.raises(ValueError, match="calibration='sigmoid' is not known"):
+        ColumnCalibrator("sigmoid")
+
+
+def test_logistic_correction_is_friedmans_formula_for_two_classes():
+    # SAMME weights w = 2 alpha; votes s_k = sum of w over steps voting k; F = sum alpha h
+    alpha = np.array([0.3, 0.7, 0.2])
+    h = np.array([1, -1, 1])  # votes for +, -, +
+    F = (alpha * h).sum()
+    votes = np.array([[2 * alpha[h == -1].sum(), 2 * alpha[h == 1].sum()]])
+    expected = 1 / (1 + np.exp(-2 * F))
+    np.testing.assert_allclose(logistic_correction(votes)[0, 1], expected)
