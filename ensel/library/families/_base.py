@@ -112,3 +112,11 @@ def min_max_scores(scores: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.
         return np.hstack([1.0 - p, p])
     total = p.sum(axis=1, keepdims=True)
     return np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / p.shape[1])
+
+
+def entropy_bits(counts: np.ndarray) -> np.ndarray:
+    """Entropy in bits of class counts along the last axis (0 for an empty row)."""
+    counts = np.asarray(counts, dtype=float)
+    total = counts.sum(axis=-1, keepdims=True)
+    p = counts / np.where(total > 0, total, 1.0)
+    return -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=-1)

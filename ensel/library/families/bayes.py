@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, full_proba, register
+from ._base import Family, entropy_bits, full_proba, register
 
 __all__ = ["KINDS", "fit_naive_bayes", "mdl_cut_points", "validate_naive_bayes"]
 
@@ -34,14 +34,6 @@ def validate_naive_bayes(params: dict[str, Any], stages: tuple[int, ...] | None)
         raise ValueError(f"naive_bayes has no stages, got {stages}")
 
 
-def _entropy(counts: np.ndarray) -> np.ndarray:
-    """Entropy in bits of class counts along the last axis (0 for an empty row)."""
-    counts = np.asarray(counts, dtype=float)
-    total = counts.sum(axis=-1, keepdims=True)
-    p = counts / np.where(total > 0, total, 1.0)
-    return -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=-1)
-
-
 def _mdl_split(x: np.ndarray, onehot: np.ndarray) -> int | None:
     """The best binary split of a sorted segment (the size of its left part) if Fayyad & Irani's
     MDL criterion accepts it, else None. All candidate cuts are scored at once from cumulative
@@ -57,11 +49,11 @@ def _mdl_split(x: np.ndarray, onehot: np.ndarray) -> int | None:
         return None
     left = cum[sizes - 1]
     right = total - left
-    h_left, h_right = _entropy(left), _entropy(right)
+    h_left, h_right = entropy_bits(left), entropy_bits(right)
     frac = sizes / n
     info = frac * h_left + (1.0 - frac) * h_right
     b = int(np.argmin(info))
-    h = float(_entropy(total))
+    h = float(entropy_bits(total))
     gain = h - info[b]
     k1, k2 = np.count_nonzero(left[b]), np.count_nonzero(right[b])
     log2_3k_minus_2 = k * np.log2(3.0) + np.log2(1.0 - 2.0 / 3.0**k)  # log2(3^k - 2), no overflow

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, register
+from ._base import Family, entropy_bits, register
 
 __all__ = [
     "METRICS",
@@ -65,14 +65,6 @@ def validate_knn(params: dict[str, Any], stages: tuple[int, ...] | None) -> None
         raise ValueError(f"knn stages (the {what}) must be integers >= 1, got {bad}")
 
 
-def _entropy(counts: np.ndarray) -> np.ndarray:
-    """Entropy in bits of class counts along the last axis (0 for an empty row)."""
-    counts = np.asarray(counts, dtype=float)
-    total = counts.sum(axis=-1, keepdims=True)
-    p = counts / np.where(total > 0, total, 1.0)
-    return -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=-1)
-
-
 def gain_ratio_weights(X: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """Each feature's C4.5 gain ratio with respect to ``y``: the information gain of its best
     binary split (a threshold between two distinct values) divided by that split's split
@@ -80,7 +72,7 @@ def gain_ratio_weights(X: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarr
     y = np.asarray(y, dtype=int)
     onehot = np.eye(n_classes)[y]
     total = onehot.sum(axis=0)
-    h_all = _entropy(total)
+    h_all = entropy_bits(total)
     n = len(y)
     weights = np.zeros(X.shape[1])
     for j in range(X.shape[1]):
@@ -91,9 +83,9 @@ def gain_ratio_weights(X: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarr
             continue
         left = np.cumsum(onehot[order], axis=0)[cut]
         frac = (cut + 1.0) / n
-        gain = h_all - frac * _entropy(left) - (1.0 - frac) * _entropy(total - left)
+        gain = h_all - frac * entropy_bits(left) - (1.0 - frac) * entropy_bits(total - left)
         best = int(np.argmax(gain))
-        split_info = _entropy(np.array([frac[best], 1.0 - frac[best]]))
+        split_info = entropy_bits(np.array([frac[best], 1.0 - frac[best]]))
         weights[j] = max(float(gain[best]), 0.0) / split_info
     return weights
 
