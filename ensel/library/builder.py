@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import StoreError
 from .data import TrainingData, as_frame, prepare
 from .executor import Executor, make_executor
 from .runs import fit_run
@@ -39,6 +40,11 @@ class Library:
         self._tmp = _tmp  # keeps a temporary store alive as long as the library
         self.predictions, self.runs = store.matrix()
         self.members = store.members(self.runs).reset_index(drop=True)
+        if len(self.members) != self.predictions.shape[0]:
+            raise StoreError(
+                f"{store.path}: the prediction matrix has {self.predictions.shape[0]} rows for "
+                f"{len(self.members)} members; run build_library again to rebuild it"
+            )
         others = [r for r in store.records if store.records[r]["status"] != "ok"]
         self.failures = store.members(others, statuses=("failed", "timeout"))
         self.hillclimb_index, self.y = store.hillclimb()
@@ -127,26 +133,28 @@ def build_library(
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
         store = Path(tmp.name) / "store"
-    prediction_store = PredictionStore(store, _header(data, cv))
-    done = prediction_store.records
-    todo = [
-        r
-        for r in library_spec.runs
-        if r.run_id not in done or (retry_failed and done[r.run_id]["status"] != "ok")
-    ]
-    limit = time_limit if time_limit is not None else library_spec.time_limit
-    executor = make_executor(n_jobs, limit)
-    _run_all(executor, todo, data, random_state, prediction_store, verbose)
-    order = [r.run_id for r in library_spec.runs]
-    if not prediction_store.ok_runs(order):
-        failed = prediction_store.members(order, statuses=("failed", "timeout"))
-        reasons = "; ".join(dict.fromkeys(failed["error"].tolist()))[:500]
-        raise ValueError(
-            f"no run of spec {library_spec.name!r} finished, so the library is empty; "
-            f"errors: {reasons or 'none recorded'}"
-        )
-    prediction_store.consolidate(order)
-    return Library(prediction_store, _tmp=tmp)
+    writer = PredictionStore(store, _header(data, cv))
+    try:
+        done = writer.records
+        todo = [
+            r
+            for r in library_spec.runs
+            if r.run_id not in done or (retry_failed and done[r.run_id]["status"] != "ok")
+        ]
+        limit = time_limit if time_limit is not None else library_spec.time_limit
+        _run_all(make_executor(n_jobs, limit), todo, data, random_state, writer, verbose)
+        order = [r.run_id for r in library_spec.runs]
+        if not writer.ok_runs(order):
+            failed = writer.members(order, statuses=("failed", "timeout"))
+            reasons = "; ".join(dict.fromkeys(failed["error"].tolist()))[:500]
+            raise ValueError(
+                f"no run of spec {library_spec.name!r} finished, so the library is empty; "
+                f"errors: {reasons or 'none recorded'}"
+            )
+        writer.consolidate(order)
+    finally:
+        writer.close()
+    return Library(PredictionStore(writer.path), _tmp=tmp)
 
 
 def _header(data: TrainingData, cv: int | None) -> dict:

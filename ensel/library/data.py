@@ -8,7 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+from sklearn.model_selection import (
+    GroupShuffleSplit,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+)
 
 __all__ = ["Columns", "TrainingData", "prepare"]
 
@@ -155,22 +160,34 @@ def prepare(
     else:
         if not 0.0 < hillclimb_fraction < 1.0:
             raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
-        n_splits = max(2, round(1.0 / hillclimb_fraction))
-        if counts.min() < n_splits:
+        hill = _holdout(y_enc, hillclimb_fraction, groups, random_state)
+        folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
+        folds[hill] = 0
+        hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
+        k = int(min(CALIBRATION_GROUPS, hill_counts.min()))
+        if k < 2 or (counts - hill_counts).min() < 1:
             raise ValueError(
                 f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
-                f"out a stratified hillclimb split of {hillclimb_fraction:.0%}"
+                f"out a stratified hillclimb split of {hillclimb_fraction:.0%}; use more data or cv"
             )
-        first = _kfold(y_enc, n_splits, groups, random_state)
-        folds = np.where(first == 0, 0, HOLDOUT)
-        hill = np.flatnonzero(folds == 0)
-        k = int(min(CALIBRATION_GROUPS, np.bincount(y_enc[hill], minlength=classes.size).min()))
-        if k < 2:
-            raise ValueError(
-                "the hillclimb split has a class with fewer than 2 rows; use more data"
-            )
-        cal_groups = _kfold(y_enc[hill], k, None, random_state)
+        hill_groups = None if groups is None else groups[hill]
+        if hill_groups is not None:
+            k = min(k, np.unique(hill_groups).size)
+            if k < 2:
+                raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
+        cal_groups = _kfold(y_enc[hill], k, hill_groups, random_state)
     return TrainingData(frame, y_enc, classes, Columns.infer(frame), folds, cal_groups)
+
+
+def _holdout(y: np.ndarray, fraction: float, groups, random_state: int) -> np.ndarray:
+    """Sorted indices of a held-out hillclimb split: stratified, or by whole groups."""
+    if groups is None:
+        splitter = StratifiedShuffleSplit(1, test_size=fraction, random_state=random_state)
+        _, hill = next(splitter.split(np.zeros(y.size), y))
+    else:
+        splitter = GroupShuffleSplit(1, test_size=fraction, random_state=random_state)
+        _, hill = next(splitter.split(np.zeros(y.size), y, groups))
+    return np.sort(hill)
 
 
 def _kfold(y: np.ndarray, k: int, groups, random_state: int) -> np.ndarray:

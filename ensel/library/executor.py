@@ -33,6 +33,10 @@ from ._worker import describe
 __all__ = ["Executor", "Outcome", "ProcessExecutor", "SerialExecutor", "make_executor"]
 
 TaskFn = Callable[[Any, Any], Any]
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""Read by the native thread pools when they load, so set before the worker starts."""
+START_ATTEMPTS = 3
+"""Worker processes that may fail to start in a row before the build stops."""
 
 
 @dataclass
@@ -52,7 +56,7 @@ class Executor(ABC):
         """Call ``fn(task, shared)`` for every task; yield outcomes in completion order."""
 
 
-class _TimeLimit(Exception):
+class _TimeLimit(BaseException):  # not an Exception: library code must not swallow it
     pass
 
 
@@ -103,6 +107,7 @@ class _Worker:
         ours, theirs = socket.socketpair()
         self.stderr = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env.update({var: str(threads) for var in THREAD_VARIABLES})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ensel.library._worker", str(theirs.fileno()), str(threads)],
             pass_fds=[theirs.fileno()],
@@ -113,7 +118,10 @@ class _Worker:
         )
         theirs.close()
         self.conn = Connection(ours.detach())
-        self.conn.send_bytes(shared_bytes)
+        try:
+            self.conn.send_bytes(shared_bytes)
+        except OSError:
+            pass  # the worker died at once; its closed socket tells the pool, which replaces it
         self.ready = False  # set when the worker has loaded the shared data
         self.task: int | None = None
         self.started = 0.0
@@ -158,6 +166,7 @@ class ProcessExecutor(Executor):
 
     def run(self, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> Iterator[Outcome]:
         shared_bytes = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
+        self._failed_starts = 0
         pending = deque(enumerate(tasks))
         n = min(self.n_workers, len(pending))
         workers = [_Worker(shared_bytes, self.threads) for _ in range(n)]
@@ -170,16 +179,16 @@ class ProcessExecutor(Executor):
                         w.send((w.task, fn, task))
                 waiting = [w for w in workers if w.task is not None or not w.ready]
                 busy = [w for w in waiting if w.task is not None]
-                ready = wait([w.conn for w in waiting], timeout=self._poll_timeout(busy))
+                wait([w.conn for w in waiting], timeout=self._poll_timeout(busy))
                 for i, w in enumerate(workers):
                     if not w.ready:
-                        if w.conn in ready:
-                            self._start(w)
+                        if w.conn.poll():
+                            workers[i] = self._start(w, shared_bytes)
                         continue
                     if w.task is None:
                         continue
                     outcome, replace = None, False
-                    if w.conn in ready:
+                    if w.conn.poll():  # polled now, not before the last yield: no stale view
                         try:
                             outcome = Outcome(*pickle.loads(w.conn.recv_bytes()))
                         except (EOFError, OSError):
@@ -202,14 +211,21 @@ class ProcessExecutor(Executor):
             for w in workers:
                 w.stop(kill=w.task is not None)
 
-    @staticmethod
-    def _start(w: _Worker) -> None:
-        """Take a new worker's ready message; a worker that cannot start stops the build."""
+    def _start(self, w: _Worker, shared_bytes: bytes) -> _Worker:
+        """Take a new worker's ready message. A worker that dies starting is replaced; after
+        ``START_ATTEMPTS`` such deaths in a row the build stops with the reason."""
         try:
             pickle.loads(w.conn.recv_bytes())
         except (EOFError, OSError):
-            raise RuntimeError(f"a worker process could not start: {w.death_note()}") from None
+            note = w.death_note()
+            w.stop(kill=True)
+            self._failed_starts += 1
+            if self._failed_starts >= START_ATTEMPTS:
+                raise RuntimeError(f"worker processes cannot start: {note}") from None
+            return _Worker(shared_bytes, self.threads)
+        self._failed_starts = 0
         w.ready = True
+        return w
 
     def _poll_timeout(self, busy: list[_Worker]) -> float | None:
         if self.time_limit is None or not busy:

@@ -242,7 +242,9 @@ def _draws(ranges: dict, entry: dict, where: str, seed: int) -> list[dict[str, A
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if sampler_name == "qmc":
-            sampler = optuna.samplers.QMCSampler(seed=seed, warn_independent_sampling=False)
+            sampler = optuna.samplers.QMCSampler(
+                seed=seed, scramble=True, warn_independent_sampling=False
+            )
         else:
             sampler = optuna.samplers.RandomSampler(seed=seed)
         study = optuna.create_study(sampler=sampler)

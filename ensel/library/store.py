@@ -7,18 +7,24 @@ Layout::
     manifest.jsonl     one line per finished run (ok, failed or timeout): the commit record
     runs/<id>.npy      a run's hillclimb predictions, (members, N, C) float32
     runs/<id>.joblib   a run's fitted siblings and calibrators (pickle: open trusted stores only)
-    predictions.npy    all ok members' predictions, (M, N) or (M, N, C), memory-mapped on read
-    predictions.json   the run order of predictions.npy
+    predictions-<token>.npy   all ok members' predictions, (M, N) or (M, N, C), memory-mapped
+    predictions.json   which matrix file is current, and its run order
+    lock               held by the one build that may write the store
 
-Every file is written to a temporary name, flushed, fsynced and renamed; a run counts as
-finished only once its manifest line is complete, so a build killed at any point resumes
-without losing finished runs and without reading half-written files.
+The store is created in a temporary directory and renamed into place. Every file is written to
+a temporary name, flushed, fsynced and renamed; a run counts as finished only once its manifest
+line is complete, and a matrix only once predictions.json names it, so a build killed at any
+point resumes without losing finished runs and without reading half-written files.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
+import shutil
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -61,39 +67,71 @@ def _fsync_dir(path: Path) -> None:
 
 
 class PredictionStore:
-    """Open (or create) the store at ``path``. With ``header`` (what the builder computed from
-    the data), an existing store must match it, else a StoreError says what differs."""
+    """Open (or create) the store at ``path``.
+
+    With ``header`` (what the builder computed from the data) the store is opened for writing:
+    it is created if missing (atomically: built in a temporary directory, then renamed), an
+    existing one must match the header, else a StoreError says what differs, and an exclusive
+    lock keeps a second build out until ``close()``. Without it the store is opened read-only."""
 
     def __init__(self, path: str | os.PathLike, header: dict | None = None) -> None:
         self.path = Path(path)
-        header_file = self.path / "store.json"
-        if header_file.exists():
-            try:
-                self.header = json.loads(header_file.read_text())
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise StoreError(
-                    f"{header_file} is corrupt ({exc}); delete the store directory to rebuild"
-                ) from None
-            if self.header.get("format") != FORMAT:
-                raise StoreError(f"{header_file}: unknown store format {self.header.get('format')}")
-            if header is not None:
-                self._check_same(header)
-        elif header is None:
-            raise StoreError(f"{self.path} is not a prediction store (no store.json)")
-        else:
-            if self.path.exists() and any(self.path.iterdir()):
-                raise StoreError(
-                    f"{self.path} exists and is not a prediction store; choose an empty or new path"
-                )
-            (self.path / "runs").mkdir(parents=True, exist_ok=True)
-            hill = {k: np.asarray(header.pop(k)) for k in ("hillclimb", "labels")}
-            _atomic_write(self.path / "hillclimb.npz", lambda fh: np.savez(fh, **hill))
-            self.header = {"format": FORMAT, **header}
-            _atomic_write(
-                header_file, lambda fh: fh.write(json.dumps(self.header, indent=1)), mode="w"
+        self._lock = None
+        if not (self.path / "store.json").exists():
+            if header is None:
+                raise StoreError(f"{self.path} is not a prediction store (no store.json)")
+            self._create(dict(header))
+        self.header = self._read_header()
+        if header is not None:
+            self._acquire_lock()
+            self._check_same(header)
+        self._records = self._read_manifest(repair=header is not None)
+
+    def _create(self, header: dict) -> None:
+        if self.path.exists() and any(self.path.iterdir()):
+            raise StoreError(
+                f"{self.path} exists and is not a prediction store; choose an empty or new path"
             )
-        (self.path / "runs").mkdir(exist_ok=True)
-        self._records = self._read_manifest()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.creating")
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "runs").mkdir(parents=True)
+        hill = {k: np.asarray(header.pop(k)) for k in ("hillclimb", "labels")}
+        _atomic_write(tmp / "hillclimb.npz", lambda fh: np.savez(fh, **hill))
+        text = json.dumps({"format": FORMAT, **header}, indent=1)
+        _atomic_write(tmp / "store.json", lambda fh: fh.write(text), mode="w")
+        os.replace(tmp, self.path)  # onto a missing or empty directory: the store appears whole
+        _fsync_dir(self.path.parent)
+
+    def _read_header(self) -> dict:
+        header_file = self.path / "store.json"
+        try:
+            header = json.loads(header_file.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise StoreError(
+                f"{header_file} is corrupt ({exc}); delete the store directory to rebuild"
+            ) from None
+        if header.get("format") != FORMAT:
+            raise StoreError(f"{header_file}: unknown store format {header.get('format')}")
+        return header
+
+    def _acquire_lock(self) -> None:
+        fh = open(self.path / "lock", "w")  # held until close()
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            raise StoreError(
+                f"another build is writing to {self.path}; wait for it to end or use another "
+                "store path"
+            ) from None
+        self._lock = fh
+
+    def close(self) -> None:
+        """Release the write lock (a no-op for a read-only store)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     # ------------------------------------------------------------------ header and manifest
 
@@ -114,15 +152,17 @@ class PredictionStore:
     def manifest_path(self) -> Path:
         return self.path / "manifest.jsonl"
 
-    def _read_manifest(self) -> dict[str, dict]:
+    def _read_manifest(self, repair: bool) -> dict[str, dict]:
+        """The manifest's records. An unterminated last line is a commit that never finished
+        (the build died while appending it): a writer cuts it off, a reader ignores it."""
         if not self.manifest_path.exists():
             return {}
         raw = self.manifest_path.read_bytes()
         lines = raw.split(b"\n")
-        if lines and lines[-1] != b"":  # a torn last line: the build died while committing it
-            raw = raw[: len(raw) - len(lines[-1])]
-            with open(self.manifest_path, "r+b") as fh:
-                fh.truncate(len(raw))
+        if lines and lines[-1] != b"":
+            if repair:
+                with open(self.manifest_path, "r+b") as fh:
+                    fh.truncate(len(raw) - len(lines[-1]))
             lines = lines[:-1]
         records = {}
         for number, line in enumerate(lines, start=1):
@@ -233,15 +273,17 @@ class PredictionStore:
     # ------------------------------------------------------------------ the matrix
 
     def consolidate(self, order: list[str]) -> None:
-        """Write ``predictions.npy`` from the ok runs in ``order`` (atomically)."""
+        """Write the matrix of the ok runs in ``order``: a new ``predictions-<token>.npy`` first,
+        then ``predictions.json`` naming it and its runs (the commit), then old matrices go."""
         runs = self.ok_runs(order)
         parts = [self.run_predictions(r) for r in runs]
         n_hill = int(self.header["n_hillclimb"])
         n_classes = len(self.header["classes"])
         n_members = sum(p.shape[0] for p in parts)
         shape = (n_members, n_hill) if n_classes == 2 else (n_members, n_hill, n_classes)
-        final = self.path / "predictions.npy"
-        tmp = final.with_name(f".predictions.{os.getpid()}.tmp.npy")
+        token = hashlib.sha1(json.dumps([runs, n_members, time.time_ns()]).encode()).hexdigest()
+        final = self.path / f"predictions-{token[:12]}.npy"
+        tmp = final.with_name(f".{final.stem}.tmp.npy")
         matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
         row = 0
         for p in parts:
@@ -252,26 +294,36 @@ class PredictionStore:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, final)
+        index = {"file": final.name, "runs": runs, "n_members": n_members}
         _atomic_write(
-            self.path / "predictions.json",
-            lambda fh: fh.write(json.dumps({"runs": runs, "n_members": n_members})),
-            mode="w",
+            self.path / "predictions.json", lambda fh: fh.write(json.dumps(index)), mode="w"
         )
+        for old in self.path.glob("predictions-*.npy"):
+            if old != final:
+                old.unlink(missing_ok=True)
 
     def matrix(self) -> tuple[np.ndarray, list[str]]:
-        """The memory-mapped prediction matrix and its run order. A store without one (a build
-        killed before its end) is consolidated from all its ok runs in manifest order."""
+        """The memory-mapped prediction matrix and its run order."""
         try:
-            runs = json.loads((self.path / "predictions.json").read_text())["runs"]
+            index = json.loads((self.path / "predictions.json").read_text())
+            runs, name, n_members = index["runs"], index["file"], index["n_members"]
         except (OSError, json.JSONDecodeError, KeyError, TypeError):
-            runs = None
-        if runs is None or runs != self.ok_runs(runs):
-            runs = self.ok_runs()
-            self.consolidate(runs)
+            raise StoreError(
+                f"{self.path} has no prediction matrix yet (its build did not finish); run "
+                "build_library again with the same data and store to finish it"
+            ) from None
+        if runs != self.ok_runs(runs):
+            raise StoreError(
+                f"{self.path / 'predictions.json'} lists runs the manifest does not have as ok; "
+                "run build_library again to rebuild the matrix"
+            )
         try:
-            return np.load(self.path / "predictions.npy", mmap_mode="r"), runs
+            matrix = np.load(self.path / name, mmap_mode="r")
         except (OSError, ValueError) as exc:
-            raise StoreError(f"{self.path / 'predictions.npy'} is corrupt: {exc}") from None
+            raise StoreError(f"{self.path / name} is missing or corrupt: {exc}") from None
+        if matrix.shape[0] != n_members:
+            raise StoreError(f"{self.path / name} has {matrix.shape[0]} rows, not {n_members}")
+        return matrix, runs
 
 
 def _record(run: RunSpec, status: str, error: str, seconds: float) -> dict:

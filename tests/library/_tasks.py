@@ -7,6 +7,13 @@ import signal
 import time
 
 
+class StartupBomb:
+    """Shared data whose unpickling kills the worker: a worker that cannot start."""
+
+    def __reduce__(self):
+        return (os._exit, (3,))
+
+
 def task(kind, shared):
     if kind == "ok":
         return shared * 2

@@ -70,8 +70,6 @@ def test_hillclimb_predictions_never_come_from_a_model_that_saw_the_point(cancer
     lib = build_library(X, y, spec=memorizer, cv=cv, verbose=0)
     P = np.asarray(lib.predictions)
     np.testing.assert_array_equal(P[0], 0.5)  # a memorised row would read 0 or 1
-    # calibrators saw only constant inputs from other rows: they cannot know the label either
-    assert np.unique(P[1]).size <= 5 and np.unique(P[2]).size <= 5
     # at test time on training rows the siblings do remember: the average of K siblings
     # of which K-1 saw the row
     test_time = lib.predict(X.iloc[:20], ids=[lib.members["id"][0]])[0]
@@ -119,6 +117,59 @@ def test_calibrators_are_cross_fitted(monkeypatch):
         assert len(seen) == 2 * 5  # one calibrator per method and fold (or hillclimb part)
         # together the calibrators were fitted on every hillclimb row, each on 4/5 of them
         assert sum(len(c.fitted_on) for c in seen[:5]) == 4 * len(lib.y)
+
+
+def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
+    """Test time averages cal_k(sibling_k(x)); hillclimb row i of fold k got cal_k(sibling_k(x_i)).
+    Recomputing the hillclimb predictions from the stored bundle checks the pairing."""
+    X, y = cancer
+    spec = {"families": [{"family": "tree", "params": {"max_depth": 3}, "calibration": ["platt"]}]}
+    lib = build_library(X, y, spec=spec, cv=3, verbose=0)
+    fitted = lib.store.load_fitted(lib.members["run"][0])
+    from ensel.library.data import prepare
+    from ensel.library.views import transform
+
+    folds = prepare(X, y, cv=3).folds
+    per_sibling = []
+    for k, (view, run) in enumerate(fitted.siblings):
+        cal = fitted.calibrators[(0, "platt")][k]
+        pred = cal.predict(run.predict(transform(view, X))["none"][0])[:, 1]
+        np.testing.assert_allclose(pred[folds == k], lib.predictions[0][folds == k], atol=1e-6)
+        per_sibling.append(pred)
+    # the siblings differ, so routing every group through one sibling would fail above
+    assert np.abs(per_sibling[0] - per_sibling[1]).max() > 1e-3
+    np.testing.assert_allclose(lib.predict(X)[0], np.mean(per_sibling, axis=0))
+
+
+def test_held_out_split_and_calibration_groups_respect_groups():
+    from ensel.library.data import HOLDOUT, prepare
+
+    rng = np.random.default_rng(1)
+    people = np.repeat(np.arange(60), 5)  # panel data: 60 people, 5 rows each
+    y = np.repeat(rng.integers(0, 2, 60), 5)
+    X = rng.random((300, 3))
+    data = prepare(X, y, cv=None, groups=people, hillclimb_fraction=0.3)
+    hill = data.folds != HOLDOUT
+    assert not set(people[hill]) & set(people[~hill])
+    for person in np.unique(people[hill]):
+        assert np.unique(data.groups[people[hill] == person]).size == 1
+    assert abs(hill.mean() - 0.3) < 0.05
+    cv_data = prepare(X, y, cv=4, groups=people)
+    for person in range(60):
+        assert np.unique(cv_data.folds[people == person]).size == 1
+
+
+def test_a_store_has_one_writer(cancer, tmp_path):
+    from ensel.library.data import prepare
+    from ensel.library.store import PredictionStore
+
+    X, y = cancer
+    header = builder_module._header(prepare(X, y, cv=3), 3)
+    writer = PredictionStore(tmp_path / "s", dict(header))
+    with pytest.raises(StoreError, match="another build is writing"):
+        PredictionStore(tmp_path / "s", dict(header))
+    writer.close()
+    PredictionStore(tmp_path / "s", dict(header)).close()
 
 
 # ------------------------------------------------------------------ predictions and layout

@@ -7,7 +7,7 @@ import pytest
 
 from ensel.library.executor import ProcessExecutor, SerialExecutor, make_executor
 
-from ._tasks import task
+from ._tasks import StartupBomb, task
 
 
 def test_serial_executor_records_failures_and_time_limit():
@@ -36,3 +36,9 @@ def test_make_executor_checks_n_jobs():
     assert isinstance(make_executor(2, 10), ProcessExecutor)
     with pytest.raises(ValueError, match="n_jobs=0"):
         make_executor(0, None)
+
+
+@pytest.mark.slow
+def test_workers_that_cannot_start_stop_the_build_with_the_reason():
+    with pytest.raises(RuntimeError, match=r"cannot start: worker process died \(exit code 3"):
+        list(ProcessExecutor(1).run(task, ["ok"], StartupBomb()))

@@ -87,7 +87,9 @@ def test_family_is_deterministic_by_seed(name):
 def test_family_handles_a_fold_without_one_class(name):
     family = _available(name)
     X, y = _data(3, seed=4)
-    keep = y != 2
+    keep = y != 1  # the middle class is missing: columns must still be placed by label
     out = _fit(family, X[keep], y[keep], 3).predict(X)["none"]
     assert out.shape[-1] == 3
     np.testing.assert_allclose(out.sum(axis=-1), 1.0, atol=1e-9)
+    assert out[..., 1].mean() < 0.15  # only smoothing puts mass on the unseen class
+    assert out[..., 2].mean() > 0.2  # the last class keeps its own column
