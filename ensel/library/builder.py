@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,7 @@ class Library:
         self.hillclimb_index, self.y = store.hillclimb()
         self.classes = np.asarray(store.header["classes"])
         self._columns = store.header["columns"]
+        self._categories = store.header.get("categories", {})
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Library:
@@ -91,6 +93,15 @@ class Library:
                 f"X lacks column(s) {missing[:10]} that the library was trained on; "
                 f"expected columns {expected[:10]}{'...' if len(expected) > 10 else ''}"
             )
+        for col, known in self._categories.items():
+            unseen = sorted(set(frame[col].astype(str)) - set(known))
+            if unseen:
+                warnings.warn(
+                    f"column {col!r} has categories never seen in training: {unseen[:5]}; "
+                    "members treat them as unknown (an all-zero one-hot row, or code -1)",
+                    UserWarning,
+                    stacklevel=3,
+                )
         return frame[expected]
 
 
@@ -164,6 +175,10 @@ def _header(data: TrainingData, cv: int | None) -> dict:
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
         "columns": list(data.X.columns),
+        "categories": {
+            col: [str(v) for v in cats]
+            for col, cats in zip(data.columns.categorical, data.columns.categories, strict=True)
+        },
         "hillclimb": data.hillclimb,
         "labels": data.y[data.hillclimb],
     }

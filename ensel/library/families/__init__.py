@@ -1,11 +1,17 @@
 """Model families, one small fit function each, registered by name (App. 4.B's model grid).
 
-Importing this package registers every family; ``get_family(name)`` finds one.
+Importing this package imports every module in it, and each module registers its families, so a
+new family is one module here plus a spec entry; ``get_family(name)`` finds one.
 """
 
 from __future__ import annotations
 
-from . import bayes, gbdt, linear, neighbors, neural, trees  # noqa: F401  (each module registers its families on import)
+import importlib
+import pkgutil
+
 from ._base import FAMILIES, VIEWS, Family, Run, get_family, missing_requirements, register
 
 __all__ = ["FAMILIES", "VIEWS", "Family", "Run", "get_family", "missing_requirements", "register"]
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
+    importlib.import_module(f"{__name__}.{_module}")
