@@ -52,6 +52,7 @@ class Library:
         self.classes = np.asarray(store.header["classes"])
         self._columns = store.header["columns"]
         self._categories = store.header.get("categories", {})
+        self._loaded: dict = {}
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Library:
@@ -77,10 +78,16 @@ class Library:
         for run_id, positions in pd.Series(range(len(wanted))).groupby(
             self.members["run"].to_numpy()[rows]
         ):
-            fitted = self.store.load_fitted(run_id)
+            fitted = self._fitted(run_id)
             offsets = rows[positions.to_numpy()] - self._first_row(run_id)
             out[positions.to_numpy()] = fitted.predict(frame)[offsets]
         return out[..., 1] if self.classes.size == 2 else out
+
+    def _fitted(self, run_id: str):
+        """A run's fitted siblings, unpickled once per library object."""
+        if run_id not in self._loaded:
+            self._loaded[run_id] = self.store.load_fitted(run_id)
+        return self._loaded[run_id]
 
     def _first_row(self, run_id: str) -> int:
         return int(np.flatnonzero(self.members["run"].to_numpy() == run_id)[0])
