@@ -12,14 +12,13 @@ import logging
 import os
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import StoreError
-from .data import TrainingData, as_frame, prepare
+from .data import TrainingData, as_frame, check_columns, prepare
 from .executor import Executor, make_executor
 from .runs import fit_run
 from .spec import LibrarySpec, RunSpec, load_spec
@@ -67,7 +66,7 @@ class Library:
     def predict(self, X, ids=None) -> np.ndarray:
         """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
         class for binary problems, ``(m, n, C)`` otherwise, members in the order given."""
-        frame = self._check_columns(as_frame(X))
+        frame = check_columns(as_frame(X), self._columns, self._categories)
         wanted = list(self.members["id"]) if ids is None else list(ids)
         index = pd.Index(self.members["id"])
         unknown = [i for i in wanted if i not in index]
@@ -91,25 +90,6 @@ class Library:
 
     def _first_row(self, run_id: str) -> int:
         return int(np.flatnonzero(self.members["run"].to_numpy() == run_id)[0])
-
-    def _check_columns(self, frame: pd.DataFrame) -> pd.DataFrame:
-        expected = self._columns
-        missing = [c for c in expected if c not in frame.columns]
-        if missing:
-            raise ValueError(
-                f"X lacks column(s) {missing[:10]} that the library was trained on; "
-                f"expected columns {expected[:10]}{'...' if len(expected) > 10 else ''}"
-            )
-        for col, known in self._categories.items():
-            unseen = sorted(set(frame[col].astype(str)) - set(known))
-            if unseen:
-                warnings.warn(
-                    f"column {col!r} has categories never seen in training: {unseen[:5]}; "
-                    "members treat them as unknown (an all-zero one-hot row, or code -1)",
-                    UserWarning,
-                    stacklevel=3,
-                )
-        return frame[expected]
 
 
 def build_library(

@@ -4,6 +4,7 @@ labels encoded 0..C-1, the fold of every row and a fingerprint that ties a store
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,6 +118,29 @@ def check_features(X: pd.DataFrame) -> None:
     infinite = [c for c in numeric.columns if not np.isfinite(numeric[c].to_numpy(float)).all()]
     if infinite:
         raise ValueError(f"X has infinite values in column(s) {infinite[:10]}; replace them first")
+
+
+def check_columns(
+    frame: pd.DataFrame, columns: list[str], categories: dict[str, list[str]]
+) -> pd.DataFrame:
+    """``frame`` reduced to the training ``columns`` in their order; a clear error for missing
+    columns, a warning for categories never seen in training (they are encoded as unknown)."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"X lacks column(s) {missing[:10]} seen in training; expected columns "
+            f"{columns[:10]}{'...' if len(columns) > 10 else ''}"
+        )
+    for col, known in categories.items():
+        unseen = sorted(set(frame[col].astype(str)) - set(known))
+        if unseen:
+            warnings.warn(
+                f"column {col!r} has categories never seen in training: {unseen[:5]}; "
+                "members treat them as unknown (an all-zero one-hot row, or code -1)",
+                UserWarning,
+                stacklevel=3,
+            )
+    return frame[columns]
 
 
 def prepare(

@@ -214,7 +214,7 @@ def test_multiclass_library_with_categorical_columns():
         UserWarning, match=r"'size' has categories never seen in training: \['huge'\]"
     ):
         assert lib.predict(unseen).shape == (lib.n_members, 3, 3)
-    with pytest.raises(ValueError, match=r"X lacks column\(s\) \['size'\]"):
+    with pytest.raises(ValueError, match=r"X lacks column\(s\) \['size'\] seen in training"):
         lib.predict(X.drop(columns="size"))
 
 

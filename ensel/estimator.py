@@ -1,0 +1,237 @@
+"""EnsembleSelectionClassifier: the whole method as a scikit-learn classifier. It wires the
+library builder, a combination strategy and an optional final Platt step together, and keeps
+only the members with non-zero weight, so the fitted model is compact."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .calibration import ColumnCalibrator
+from .library import Library, build_library
+from .library.data import as_frame, check_columns
+from .metrics import METRICS, resolve_metric, score, score_batch
+from .strategies import STRATEGIES
+
+__all__ = ["EnsembleSelectionClassifier"]
+
+CALIBRATE = ("auto", True, False)
+CALIBRATION_FOLDS = 5
+
+
+class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
+    """Ensemble selection from a library of models (Caruana & Niculescu-Mizil).
+
+    Parameters
+    ----------
+    library : a built-in spec name (``"tiny"``, ``"default"``, ``"caruana2006"``), a spec path
+        or dict, a built :class:`~ensel.library.Library`, or the path of a prediction store.
+    metric : the metric selection maximises (one of ``ensel.metrics.METRICS`` or a callable).
+        Default ``"rms"``: §4.3.5 finds selecting for RMS (or MXE) a competitive proxy for every
+        target metric, and it rewards calibrated probabilities.
+    cv : folds of embedded cross-validation (§4.3.4); None holds out a hillclimb split.
+    strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
+        (Bayesian model averaging), as compared in §4.3.2.
+    calibrate : ``"auto"`` Platt-scales the ensemble when ``metric`` does not itself reward
+        calibration (anything but rms and mxe); True always, False never. The calibrator is
+        cross-fitted on the hillclimb predictions to report log loss with and without it
+        (``calibration_report_``) and then fitted on all of them.
+    n_iter, n_bags, bag_fraction, replacement, sorted_init : selection options (§4.2).
+    store : directory that keeps the library (resumable); None uses a temporary one.
+    n_jobs, time_limit, random_state, verbose : as in :func:`ensel.library.build_library`.
+    """
+
+    def __init__(
+        self,
+        library="default",
+        metric="rms",
+        cv: int | None = 5,
+        strategy: str = "es",
+        calibrate="auto",
+        n_iter: int = 100,
+        n_bags: int = 20,
+        bag_fraction: float = 0.5,
+        replacement: bool = True,
+        sorted_init: bool = True,
+        store=None,
+        n_jobs: int = 1,
+        time_limit: float | None = None,
+        random_state: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.library = library
+        self.metric = metric
+        self.cv = cv
+        self.strategy = strategy
+        self.calibrate = calibrate
+        self.n_iter = n_iter
+        self.n_bags = n_bags
+        self.bag_fraction = bag_fraction
+        self.replacement = replacement
+        self.sorted_init = sorted_init
+        self.store = store
+        self.n_jobs = n_jobs
+        self.time_limit = time_limit
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fitting
+
+    def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
+        """Build (or reuse) the library, combine its members, keep those with weight."""
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
+        if self.calibrate not in CALIBRATE:
+            raise ValueError(f"calibrate={self.calibrate!r}: use one of {CALIBRATE}")
+        metric = resolve_metric(self.metric)
+        lib = self._library(X, y, groups)
+        P = np.asarray(lib.predictions)
+        options = {
+            "n_iter": self.n_iter,
+            "n_bags": self.n_bags,
+            "bag_fraction": self.bag_fraction,
+            "replacement": self.replacement,
+            "sorted_init": self.sorted_init,
+            "random_state": self.random_state,
+        }
+        weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
+        self.classes_ = lib.classes
+        self.leaderboard_ = _leaderboard(lib, P, weights)
+        keep = np.flatnonzero(weights > 0)
+        self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
+        self.weights_ = weights[keep]
+        self.runs_ = {r: lib._fitted(r) for r in self.members_["run"].unique()}
+        self._offsets = _offsets_in_runs(lib.members, keep)
+        self.columns_ = list(lib._columns)
+        self.categories_ = dict(lib._categories)
+        self.n_features_in_ = len(self.columns_)
+        if isinstance(X, pd.DataFrame):
+            self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
+        hill = np.tensordot(self.weights_, P[keep], axes=1)
+        self.calibrator_, self.calibration_report_ = self._calibrate(hill, lib.y, metric)
+        self.hillclimb_score_ = score(metric, lib.y, self._finish(hill))
+        return self
+
+    def _library(self, X, y, groups) -> Library:
+        if isinstance(self.library, Library):
+            return self.library
+        if (
+            isinstance(self.library, str | os.PathLike)
+            and (Path(self.library) / "store.json").is_file()
+        ):
+            return Library.open(self.library)
+        return build_library(
+            X,
+            y,
+            spec=self.library,
+            cv=self.cv,
+            store=self.store,
+            n_jobs=self.n_jobs,
+            random_state=self.random_state,
+            groups=groups,
+            time_limit=self.time_limit,
+            verbose=self.verbose,
+        )
+
+    def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric):
+        """Platt-scale the ensemble where ``calibrate`` asks for it; log loss of the hillclimb
+        predictions before and after, cross-fitted so the 'after' is honest."""
+        wanted = self.calibrate is True or (
+            self.calibrate == "auto" and metric.name not in ("rms", "mxe")
+        )
+        if not wanted:
+            return None, {}
+        proba = _full(hill, self.classes_.size)
+        rng = np.random.default_rng(self.random_state)
+        groups = rng.permutation(y.size) % CALIBRATION_FOLDS
+        crossed = np.empty_like(proba)
+        for g in range(CALIBRATION_FOLDS):
+            inside = groups == g
+            cal = ColumnCalibrator("platt").fit(proba[~inside], y[~inside])
+            crossed[inside] = cal.predict(proba[inside])
+        report = {
+            "log_loss_before": score("mxe", y, proba),
+            "log_loss_after": score("mxe", y, crossed),
+        }
+        return ColumnCalibrator("platt").fit(proba, y), report
+
+    # ------------------------------------------------------------------ predicting
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``(n, n_classes)`` probabilities of the ensemble."""
+        check_is_fitted(self, "weights_")
+        frame = self._frame(X)
+        total = np.zeros((len(frame), self.classes_.size))
+        for run_id, fitted in self.runs_.items():
+            rows = self.members_["run"].to_numpy() == run_id
+            predicted = fitted.predict(frame)[self._offsets[rows]]
+            total += np.tensordot(self.weights_[rows], predicted, axes=1)
+        return self._finish(total)
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each row, as the labels given to ``fit``."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def _finish(self, proba: np.ndarray) -> np.ndarray:
+        proba = _full(proba, self.classes_.size)
+        return proba if self.calibrator_ is None else self.calibrator_.predict(proba)
+
+    def _frame(self, X) -> pd.DataFrame:
+        if not isinstance(X, pd.DataFrame):
+            array = np.asarray(X)
+            if array.ndim != 2 or array.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has shape {array.shape}; the model was fitted on "
+                    f"{self.n_features_in_} features"
+                )
+            X = pd.DataFrame(array, columns=self.columns_)
+        return check_columns(as_frame(X), self.columns_, self.categories_)
+
+    # ------------------------------------------------------------------ reporting and files
+
+    def leaderboard(self) -> pd.DataFrame:
+        """Every library member: family, params, calibration, stage, its hillclimb score on
+        all eight metrics and its weight in the ensemble, best on ``metric`` first."""
+        check_is_fitted(self, "leaderboard_")
+        name = resolve_metric(self.metric).name
+        key = name if name in self.leaderboard_ else "weight"
+        ascending = name in ("rms", "mxe")
+        return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted model to ``path`` (joblib, i.e. pickle)."""
+        check_is_fitted(self, "weights_")
+        joblib.dump(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> EnsembleSelectionClassifier:
+        """Read a model written by :meth:`save`. This unpickles: load only files you trust."""
+        model = joblib.load(path)
+        if not isinstance(model, cls):
+            raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        return model
+
+
+def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:
+    """``(n, C)`` from the library layout (positive-class ``(n,)`` for binary problems)."""
+    return np.column_stack([1.0 - proba, proba]) if proba.ndim == 1 else proba
+
+
+def _offsets_in_runs(members: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
+    """Each kept member's position among its run's members."""
+    position = members.groupby("run").cumcount().to_numpy()
+    return position[keep]
+
+
+def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFrame:
+    board = lib.members[["id", "family", "params", "calibration", "stage"]].copy()
+    for name in METRICS:
+        board[name] = score_batch(name, lib.y, P)
+    board["weight"] = weights
+    return board

@@ -1,0 +1,163 @@
+"""EnsembleSelectionClassifier: fit, predict, strategies, calibration, leaderboard, save/load,
+scikit-learn integration and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.model_selection import cross_val_score, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from ensel import EnsembleSelectionClassifier
+from ensel.library import build_library
+from ensel.metrics import METRICS, score, score_batch
+
+SMALL = {
+    "families": [
+        {"family": "logreg", "params": {"ridge": [0.01, 100.0]}, "calibration": ["none", "platt"]},
+        {"family": "tree", "params": {"max_depth": [2, 5]}, "calibration": ["none", "isotonic"]},
+        {"family": "adaboost", "stages": [4, 16], "calibration": ["none", "logistic"]},
+        {"family": "naive_bayes", "calibration": ["none", "platt"]},
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    labels = np.where(y == 1, "benign", "malignant")
+    return train_test_split(X, labels, test_size=0.3, stratify=labels, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(cancer):
+    X_train, _, y_train, _ = cancer
+    return EnsembleSelectionClassifier(library=SMALL, metric="roc", cv=3, n_bags=5).fit(
+        X_train, y_train
+    )
+
+
+def test_fit_predict_with_string_labels(cancer, fitted):
+    _, X_test, _, y_test = cancer
+    proba = fitted.predict_proba(X_test)
+    assert proba.shape == (len(X_test), 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert list(fitted.classes_) == ["benign", "malignant"]
+    assert set(fitted.predict(X_test)) <= {"benign", "malignant"}
+    assert (fitted.predict(X_test) == y_test).mean() > 0.9
+    # the model keeps only members with weight, and the weights sum to one
+    assert (fitted.weights_ > 0).all() and fitted.weights_.sum() == pytest.approx(1.0)
+    assert len(fitted.members_) == (fitted.leaderboard()["weight"] > 0).sum()
+    assert set(fitted.runs_) == set(fitted.members_["run"])
+
+
+def test_ensemble_is_the_weighted_average_of_its_members_then_platt(cancer, fitted):
+    _, X_test, _, _ = cancer
+    lib_free = fitted.calibrator_ is not None  # roc does not reward calibration: auto is on
+    assert lib_free
+    raw = sum(
+        w * fitted.runs_[run].predict(X_test)[off]
+        for w, run, off in zip(
+            fitted.weights_, fitted.members_["run"], fitted._offsets, strict=True
+        )
+    )
+    np.testing.assert_allclose(fitted.predict_proba(X_test), fitted.calibrator_.predict(raw))
+    report = fitted.calibration_report_
+    assert set(report) == {"log_loss_before", "log_loss_after"}
+
+
+def test_leaderboard_scores_every_member_on_all_eight_metrics(fitted):
+    board = fitted.leaderboard()
+    assert {"id", "family", "params", "calibration", "stage", "weight", *METRICS} <= set(board)
+    assert board["roc"].is_monotonic_decreasing  # best on the chosen metric first
+    assert board["weight"].sum() == pytest.approx(1.0)
+
+
+def test_strategies_on_the_same_library(cancer):
+    X_train, _, y_train, _ = cancer
+    lib = build_library(X_train, y_train, spec=SMALL, cv=3, verbose=0)
+    P = np.asarray(lib.predictions, dtype=np.float64)
+    modsel = EnsembleSelectionClassifier(library=lib, metric="rms", strategy="modsel")
+    modsel.fit(X_train, y_train)
+    assert len(modsel.members_) == 1
+    best = int(np.argmin(score_batch("rms", lib.y, P)))
+    assert modsel.members_["id"][0] == lib.members["id"][best]
+    bma = EnsembleSelectionClassifier(library=lib, strategy="bayesavg").fit(X_train, y_train)
+    log_lik = -lib.y.size * score_batch("mxe", lib.y, P)
+    expected = np.exp(log_lik - log_lik.max())
+    board = bma.leaderboard_
+    kept = board["weight"] > 0
+    np.testing.assert_allclose(
+        board["weight"][kept], expected[kept] / expected[kept].sum(), rtol=1e-9
+    )
+    es = EnsembleSelectionClassifier(library=lib, metric="rms", n_bags=5).fit(X_train, y_train)
+    assert es.calibrator_ is None and es.calibration_report_ == {}  # rms rewards calibration
+    assert es.hillclimb_score_ <= modsel.hillclimb_score_ + 1e-12  # ES includes MODSEL's pick
+
+
+def test_multiclass_dataframe_with_categorical_column():
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    X = X.assign(big=np.where(X["petal length (cm)"] > 4, "yes", "no"))
+    clf = EnsembleSelectionClassifier(library=SMALL, metric="acc", cv=3, n_bags=3).fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (150, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert score("acc", y.to_numpy(), proba) > 0.9
+    with pytest.raises(ValueError, match=r"X lacks column\(s\) \['big'\]"):
+        clf.predict(X.drop(columns="big"))
+    with pytest.warns(UserWarning, match="never seen in training"):
+        clf.predict(X.assign(big="maybe"))
+
+
+def test_save_load_round_trip(fitted, cancer, tmp_path):
+    _, X_test, _, _ = cancer
+    fitted.save(tmp_path / "model.joblib")
+    loaded = EnsembleSelectionClassifier.load(tmp_path / "model.joblib")
+    np.testing.assert_allclose(
+        loaded.predict_proba(X_test), fitted.predict_proba(X_test), atol=1e-12
+    )
+    # arrays with the same columns work too
+    from_array = loaded.predict_proba(X_test.to_numpy())
+    np.testing.assert_allclose(from_array, loaded.predict_proba(X_test), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_clone_pipeline_and_cross_val_score(cancer):
+    X_train, _, y_train, _ = cancer
+    clf = EnsembleSelectionClassifier(library=SMALL, metric="rms", cv=3, n_bags=3)
+    assert clone(clf).get_params() == clf.get_params()
+    pipe = make_pipeline(FunctionTransformer(lambda frame: frame * 1.0), clf)
+    scores = cross_val_score(pipe, pd.DataFrame(X_train), y_train, cv=3)
+    assert scores.shape == (3,) and scores.min() > 0.85
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "y", "message"),
+    [
+        ({"strategy": "stacking"}, None, "strategy='stacking'"),
+        ({"calibrate": "always"}, None, "calibrate='always'"),
+        ({}, "single", "single class"),
+        ({}, "nan", "missing labels"),
+        ({"cv": 50}, None, "fewer than cv=50 folds"),
+    ],
+)
+def test_bad_input_is_named(cancer, kwargs, y, message):
+    X_train, _, y_train, _ = cancer
+    labels = np.asarray(y_train, dtype=object)
+    if y == "single":
+        labels = np.full(len(labels), "benign", dtype=object)
+    elif y == "nan":
+        labels = labels.copy()
+        labels[3] = np.nan
+    with pytest.raises(ValueError, match=message):
+        model = EnsembleSelectionClassifier(library=SMALL, **{"cv": 3, **kwargs})
+        model.fit(X_train.iloc[:60], labels[:60])
+
+
+def test_predict_checks_the_number_of_features(fitted):
+    with pytest.raises(ValueError, match="fitted on 30 features"):
+        fitted.predict(np.zeros((2, 5)))
