@@ -1,0 +1,142 @@
+"""The ``ensel`` command: fit an ensemble on a CSV file, predict with it, run the demo.
+
+    ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric rms] [--cv 5]
+    ensel predict DIR DATA.csv --out preds.csv
+    ensel demo
+
+Errors are one line on stderr (exit status 2), not a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+MODEL_FILE = "model.joblib"
+LEADERBOARD_FILE = "leaderboard.csv"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ensel", description="Ensemble selection from libraries of models."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    fit = commands.add_parser("fit", help="build a library on a CSV file and select an ensemble")
+    fit.add_argument("train", type=Path, help="training data (CSV with a header)")
+    fit.add_argument("--target", required=True, help="the column to predict")
+    fit.add_argument("--out", required=True, type=Path, help="directory for the model and library")
+    fit.add_argument(
+        "--library", default="default", help="spec name (tiny, default, caruana2006) or YAML path"
+    )
+    fit.add_argument(
+        "--metric", default="rms", help="metric to select for (acc fsc lft roc apr bep rms mxe)"
+    )
+    fit.add_argument("--strategy", default="es", help="es, modsel or bayesavg")
+    fit.add_argument("--cv", default="5", help="folds of embedded cross-validation, or 'none'")
+    fit.add_argument("--drop", nargs="*", default=[], help="columns to leave out (ids, leaks)")
+    fit.add_argument("--groups", help="column whose rows must stay in one fold (e.g. a person id)")
+    fit.add_argument("--n-jobs", type=int, default=1, help="worker processes (-1: all cores)")
+    fit.add_argument("--time-limit", type=float, help="seconds per training run")
+    fit.add_argument("--seed", type=int, default=0)
+
+    predict = commands.add_parser("predict", help="predict a CSV file with a fitted model")
+    predict.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
+    predict.add_argument("data", type=Path, help="rows to predict (CSV with a header)")
+    predict.add_argument("--out", required=True, type=Path, help="CSV of probabilities and labels")
+
+    commands.add_parser("demo", help="the demo on a real dataset")
+    return parser
+
+
+def _read_csv(path: Path):
+    import pandas as pd
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    return pd.read_csv(path)
+
+
+def fit(args: argparse.Namespace) -> str:
+    from .estimator import EnsembleSelectionClassifier
+
+    frame = _read_csv(args.train)
+    if args.target not in frame.columns:
+        raise ValueError(
+            f"--target {args.target!r} is not a column of {args.train}: {list(frame.columns)[:20]}"
+        )
+    absent = [
+        c for c in [*args.drop, *([args.groups] if args.groups else [])] if c not in frame.columns
+    ]
+    if absent:
+        raise ValueError(f"column(s) {absent} are not in {args.train}")
+    y = frame.pop(args.target)
+    groups = frame.pop(args.groups) if args.groups else None
+    X = frame.drop(columns=args.drop)
+    cv = None if args.cv.lower() == "none" else int(args.cv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    model = EnsembleSelectionClassifier(
+        library=args.library,
+        metric=args.metric,
+        strategy=args.strategy,
+        cv=cv,
+        store=args.out / "library",
+        n_jobs=args.n_jobs,
+        time_limit=args.time_limit,
+        random_state=args.seed,
+        verbose=1,
+    ).fit(X, y, groups=groups)
+    model.save(args.out / MODEL_FILE)
+    model.leaderboard().to_csv(args.out / LEADERBOARD_FILE, index=False)
+    return (
+        f"fitted {len(model.members_)} of {len(model.leaderboard_)} members; hillclimb "
+        f"{args.metric} {model.hillclimb_score_:.4f}; model in {args.out / MODEL_FILE}"
+    )
+
+
+def predict(args: argparse.Namespace) -> str:
+    import pandas as pd
+
+    from .estimator import EnsembleSelectionClassifier
+
+    path = args.model_dir / MODEL_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no model here; run 'ensel fit ... --out {args.model_dir}'"
+        )
+    model = EnsembleSelectionClassifier.load(path)
+    frame = _read_csv(args.data)
+    proba = model.predict_proba(frame)
+    out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
+    out["prediction"] = model.classes_[proba.argmax(axis=1)]
+    out.to_csv(args.out, index=False)
+    return f"wrote {len(out)} predictions to {args.out}"
+
+
+def demo(args: argparse.Namespace) -> str:
+    from . import demo as demo_module
+
+    demo_module.main()
+    return ""
+
+
+COMMANDS = {"fit": fit, "predict": predict, "demo": demo}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="ensel: %(message)s")
+    try:
+        message = COMMANDS[args.command](args)
+    except (ValueError, TypeError, OSError, KeyError) as exc:
+        print(f"ensel: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    if message:
+        print(message)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The ensel command: fit and predict on CSV files, and one-line errors."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from ensel.cli import main
+
+
+@pytest.fixture(scope="module")
+def csvs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    frame = X.iloc[:, :8].assign(diagnosis=y.map({0: "malignant", 1: "benign"}), id=range(len(y)))
+    frame.iloc[:400].to_csv(tmp / "train.csv", index=False)
+    frame.iloc[400:].drop(columns="diagnosis").to_csv(tmp / "new.csv", index=False)
+    return tmp
+
+
+def test_fit_then_predict(csvs, capsys):
+    out = csvs / "model"
+    code = main(
+        ["fit", str(csvs / "train.csv"), "--target", "diagnosis", "--drop", "id",
+         "--out", str(out), "--library", "tiny", "--metric", "roc", "--cv", "3"]
+    )  # fmt: skip
+    assert code == 0
+    assert "members; hillclimb roc" in capsys.readouterr().out
+    assert (out / "model.joblib").is_file() and (out / "library" / "store.json").is_file()
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert len(board) == 29 and {"roc", "rms", "weight"} <= set(board.columns)
+    assert main(["predict", str(out), str(csvs / "new.csv"), "--out", str(csvs / "p.csv")]) == 0
+    preds = pd.read_csv(csvs / "p.csv")
+    assert list(preds.columns) == ["proba_benign", "proba_malignant", "prediction"]
+    assert len(preds) == 169 and set(preds["prediction"]) <= {"benign", "malignant"}
+    # predicting rows without a training column is a one-line error
+    pd.read_csv(csvs / "new.csv").drop(columns="mean radius").to_csv(csvs / "bad.csv")
+    assert main(["predict", str(out), str(csvs / "bad.csv"), "--out", str(csvs / "q.csv")]) == 2
+    assert "X lacks column(s) ['mean radius']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fit", "{d}/train.csv", "--target", "nope", "--out", "{d}/m"], "--target 'nope' is not"),
+        (["fit", "{d}/missing.csv", "--target", "y", "--out", "{d}/m"], "no such file"),
+        (["fit", "{d}/train.csv", "--target", "diagnosis", "--drop", "zz", "--out", "{d}/m"],
+         "column(s) ['zz'] are not in"),
+        (["fit", "{d}/train.csv", "--target", "diagnosis", "--library", "huge", "--out", "{d}/m"],
+         "neither a built-in spec"),
+        (["predict", "{d}/nowhere", "{d}/new.csv", "--out", "{d}/p.csv"], "no model here"),
+    ],
+)  # fmt: skip
+def test_errors_are_one_line(csvs, capsys, argv, message):
+    assert main([a.format(d=csvs) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ensel: error: ") and message in err and err.count("\n") == 1
