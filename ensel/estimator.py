@@ -85,6 +85,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
         """Build (or reuse) the library, combine its members, keep those with weight."""
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
         if self.calibrate not in CALIBRATE:
@@ -176,7 +180,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each row, as the labels given to ``fit``."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
@@ -184,13 +189,13 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
 
     def _frame(self, X) -> pd.DataFrame:
         if not isinstance(X, pd.DataFrame):
-            array = np.asarray(X)
-            if array.ndim != 2 or array.shape[1] != self.n_features_in_:
+            X = as_frame(X)
+            if X.shape[1] != self.n_features_in_:
                 raise ValueError(
-                    f"X has shape {array.shape}; the model was fitted on "
-                    f"{self.n_features_in_} features"
+                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{self.n_features_in_} features as input"
                 )
-            X = pd.DataFrame(array, columns=self.columns_)
+            X.columns = self.columns_
         return check_columns(as_frame(X), self.columns_, self.categories_)
 
     # ------------------------------------------------------------------ reporting and files

@@ -159,5 +159,25 @@ def test_bad_input_is_named(cancer, kwargs, y, message):
 
 
 def test_predict_checks_the_number_of_features(fitted):
-    with pytest.raises(ValueError, match="fitted on 30 features"):
+    with pytest.raises(ValueError, match=r"X has 5 features, but .* is expecting 30"):
         fitted.predict(np.zeros((2, 5)))
+
+
+@pytest.mark.slow
+def test_passes_scikit_learn_check_estimator():
+    """Every check passes; check_array_api_input is skipped by scikit-learn itself unless
+    SCIPY_ARRAY_API is set (ensel converts input to numpy/pandas, it has no array-API path)."""
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    spec = {"families": [{"family": "logreg"}, {"family": "tree", "params": {"max_depth": 3}}]}
+    model = EnsembleSelectionClassifier(library=spec, cv=3, n_bags=2, n_iter=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(model, on_fail=None)
+    failed = [
+        (r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"
+    ]
+    assert not failed
+    assert len(results) > 40

@@ -9,12 +9,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import (
     GroupShuffleSplit,
     StratifiedGroupKFold,
     StratifiedKFold,
     StratifiedShuffleSplit,
 )
+from sklearn.utils.multiclass import type_of_target
 
 __all__ = ["Columns", "TrainingData", "prepare"]
 
@@ -93,21 +96,40 @@ def _hash(*arrays: np.ndarray) -> str:
 
 
 def as_frame(X) -> pd.DataFrame:
-    """X as a DataFrame with string column names (ndarray columns become x0, x1, ...)."""
+    """X as a DataFrame with string column names (array columns become x0, x1, ...); object
+    arrays of numbers become numeric columns."""
+    if sp.issparse(X):
+        raise TypeError("sparse input is not supported; pass a dense array (X.toarray())")
     if isinstance(X, pd.DataFrame):
         frame = X.reset_index(drop=True)
         frame.columns = [str(c) for c in frame.columns]
         return frame
     arr = np.asarray(X)
     if arr.ndim != 2:
-        raise ValueError(f"X must be 2-D (rows, features); got an array of shape {arr.shape}")
-    return pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
+        raise ValueError(
+            f"X must be 2-D (rows, features); got an array of shape {arr.shape}. Reshape your "
+            "data with X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one row"
+        )
+    if np.iscomplexobj(arr):
+        raise ValueError("Complex data not supported: X has complex values")
+    frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
+    return frame.infer_objects() if arr.dtype == object else frame
 
 
 def check_features(X: pd.DataFrame) -> None:
     """Raise a clear error for empty data, missing values or infinities."""
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape}); need rows and at least one feature")
+    if X.shape[1] == 0:
+        raise ValueError(f"X has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if X.shape[0] == 0:
+        raise ValueError(f"X has 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    for col in X.columns:
+        if X[col].dtype == object:
+            odd = X[col].map(lambda v: not isinstance(v, str | int | float | bool | np.generic))
+            if odd.any():
+                bad = type(X[col][odd.idxmax()]).__name__
+                raise TypeError(
+                    f"X column {col!r} holds a {bad}: argument must be a string or a number"
+                )
     missing = [c for c in X.columns if X[c].isna().any()]
     if missing:
         raise ValueError(
@@ -157,15 +179,31 @@ def prepare(
     frame = as_frame(X)
     check_features(frame)
     y_arr = np.asarray(y)
+    if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; it was flattened to "
+            "shape (n_samples,)",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        y_arr = y_arr.ravel()
     if y_arr.ndim != 1:
         raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
     if y_arr.shape[0] != frame.shape[0]:
         raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
     if pd.isna(y_arr).any():
         raise ValueError("y has missing labels; drop those rows first")
+    kind = type_of_target(y_arr) if y_arr.dtype != object else "labels"
+    if kind.startswith("continuous"):
+        raise ValueError(
+            f"Unknown label type: {kind}. y holds real numbers; ensel classifies, so give it "
+            "class labels"
+        )
     classes, y_enc = np.unique(y_arr, return_inverse=True)
     if classes.size < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}); need at least two classes")
+        raise ValueError(
+            f"y has a single class, 1 class ({classes[0]!r}); need at least two classes"
+        )
     counts = np.bincount(y_enc)
     if groups is not None:
         groups = np.asarray(groups)
