@@ -6,7 +6,7 @@ PIP := $(PYTHON) -m pip
 TORCH_INDEX ?=
 TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 
-.PHONY: install install-dev demo test lint bench bench-quick
+.PHONY: install install-dev demo test lint browser bench bench-quick
 
 install:
 	$(PIP) install --quiet -e ".[boost,search]"
@@ -16,13 +16,19 @@ install-dev:
 	$(PIP) install --quiet -e ".[all,dev]"
 
 demo: install
-	$(PYTHON) -m ensel.demo
+	$(PYTHON) -m ensel.cli demo
 
 lint: install-dev
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 
-test: lint
+# Debian's chromium renders the HTML report in a test; without it that test is skipped.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+		echo "chromium could not be installed: the report rendering test will be skipped"
+
+test: lint browser
 	$(PYTHON) -m pytest -q
 
 bench: install-dev

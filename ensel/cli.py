@@ -2,6 +2,7 @@
 
     ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric rms] [--cv 5]
     ensel predict DIR DATA.csv --out preds.csv
+    ensel report DIR --html report.html
     ensel demo
 
 Errors are one line on stderr (exit status 2), not a traceback.
@@ -14,7 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
-MODEL_FILE = "model.joblib"
+MODEL_FILE = "model.pkl"
 LEADERBOARD_FILE = "leaderboard.csv"
 
 
@@ -47,7 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("data", type=Path, help="rows to predict (CSV with a header)")
     predict.add_argument("--out", required=True, type=Path, help="CSV of probabilities and labels")
 
-    commands.add_parser("demo", help="the demo on a real dataset")
+    report = commands.add_parser("report", help="write the HTML report of a fitted model")
+    report.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
+    report.add_argument("--html", required=True, type=Path, help="where to write the report")
+
+    demo = commands.add_parser("demo", help="the demo on a real dataset")
+    demo.add_argument("--spec", default="default", help="library spec")
+    demo.add_argument("--report", default="report.html", help="where to write the report")
     return parser
 
 
@@ -96,17 +103,19 @@ def fit(args: argparse.Namespace) -> str:
     )
 
 
+def _load(model_dir: Path):
+    from .estimator import EnsembleSelectionClassifier
+
+    path = model_dir / MODEL_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no model here; run 'ensel fit ... --out {model_dir}'")
+    return EnsembleSelectionClassifier.load(path)
+
+
 def predict(args: argparse.Namespace) -> str:
     import pandas as pd
 
-    from .estimator import EnsembleSelectionClassifier
-
-    path = args.model_dir / MODEL_FILE
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no model here; run 'ensel fit ... --out {args.model_dir}'"
-        )
-    model = EnsembleSelectionClassifier.load(path)
+    model = _load(args.model_dir)
     frame = _read_csv(args.data)
     proba = model.predict_proba(frame)
     out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
@@ -115,14 +124,21 @@ def predict(args: argparse.Namespace) -> str:
     return f"wrote {len(out)} predictions to {args.out}"
 
 
+def report(args: argparse.Namespace) -> str:
+    from .report import write_report
+
+    write_report(_load(args.model_dir), args.html)
+    return f"wrote {args.html}"
+
+
 def demo(args: argparse.Namespace) -> str:
     from . import demo as demo_module
 
-    demo_module.main()
+    demo_module.main(["--spec", args.spec, "--report", args.report])
     return ""
 
 
-COMMANDS = {"fit": fit, "predict": predict, "demo": demo}
+COMMANDS = {"fit": fit, "predict": predict, "report": report, "demo": demo}
 
 
 def main(argv: list[str] | None = None) -> int:

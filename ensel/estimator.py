@@ -5,9 +5,9 @@ only the members with non-zero weight, so the fitted model is compact."""
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
-import joblib
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -16,7 +16,8 @@ from sklearn.utils.validation import check_is_fitted
 from .calibration import ColumnCalibrator
 from .library import Library, build_library
 from .library.data import as_frame, check_columns
-from .metrics import METRICS, resolve_metric, score, score_batch
+from .metrics import METRICS, greater_is_better, resolve_metric, score
+from .report import collect
 from .strategies import STRATEGIES
 
 __all__ = ["EnsembleSelectionClassifier"]
@@ -42,6 +43,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         calibration (anything but rms and mxe); True always, False never. The calibrator is
         cross-fitted on the hillclimb predictions to report log loss with and without it
         (``calibration_report_``) and then fitted on all of them.
+
+    Attributes: ``members_`` (members with weight), ``weights_``, ``classes_``,
+    ``leaderboard_``, ``comparison_`` (the ensemble's out-of-fold hillclimb score on every
+    metric, cross-fitted where calibrated, against the best member's), ``hillclimb_score_``,
+    ``calibrator_``, ``calibration_report_``, ``report_data_`` (for :mod:`ensel.report`).
     n_iter, n_bags, bag_fraction, replacement, sorted_init : selection options (§4.2).
     store : directory that keeps the library (resumable); None uses a temporary one.
     n_jobs, time_limit, random_state, verbose : as in :func:`ensel.library.build_library`.
@@ -118,8 +124,16 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(X, pd.DataFrame):
             self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
         hill = np.tensordot(self.weights_, P[keep], axes=1)
-        self.calibrator_, self.calibration_report_ = self._calibrate(hill, lib.y, metric)
-        self.hillclimb_score_ = score(metric, lib.y, self._finish(hill))
+        self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
+        self.hillclimb_score_ = score(metric, lib.y, hill)
+        self.comparison_ = {
+            name: {
+                "ensemble": score(name, lib.y, hill),
+                "best member": _best(self.leaderboard_[name], name),
+            }
+            for name in METRICS
+        }
+        self.report_data_ = collect(lib, P, weights, metric, options)
         return self
 
     def _library(self, X, y, groups) -> Library:
@@ -150,7 +164,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             self.calibrate == "auto" and metric.name not in ("rms", "mxe")
         )
         if not wanted:
-            return None, {}
+            return None, {}, _full(hill, self.classes_.size)
         proba = _full(hill, self.classes_.size)
         rng = np.random.default_rng(self.random_state)
         groups = rng.permutation(y.size) % CALIBRATION_FOLDS
@@ -163,7 +177,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             "log_loss_before": score("mxe", y, proba),
             "log_loss_after": score("mxe", y, crossed),
         }
-        return ColumnCalibrator("platt").fit(proba, y), report
+        return ColumnCalibrator("platt").fit(proba, y), report, crossed
 
     # ------------------------------------------------------------------ predicting
 
@@ -177,6 +191,19 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             predicted = fitted.predict(frame)[self._offsets[rows]]
             total += np.tensordot(self.weights_[rows], predicted, axes=1)
         return self._finish(total)
+
+    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
+        """The ensemble's ``(n, n_classes)`` probabilities from the predictions of *every*
+        library member (``Library.predict(X)``, in library order): for comparing many
+        ensembles of one library without predicting its members again."""
+        check_is_fitted(self, "weights_")
+        weights = self.leaderboard_["weight"].to_numpy()
+        if member_predictions.shape[0] != weights.size:
+            raise ValueError(
+                f"member_predictions has {member_predictions.shape[0]} members; the library "
+                f"has {weights.size}"
+            )
+        return self._finish(np.tensordot(weights, member_predictions, axes=1))
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each row, as the labels given to ``fit``."""
@@ -210,14 +237,17 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the fitted model to ``path`` (joblib, i.e. pickle)."""
+        """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
+        far faster than joblib's Python one)."""
         check_is_fitted(self, "weights_")
-        joblib.dump(self, path)
+        with open(path, "wb") as fh:
+            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> EnsembleSelectionClassifier:
         """Read a model written by :meth:`save`. This unpickles: load only files you trust."""
-        model = joblib.load(path)
+        with open(path, "rb") as fh:
+            model = pickle.load(fh)
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
         return model
@@ -234,9 +264,13 @@ def _offsets_in_runs(members: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
     return position[keep]
 
 
+def _best(scores: pd.Series, metric: str) -> float:
+    return float(scores.max() if greater_is_better(metric) else scores.min())
+
+
 def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFrame:
     board = lib.members[["id", "family", "params", "calibration", "stage"]].copy()
-    for name in METRICS:
-        board[name] = score_batch(name, lib.y, P)
+    for name, scores in lib.member_scores(P).items():
+        board[name] = scores
     board["weight"] = weights
     return board

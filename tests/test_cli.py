@@ -27,7 +27,7 @@ def test_fit_then_predict(csvs, capsys):
     )  # fmt: skip
     assert code == 0
     assert "members; hillclimb roc" in capsys.readouterr().out
-    assert (out / "model.joblib").is_file() and (out / "library" / "store.json").is_file()
+    assert (out / "model.pkl").is_file() and (out / "library" / "store.json").is_file()
     board = pd.read_csv(out / "leaderboard.csv")
     assert len(board) == 29 and {"roc", "rms", "weight"} <= set(board.columns)
     assert main(["predict", str(out), str(csvs / "new.csv"), "--out", str(csvs / "p.csv")]) == 0

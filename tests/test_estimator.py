@@ -115,8 +115,8 @@ def test_multiclass_dataframe_with_categorical_column():
 
 def test_save_load_round_trip(fitted, cancer, tmp_path):
     _, X_test, _, _ = cancer
-    fitted.save(tmp_path / "model.joblib")
-    loaded = EnsembleSelectionClassifier.load(tmp_path / "model.joblib")
+    fitted.save(tmp_path / "model.pkl")
+    loaded = EnsembleSelectionClassifier.load(tmp_path / "model.pkl")
     np.testing.assert_allclose(
         loaded.predict_proba(X_test), fitted.predict_proba(X_test), atol=1e-12
     )
@@ -181,3 +181,14 @@ def test_passes_scikit_learn_check_estimator():
     ]
     assert not failed
     assert len(results) > 40
+
+
+def test_combine_equals_predict_proba(cancer):
+    X_train, X_test, y_train, _ = cancer
+    lib = build_library(X_train, y_train, spec=SMALL, cv=3, verbose=0)
+    model = EnsembleSelectionClassifier(library=lib, metric="roc", n_bags=3).fit(X_train, y_train)
+    np.testing.assert_allclose(
+        model.combine(lib.predict(X_test)), model.predict_proba(X_test), atol=1e-12
+    )
+    with pytest.raises(ValueError, match="the library has"):
+        model.combine(lib.predict(X_test)[:3])

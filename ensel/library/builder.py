@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StoreError
+from ..metrics import METRICS, score_batch
 from .data import TrainingData, as_frame, check_columns, prepare
 from .executor import Executor, make_executor
 from .runs import fit_run
@@ -52,6 +53,7 @@ class Library:
         self._columns = store.header["columns"]
         self._categories = store.header.get("categories", {})
         self._loaded: dict = {}
+        self._scores: dict | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Library:
@@ -81,6 +83,13 @@ class Library:
             offsets = rows[positions.to_numpy()] - self._first_row(run_id)
             out[positions.to_numpy()] = fitted.predict(frame)[offsets]
         return out[..., 1] if self.classes.size == 2 else out
+
+    def member_scores(self, P: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Every member's hillclimb score on each of the eight metrics (computed once)."""
+        if self._scores is None:
+            P = np.asarray(self.predictions) if P is None else P
+            self._scores = {name: score_batch(name, self.y, P) for name in METRICS}
+        return self._scores
 
     def _fitted(self, run_id: str):
         """A run's fitted siblings, unpickled once per library object."""

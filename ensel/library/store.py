@@ -6,7 +6,7 @@ Layout::
     hillclimb.npz      hillclimb row indices and their encoded labels
     manifest.jsonl     one line per finished run (ok, failed or timeout): the commit record
     runs/<id>.npy      a run's hillclimb predictions, (members, N, C) float32
-    runs/<id>.joblib   a run's fitted siblings and calibrators (pickle: open trusted stores only)
+    runs/<id>.pkl      a run's fitted siblings and calibrators (pickle: open trusted stores only)
     predictions-<token>.npy   all ok members' predictions, (M, N) or (M, N, C), memory-mapped
     predictions.json   which matrix file is current, and its run order
     lock               held by the one build that may write the store
@@ -23,13 +23,13 @@ import fcntl
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import joblib
 import numpy as np
 import pandas as pd
 
@@ -201,7 +201,8 @@ class PredictionStore:
         preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
         _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
         _atomic_write(
-            self.path / "runs" / f"{rid}.joblib", lambda fh: joblib.dump(result.fitted, fh)
+            self.path / "runs" / f"{rid}.pkl",
+            lambda fh: pickle.dump(result.fitted, fh, protocol=pickle.HIGHEST_PROTOCOL),
         )
         self._append(_record(run, "ok", "", seconds))
 
@@ -233,9 +234,10 @@ class PredictionStore:
 
     def load_fitted(self, run_id: str) -> FittedRun:
         """The fitted siblings of a run. This unpickles: open only stores you trust."""
-        path = self.path / "runs" / f"{run_id}.joblib"
+        path = self.path / "runs" / f"{run_id}.pkl"
         try:
-            return joblib.load(path)
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
         except Exception as exc:
             raise StoreError(f"{path} cannot be loaded ({exc}); refit run {run_id}") from None
 
