@@ -1,6 +1,6 @@
 """The ``ensel`` command: fit an ensemble on a CSV file, predict with it, run the demo.
 
-    ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric rms] [--cv 5]
+    ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric mxe] [--cv 5]
     ensel predict DIR DATA.csv --out preds.csv
     ensel report DIR --html report.html
     ensel demo
@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         "--library", default="default", help="spec name (tiny, default, caruana2006) or YAML path"
     )
     fit.add_argument(
-        "--metric", default="rms", help="metric to select for (acc fsc lft roc apr bep rms mxe)"
+        "--metric", default="mxe", help="metric to select for (acc fsc lft roc apr bep rms mxe)"
     )
     fit.add_argument("--strategy", default="es", help="es, modsel or bayesavg")
     fit.add_argument("--cv", default="5", help="folds of embedded cross-validation, or 'none'")
