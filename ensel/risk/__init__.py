@@ -1,0 +1,41 @@
+"""Extrapolation-risk detectors: each says, for a row, how far it lies from the training data
+(risk in [0, 1], higher = riskier). Builtin detectors read a classifier (margin, forest
+dispersion, open-set forest); auxiliary ones model the data alone (box, CERT, chaos forest, FSPT,
+and scikit-learn's isolation forest, LOF and kernel density as peers).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ._base import DETECTORS, Detector, FeatureSpace, get_detector, register
+
+_PUBLIC = {
+    "BoxRisk": "box",
+    "MarginRisk": "margin",
+    "ForestDispersionRisk": "dispersion",
+    "CERT": "cert",
+    "CERTForest": "cert",
+    "ChaosForest": "chaos",
+    "FSPT": "fspt",
+    "OpenSetForest": "openset",
+    "IsolationForestRisk": "peers",
+    "LOFRisk": "peers",
+    "KDERisk": "peers",
+}
+
+__all__ = ["DETECTORS", "Detector", "FeatureSpace", "get_detector", "register", *_PUBLIC]
+
+
+def _load_all() -> None:
+    """Import every detector module so that each registers its detectors."""
+    for m in pkgutil.iter_modules(__path__):
+        if not m.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{m.name}")
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
