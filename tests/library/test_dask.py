@@ -19,6 +19,8 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from threadpoolctl import threadpool_limits
 
+from ensel import EnsembleSelectionClassifier
+from ensel.cli import main
 from ensel.library import build_library
 from ensel.library.executor import make_executor
 from ensel.library.families import FAMILIES
@@ -153,6 +155,8 @@ RESUME_SCRIPT = """
 import sys
 from distributed import Client
 from sklearn.datasets import load_breast_cancer
+from ensel import EnsembleSelectionClassifier
+from ensel.cli import main
 from ensel.library import build_library
 from ensel.library.families import FAMILIES
 from tests.library._dask_tasks import CV, QUICK, TEST_FAMILIES
@@ -213,3 +217,18 @@ def test_dask_arguments_are_checked(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if dask were not installed
     with pytest.raises(ImportError, match=r'pip install "ensel\[dask\]"'):
         make_executor(1, None, "dask", None)
+
+
+def test_cli_builds_on_a_scheduler(data, client, tmp_path, capsys):
+    X, y = data
+    X.assign(target=y).to_csv(tmp_path / "train.csv", index=False)
+    spec = tmp_path / "small.yaml"
+    spec.write_text("families:\n  - family: logreg\n    params: {ridge: [1.0, 100.0]}\n")
+    argv = ["fit", str(tmp_path / "train.csv"), "--target", "target", "--out", str(tmp_path / "m")]
+    argv += ["--library", str(spec), "--cv", str(CV)]
+    assert main([*argv, "--scheduler", client.scheduler.address]) == 0
+    assert "fitted" in capsys.readouterr().out
+    model = EnsembleSelectionClassifier.load(tmp_path / "m" / "model.pkl")
+    assert model.client == client.scheduler.address and model.backend == "dask"
+    assert main([*argv, "--dask-local", "0"]) == 2
+    assert "n_workers=0: a LocalCluster needs at least one worker" in capsys.readouterr().err
