@@ -70,6 +70,13 @@ def per_task_seconds(executor, n_workers: int, shared) -> float:
     return (arrivals[-1] - arrivals[0]) * n_workers / (NOOP_TASKS - 1)
 
 
+ROW_EXPONENT = {"svm": 2.0, "knn": 2.0}
+"""Fit time against rows: about quadratic for kernel SVMs and for k-NN (every training row
+queried against every other), about linear (n log n) for the rest."""
+ROW_FACTOR = 10
+"""The projection is also made for data this many times as large."""
+
+
 def _units(family: str, stages) -> float:
     return float(max(stages)) if family in STAGED_UNITS and stages else 1.0
 
@@ -89,18 +96,23 @@ def per_unit(store) -> pd.DataFrame:
     )
 
 
-def project(spec: str, unit: pd.DataFrame, overhead: float) -> dict:
+def project(spec: str, unit: pd.DataFrame, overhead: float, rows: float = 1.0) -> dict:
     """Makespan of ``spec`` on 1, 8 and 64 workers: each run's time from its family's measured
     time per unit, runs given longest first to the least loaded worker (LPT), plus the measured
-    per-task dask cost; and the store's size and largest run result, likewise."""
+    per-task dask cost; and the store's size and largest run result, likewise. ``rows``: data
+    ``rows`` times as large, fit times scaled by ``rows ** ROW_EXPONENT`` (a rough rule), sizes
+    by ``rows``."""
     runs = load_spec(spec).runs
     known = [r for r in runs if r.family in unit.index]
     units = [_units(r.family, r.stages) for r in known]
     seconds = sorted(
-        (unit.seconds[r.family] * u + overhead for r, u in zip(known, units, strict=True)),
+        (
+            unit.seconds[r.family] * u * rows ** ROW_EXPONENT.get(r.family, 1.0) + overhead
+            for r, u in zip(known, units, strict=True)
+        ),
         reverse=True,
     )
-    sizes = [unit.bytes[r.family] * u for r, u in zip(known, units, strict=True)]
+    sizes = [unit.bytes[r.family] * u * rows for r, u in zip(known, units, strict=True)]
     makespans = {}
     for workers in PROJECTED_WORKERS:
         loads = [0.0] * workers
@@ -176,6 +188,8 @@ def main() -> None:
     idle = rows[0]["busy"] - rows[2]["busy"]  # the share of worker time dask leaves idle more
     n = m["members"]
     projection = project("caruana2006", m["per_unit"], m["dask_cost"])
+    larger = project("caruana2006", m["per_unit"], m["dask_cost"], rows=ROW_FACTOR)
+    print(m["per_unit"].to_string())
     table = pd.DataFrame(m["rows"]).assign(members_per_minute=lambda t: 60 * n / t["wall"])
     print(table.to_string(index=False))
     print(f"speedup {speedup:.2f}, overhead {overhead:+.1%}, largest difference {m['difference']}")
@@ -230,9 +244,28 @@ def main() -> None:
         f"{projection['largest_mb']:.0f} MB."
         + (f" Families not measured (left out): {', '.join(unmeasured)}." if unmeasured else ""),
         "",
-        "| workers | projected wall (h) |",
-        "|---|---|",
-        *[f"| {w} | {hours[w] / 3600:.2f} |" for w in PROJECTED_WORKERS],
+        f"For {ROW_FACTOR}x the rows ({ROW_FACTOR * X.shape[0]:,}), scaling fit times by "
+        f"rows^2 for SVMs and k-NN and rows for the rest (a rough rule, not a measurement): "
+        f"{larger['cpu_hours']:.0f} CPU hours, longest run {larger['longest'] / 3600:.1f} h, "
+        f"store about {larger['store_gb']:.0f} GB, largest run result about "
+        f"{larger['largest_mb'] / 1000:.1f} GB.",
+        "",
+        f"| workers | projected wall (h), {X.shape[0]:,} rows | {ROW_FACTOR * X.shape[0]:,} rows |",
+        "|---|---|---|",
+        *[
+            f"| {w} | {hours[w] / 3600:.2f} | {larger['makespans'][w] / 3600:.1f} |"
+            for w in PROJECTED_WORKERS
+        ],
+        "",
+        "Seconds and stored bytes per unit of work (a run, or a step, tree or epoch of its "
+        "largest stage) measured here, per family:",
+        "",
+        "| family | seconds | MB |",
+        "|---|---|---|",
+        *[
+            f"| {f} | {r.seconds:.3g} | {r.bytes / 1e6:.3g} |"
+            for f, r in m["per_unit"].sort_values("seconds", ascending=False).iterrows()
+        ],
         "",
     ]
     write_section(SECTION, lines)
