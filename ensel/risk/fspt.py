@@ -63,6 +63,14 @@ class FSPT(Detector):
     and from 0.27 to 0.37 (10-D) and lowers the raw RMSE, at 25 times the fit time (about 3 s).
     Missing values go down both branches weighted by the training weight on each side (C4.5),
     at fit and predict time.
+
+    Parameters: ``epsilon`` is the ε of §4.1, a gain or ``"auto"`` (``2 / |R+|``, the gain a
+    node with uniform data shows by chance; the paper's "ε → 0" never stops on finite data);
+    ``patience`` is λ, the number of flat splits in a row allowed before a branch stops (1 lets
+    Figure 7's two-quadrant case be split); ``min_samples_split`` stops nodes with less training
+    weight at once, ``max_depth`` caps depth; ``e_points`` is E of Eq. 9; ``calibration`` is
+    ``"isotonic"`` or ``"none"``; ``bounds=(low, high)`` gives known numeric ranges (else the
+    training range, as §3 takes it); ``random_state`` seeds the bootstrap and the forest.
     """
 
     one_outside_box = True
