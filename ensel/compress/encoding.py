@@ -81,7 +81,7 @@ class Encoding:
             out[:, :k] = (numeric - self.mean) / self.scale
         rows = np.arange(len(frame))
         for name, cats in zip(self.categorical, self.categories, strict=True):
-            codes = pd.Categorical(frame[name].astype(str), categories=cats).codes
+            codes = pd.Index(cats).get_indexer(frame[name].astype(str))
             known = codes >= 0
             out[rows[known], k + codes[known]] = 1.0
             k += len(cats)
