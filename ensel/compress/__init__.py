@@ -4,7 +4,7 @@ probabilities, and export to ONNX or TorchScript. torch, onnx and onnxruntime ar
 
 from __future__ import annotations
 
-from .mimic import MimicClassifier, compress, label
+from .mimic import MimicClassifier, compress, fit_mimic, label
 from .munge import munge
 
-__all__ = ["MimicClassifier", "compress", "label", "munge"]
+__all__ = ["MimicClassifier", "compress", "fit_mimic", "label", "munge"]

@@ -22,7 +22,7 @@ from .._imports import optional
 from .encoding import Encoding
 from .munge import munge
 
-__all__ = ["MimicClassifier", "compress", "label"]
+__all__ = ["MimicClassifier", "compress", "fit_mimic", "label"]
 
 log = logging.getLogger(__name__)
 
@@ -172,31 +172,126 @@ def compress(
 
     ``n_pseudo`` MUNGE rows (``p``, ``s``: see :func:`~ensel.compress.munge`) drawn from the
     training data ``X``, plus ``X`` itself when ``include_training``, are labelled by ``model``
-    (any fitted classifier with ``predict_proba``; batched, see :func:`label`). A torch MLP with
-    ``hidden`` units per hidden layer (an int: one layer, as the dissertation's 256-unit nets;
-    a tuple: several) and a softmax output is trained on those soft targets with Adam, the
-    ``loss`` being the squared error (``"squared"``, the Brier score, what the mimic nets of the
-    paper minimise and what RMSE measures) or the cross-entropy on the probabilities. A
-    ``validation_fraction`` of the pseudo rows is held out: training stops when its loss has not
-    improved for ``patience`` epochs (the learning rate halves after ``patience // 3``) and the
-    best epoch's weights are kept. The dissertation used 400k pseudo rows and 256 hidden units.
-
-    ``n_threads`` torch threads train the net (default 1: for a net this small more threads
-    gain little, and on a busy machine OpenMP threads that wait for cores slow every step many
-    times over); torch's global setting is restored afterwards.
+    (any fitted classifier with ``predict_proba``; batched, see :func:`label`), and a net is
+    trained on those soft targets by :func:`fit_mimic` (see it for the other options). The
+    dissertation compressed with 400k pseudo rows and 256 hidden units, the defaults here.
     """
     _torch()  # fail early, before labelling, when torch is missing
     _check_model(model)
     n_pseudo = _positive_int(n_pseudo, "n_pseudo")
-    hidden = _hidden(hidden)
+    _check_options(hidden, loss, activation, epochs, batch_size, patience, n_threads)
+    _check_split(n_pseudo, validation_fraction, learning_rate)
+    Encoding.fit(X)  # checks X before any work: not empty, no NaN or infinities
+    seeds = np.random.default_rng(random_state).integers(2**31, size=2)
+    timer = _Timer()
+    pseudo = munge(X, size=n_pseudo, p=p, s=s, random_state=seeds[0])
+    timer.lap("munge")
+    targets = label(model, pseudo, batch_size=label_batch_size, verbose=verbose)
+    X_targets = label(model, X, batch_size=label_batch_size) if include_training else None
+    timer.lap("label")
+    classes = getattr(model, "classes_", None)
+    mimic = fit_mimic(
+        X, pseudo, targets, X_targets, classes=classes, hidden=hidden, loss=loss,
+        activation=activation, epochs=epochs, batch_size=batch_size,
+        learning_rate=learning_rate, validation_fraction=validation_fraction,
+        patience=patience, n_threads=n_threads, random_state=int(seeds[1]), verbose=verbose,
+    )  # fmt: skip
+    mimic.history_.seconds = {**timer.laps, **mimic.history_.seconds}
+    return mimic
+
+
+def fit_mimic(
+    X,
+    pseudo,
+    pseudo_targets: np.ndarray,
+    X_targets: np.ndarray | None = None,
+    *,
+    classes=None,
+    hidden: int | tuple[int, ...] = 256,
+    loss: str = "squared",
+    activation: str = "tanh",
+    epochs: int = 200,
+    batch_size: int = 512,
+    learning_rate: float = 1e-3,
+    validation_fraction: float = 0.1,
+    patience: int = 8,
+    n_threads: int = 1,
+    random_state: int | None = 0,
+    verbose: int = 0,
+) -> MimicClassifier:
+    """A mimic trained on already-labelled rows: ``pseudo`` with ``pseudo_targets`` (``(n, C)``
+    probabilities), plus the training rows ``X`` with ``X_targets`` when given (``X`` also
+    fixes the encoding). :func:`compress` is MUNGE + :func:`label` + this; call it directly to
+    reuse labels (labelling is the slow part with a large ensemble).
+
+    The net: ``hidden`` units per hidden layer (an int: one layer, as the dissertation's
+    256-unit nets; a tuple: several), ``activation`` units, a softmax output, trained with Adam
+    on the ``loss``: the squared error (``"squared"``, the Brier score, which RMSE measures and
+    the SNNS nets of the paper minimised) or the cross-entropy on the probabilities. A
+    ``validation_fraction`` of the pseudo rows is held out; training stops when its loss has not
+    improved for ``patience`` epochs (the learning rate halves after ``patience // 3``) and the
+    best epoch's weights are kept. ``n_threads`` torch threads train the net (default 1: for a
+    net this small more threads gain little, and on a busy machine OpenMP threads waiting for
+    cores slow every step many times over); torch's global setting is restored afterwards."""
+    torch_threads_n = _check_options(
+        hidden, loss, activation, epochs, batch_size, patience, n_threads
+    )
+    encoding = Encoding.fit(X)
+    pseudo_targets = np.asarray(pseudo_targets, dtype=np.float64)
+    n_pseudo = len(pseudo)
+    if pseudo_targets.ndim != 2 or len(pseudo_targets) != n_pseudo:
+        raise ValueError(
+            f"pseudo_targets has shape {pseudo_targets.shape}; it must be (len(pseudo), "
+            f"n_classes) = ({n_pseudo}, C)"
+        )
+    n_val = _check_split(n_pseudo, validation_fraction, learning_rate)
+    features, targets = encoding.transform(pseudo), pseudo_targets
+    if X_targets is not None:
+        X_targets = np.asarray(X_targets, dtype=np.float64)
+        X_features = encoding.transform(X)
+        if X_targets.shape != (len(X_features), targets.shape[1]):
+            raise ValueError(
+                f"X_targets has shape {X_targets.shape}; it must be (len(X), {targets.shape[1]})"
+            )
+        features = np.vstack([features, X_features])
+        targets = np.vstack([targets, X_targets])
+    classes = np.arange(targets.shape[1]) if classes is None else np.asarray(classes)
+    if classes.size != targets.shape[1]:
+        raise ValueError(
+            f"the targets have {targets.shape[1]} columns but classes has {classes.size} "
+            "classes; they must match (model.predict_proba and model.classes_ disagree)"
+        )
+    rng = np.random.default_rng(random_state)
+    val = np.sort(rng.choice(n_pseudo, size=n_val, replace=False))
+    train = np.setdiff1d(np.arange(len(features)), val)
+    timer = _Timer()
+    with torch_threads(torch_threads_n):
+        module, history = train_net(
+            features[train], targets[train], features[val], targets[val],
+            hidden=_hidden(hidden), activation=activation, loss=loss, epochs=epochs,
+            batch_size=batch_size, learning_rate=float(learning_rate), patience=patience,
+            random_state=int(rng.integers(2**31)), verbose=verbose,
+        )  # fmt: skip
+    timer.lap("train")
+    history.seconds = timer.laps
+    return MimicClassifier(classes, encoding, module, history, n_threads=torch_threads_n)
+
+
+def _check_options(hidden, loss, activation, epochs, batch_size, patience, n_threads) -> int:
+    """Validate the training options; returns ``n_threads``."""
+    _hidden(hidden)
     if loss not in LOSSES:
         raise ValueError(f"loss={loss!r}: use one of {LOSSES}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation={activation!r}: use one of {ACTIVATIONS}")
-    epochs = _positive_int(epochs, "epochs")
-    batch_size = _positive_int(batch_size, "batch_size")
-    patience = _positive_int(patience, "patience")
-    n_threads = _positive_int(n_threads, "n_threads")
+    _positive_int(epochs, "epochs")
+    _positive_int(batch_size, "batch_size")
+    _positive_int(patience, "patience")
+    return _positive_int(n_threads, "n_threads")
+
+
+def _check_split(n_pseudo: int, validation_fraction, learning_rate) -> int:
+    """Validate the learning rate and the held-out share; returns the held-out row count."""
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, Real) or learning_rate <= 0:
         raise ValueError(f"learning_rate={learning_rate!r}: must be a number > 0")
     if not isinstance(validation_fraction, Real) or not 0.0 < validation_fraction < 1.0:
@@ -207,46 +302,7 @@ def compress(
             f"n_pseudo={n_pseudo} with validation_fraction={validation_fraction} holds out "
             f"{n_val} rows; raise n_pseudo so both parts are non-empty"
         )
-    encoding = Encoding.fit(X)  # checks X: not empty, no NaN or infinities
-    rng = np.random.default_rng(random_state)
-    seeds = rng.integers(2**31, size=3)
-    timer = _Timer()
-    pseudo = munge(X, size=n_pseudo, p=p, s=s, random_state=seeds[0])
-    timer.lap("munge")
-    targets = label(model, pseudo, batch_size=label_batch_size, verbose=verbose)
-    features = encoding.transform(pseudo)
-    if include_training:
-        targets = np.vstack([targets, label(model, X, batch_size=label_batch_size)])
-        features = np.vstack([features, encoding.transform(X)])
-    timer.lap("label")
-    classes = getattr(model, "classes_", None)
-    classes = np.arange(targets.shape[1]) if classes is None else np.asarray(classes)
-    if classes.size != targets.shape[1]:
-        raise ValueError(
-            f"model.predict_proba gives {targets.shape[1]} columns but model.classes_ has "
-            f"{classes.size} classes; they must match"
-        )
-    val = np.sort(np.random.default_rng(seeds[1]).choice(n_pseudo, size=n_val, replace=False))
-    train = np.setdiff1d(np.arange(len(features)), val)
-    with torch_threads(n_threads):
-        module, history = train_net(
-            features[train],
-            targets[train],
-            features[val],
-            targets[val],
-            hidden=hidden,
-            activation=activation,
-            loss=loss,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=float(learning_rate),
-            patience=patience,
-            random_state=int(seeds[2]),
-            verbose=verbose,
-        )
-    timer.lap("train")
-    history.seconds = timer.laps
-    return MimicClassifier(classes, encoding, module, history, n_threads=n_threads)
+    return n_val
 
 
 def train_net(
