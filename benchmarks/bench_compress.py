@@ -63,7 +63,10 @@ def labelled(clf, X_tr, name: str, spec: str, n_pseudo: int):
 
 
 def best_member(board: pd.DataFrame, family: str | None) -> str:
+    """The member with the best hillclimb RMSE (of ``family``; the `tiny` spec has no nets, so
+    --quick falls back to the best member overall)."""
     rows = board if family is None else board[board["family"] == family]
+    rows = board if rows.empty else rows
     return str(rows.sort_values("rms")["id"].iloc[0])
 
 

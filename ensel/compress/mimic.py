@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import logging
 import math
 import os
 import pickle
@@ -23,8 +22,6 @@ from .encoding import Encoding
 from .munge import munge
 
 __all__ = ["MimicClassifier", "compress", "fit_mimic", "label"]
-
-log = logging.getLogger(__name__)
 
 LOSSES = ("squared", "cross_entropy")
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
