@@ -3,6 +3,7 @@
     ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric mxe] [--cv 5]
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
+    ensel compress DIR --train TRAIN.csv --out mimic.onnx [--n-pseudo 400000] [--hidden 256]
     ensel demo
 
 Errors are one line on stderr (exit status 2), not a traceback.
@@ -62,6 +63,20 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write the HTML report of a fitted model")
     report.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     report.add_argument("--html", required=True, type=Path, help="where to write the report")
+
+    comp = commands.add_parser(
+        "compress", help="compress a fitted model into one small mimic net (ONNX or TorchScript)"
+    )
+    comp.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
+    comp.add_argument("--train", required=True, type=Path, help="the training CSV (for MUNGE)")
+    comp.add_argument(
+        "--out", required=True, type=Path, help="the file to write: .onnx, or .pt (TorchScript)"
+    )
+    comp.add_argument("--n-pseudo", type=int, default=400_000, help="MUNGE pseudo rows")
+    comp.add_argument("--hidden", type=int, default=256, help="hidden units of the mimic net")
+    comp.add_argument("--epochs", type=int, default=200, help="most epochs (early stopping)")
+    comp.add_argument("--loss", default="squared", help="squared or cross_entropy")
+    comp.add_argument("--seed", type=int, default=0)
 
     demo = commands.add_parser("demo", help="the demo on a real dataset")
     demo.add_argument("--spec", default="default", help="library spec")
@@ -151,6 +166,35 @@ def report(args: argparse.Namespace) -> str:
     return f"wrote {args.html}"
 
 
+def compress(args: argparse.Namespace) -> str:
+    from .compress import compress as compress_model
+    from .compress.export import export_format
+
+    export_format(args.out, None)  # an unknown suffix fails before any work
+    model = _load(args.model_dir)
+    frame = _read_csv(args.train)
+    missing = [c for c in model.columns_ if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{args.train} lacks the model's column(s) {missing[:10]}")
+    mimic = compress_model(
+        model,
+        frame[model.columns_],
+        n_pseudo=args.n_pseudo,
+        hidden=args.hidden,
+        epochs=args.epochs,
+        loss=args.loss,
+        random_state=args.seed,
+        verbose=1,
+    )
+    mimic.export(args.out)
+    history = mimic.history_
+    return (
+        f"mimic of {len(model.members_)} members: {args.n_pseudo} pseudo rows, "
+        f"{history.best_epoch} epochs, fidelity RMSE {history.fidelity_rmse:.4f} on held-out "
+        f"pseudo rows; wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KB)"
+    )
+
+
 def demo(args: argparse.Namespace) -> str:
     from . import demo as demo_module
 
@@ -158,7 +202,13 @@ def demo(args: argparse.Namespace) -> str:
     return ""
 
 
-COMMANDS = {"fit": fit, "predict": predict, "report": report, "demo": demo}
+COMMANDS = {
+    "fit": fit,
+    "predict": predict,
+    "report": report,
+    "compress": compress,
+    "demo": demo,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="ensel: %(message)s")
     try:
         message = COMMANDS[args.command](args)
-    except (ValueError, TypeError, OSError, KeyError) as exc:
+    except (ValueError, TypeError, OSError, KeyError, ImportError) as exc:
         print(f"ensel: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     if message:
