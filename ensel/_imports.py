@@ -8,7 +8,13 @@ from types import ModuleType
 
 __all__ = ["optional"]
 
-EXTRAS = {"torch": "compress", "onnx": "compress", "onnxruntime": "compress"}
+EXTRAS = {
+    "torch": "compress",
+    "onnx": "compress",
+    "onnxruntime": "compress",
+    "dask": "dask",
+    "distributed": "dask",
+}
 """The ``pip install ensel[extra]`` that provides each optional module."""
 
 

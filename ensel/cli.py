@@ -1,6 +1,7 @@
 """The ``ensel`` command: fit an ensemble on a CSV file, predict with it, run the demo.
 
     ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric mxe] [--cv 5]
+              [--n-jobs N | --scheduler tcp://HOST:8786 | --dask-local N]
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
     ensel compress DIR --train TRAIN.csv --out mimic.onnx [--n-pseudo 400000] [--hidden 256]
@@ -12,6 +13,7 @@ Errors are one line on stderr (exit status 2), not a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -41,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--drop", nargs="*", default=[], help="columns to leave out (ids, leaks)")
     fit.add_argument("--groups", help="column whose rows must stay in one fold (e.g. a person id)")
     fit.add_argument("--n-jobs", type=int, default=1, help="worker processes (-1: all cores)")
+    cluster = fit.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--scheduler", metavar="ADDRESS", help="build on a dask cluster (tcp://HOST:8786)"
+    )
+    cluster.add_argument(
+        "--dask-local",
+        metavar="N",
+        type=int,
+        help="build on a dask LocalCluster of N worker processes here",
+    )
     fit.add_argument("--time-limit", type=float, help="seconds per training run")
     fit.add_argument("--seed", type=int, default=0)
 
@@ -93,8 +105,6 @@ def _read_csv(path: Path):
 
 
 def fit(args: argparse.Namespace) -> str:
-    from .estimator import EnsembleSelectionClassifier
-
     frame = _read_csv(args.train)
     if args.target not in frame.columns:
         raise ValueError(
@@ -110,23 +120,46 @@ def fit(args: argparse.Namespace) -> str:
     X = frame.drop(columns=args.drop)
     cv = None if args.cv.lower() == "none" else int(args.cv)
     args.out.mkdir(parents=True, exist_ok=True)
-    model = EnsembleSelectionClassifier(
-        library=args.library,
-        metric=args.metric,
-        strategy=args.strategy,
-        cv=cv,
-        store=args.out / "library",
-        n_jobs=args.n_jobs,
-        time_limit=args.time_limit,
-        random_state=args.seed,
-        verbose=1,
-    ).fit(X, y, groups=groups)
+    with _cluster(args) as client:
+        model = _fit_model(args, X, y, groups, cv, client)
     model.save(args.out / MODEL_FILE)
     model.leaderboard().to_csv(args.out / LEADERBOARD_FILE, index=False)
     return (
         f"fitted {len(model.members_)} of {len(model.leaderboard_)} members; hillclimb "
         f"{args.metric} {model.hillclimb_score_:.4f}; model in {args.out / MODEL_FILE}"
     )
+
+
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace):
+    """The scheduler address of --scheduler, or of a LocalCluster of --dask-local workers
+    (closed afterwards), or None. The builder connects to it (and the saved model keeps only
+    the address)."""
+    if args.dask_local is None:
+        yield args.scheduler
+        return
+    from .library.dask_executor import local_cluster
+
+    with local_cluster(args.dask_local) as cluster:
+        yield cluster.scheduler_address
+
+
+def _fit_model(args: argparse.Namespace, X, y, groups, cv, client):
+    from .estimator import EnsembleSelectionClassifier
+
+    return EnsembleSelectionClassifier(
+        library=args.library,
+        metric=args.metric,
+        strategy=args.strategy,
+        cv=cv,
+        store=args.out / "library",
+        n_jobs=args.n_jobs,
+        backend="joblib" if client is None else "dask",
+        client=client,
+        time_limit=args.time_limit,
+        random_state=args.seed,
+        verbose=1,
+    ).fit(X, y, groups=groups)
 
 
 def _load(model_dir: Path):
