@@ -29,8 +29,8 @@ class OpenSetForest(Detector):
     """Open-set random forest (Steele §II): EVT node pertinence, tree pertinence by ``"min"``,
     ``"mean"`` or normalised ``"product"``, forest average; ``risk = 1 - pertinence``.
 
-    Node pertinence (§II-A): the training rows that reach a decision node are reduced to their
-    signed distance ``d = x_f - threshold`` along the node's feature. A Weibull (location at
+    Node pertinence (§II-A): the rows the forest was fitted on (in-bag and out-of-bag) that
+    reach a decision node are reduced to their signed distance ``d = x_f - threshold`` along the node's feature. A Weibull (location at
     the threshold, maximum likelihood) is fitted to the ``tail_size`` largest distances on each
     side, the high end (``d > 0``) and the low end (``-d`` for ``d <= 0``); a row's pertinence
     at the node is the Weibull survival probability of its distance on its own side, which is
