@@ -99,3 +99,16 @@ def test_rows_like_a_pure_cluster_get_low_risk():
     assert np.isfinite(det.median_).all()
     inside = det.risk(np.array([[0.0, 0.0], [10.0, 1.0]]))
     assert (inside < 0.5).all()
+
+
+def test_blocked_computation_matches_one_block(monkeypatch):
+    import ensel.risk.dispersion as dispersion
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    whole = ForestDispersionRisk(n_estimators=8, random_state=0).fit(X, y)
+    monkeypatch.setattr(dispersion, "_PAIRS", 500)  # blocks of 16 rows
+    blocked = ForestDispersionRisk(n_estimators=8, random_state=0).fit(X, y)
+    np.testing.assert_allclose(blocked.median_, whole.median_)
+    np.testing.assert_allclose(blocked.dispersion(X[:90]), whole.dispersion(X[:90]))
