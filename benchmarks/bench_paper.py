@@ -217,7 +217,9 @@ def write(per_method, per_dataset, es_beats, wins, proxies, infos, args, spec) -
     names = [n for n in infos if not n.startswith("_")]
     lines = [
         "",
-        machine_line(command) + f" Wall time {infos['_seconds'] / 60:.0f} min.",
+        machine_line(command)
+        + f" Wall time {infos['_seconds'] / 60:.0f} min"
+        + (" (libraries already in `--store` reused)." if args.store else "."),
         "",
         f"Spec `{spec}`; {args.folds} outer folds per dataset (every row tested once; the "
         "dissertation averages five folds); datasets: "
