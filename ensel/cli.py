@@ -1,7 +1,7 @@
 """The ``ensel`` command: fit an ensemble on a CSV file, predict with it, run the demo.
 
     ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric mxe] [--cv 5]
-    ensel predict DIR DATA.csv --out preds.csv
+    ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
     ensel demo
 
@@ -47,6 +47,17 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     predict.add_argument("data", type=Path, help="rows to predict (CSV with a header)")
     predict.add_argument("--out", required=True, type=Path, help="CSV of probabilities and labels")
+    predict.add_argument(
+        "--with-risk",
+        action="store_true",
+        help="add a risk_<detector> column per detector and risk_combined (extrapolation risk)",
+    )
+    predict.add_argument(
+        "--reject",
+        type=float,
+        metavar="R",
+        help="leave the prediction empty where the combined risk exceeds R (0 to 1)",
+    )
 
     report = commands.add_parser("report", help="write the HTML report of a fitted model")
     report.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
@@ -120,8 +131,17 @@ def predict(args: argparse.Namespace) -> str:
     proba = model.predict_proba(frame)
     out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
     out["prediction"] = model.classes_[proba.argmax(axis=1)]
+    note = ""
+    if args.with_risk or args.reject is not None:
+        risk = model.risk(frame)
+        if args.reject is not None:
+            refused = (risk["combined"] > args.reject).to_numpy()
+            out["prediction"] = out["prediction"].astype(object).where(~refused, None)
+            note = f" ({int(refused.sum())} refused: combined risk above {args.reject})"
+        if args.with_risk:
+            out = pd.concat([out, risk.add_prefix("risk_")], axis=1)
     out.to_csv(args.out, index=False)
-    return f"wrote {len(out)} predictions to {args.out}"
+    return f"wrote {len(out)} predictions to {args.out}{note}"
 
 
 def report(args: argparse.Namespace) -> str:

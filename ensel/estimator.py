@@ -136,6 +136,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             for name in METRICS
         }
         self.report_data_ = collect(lib, P, weights, metric, options)
+        self.detectors_ = _detector_set(lib, self.random_state)
         return self
 
     def _library(self, X, y, groups) -> Library:
@@ -207,10 +208,35 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             )
         return self._finish(np.tensordot(weights, member_predictions, axes=1))
 
-    def predict(self, X) -> np.ndarray:
-        """The most probable class of each row, as the labels given to ``fit``."""
+    def predict(self, X, reject=None) -> np.ndarray:
+        """The most probable class of each row, as the labels given to ``fit``.
+
+        ``reject`` adds the reject option of Gu & Easwaran's Eq. 11: a float ``r`` refuses rows
+        whose combined extrapolation risk exceeds ``r``; a pair ``(p, r)`` also refuses rows whose
+        top class probability is below ``p``. Refused rows hold None (the array is then of
+        dtype object), so the caller can hand them to a fallback."""
         proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        labels = self.classes_[np.argmax(proba, axis=1)]
+        if reject is None:
+            return labels
+        min_proba, max_risk = _reject_thresholds(reject)
+        refuse = self.risk(X)["combined"].to_numpy() > max_risk
+        refuse |= proba.max(axis=1) < min_proba
+        out = labels.astype(object)
+        out[refuse] = None
+        return out
+
+    def risk(self, X) -> pd.DataFrame:
+        """Extrapolation risk of each row: one column per detector of the library spec (its own
+        risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
+        uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
+        check_is_fitted(self, "weights_")
+        if self.detectors_ is None:
+            raise ValueError(
+                "this model's library has no detectors; list some in the spec's 'detectors:' "
+                "section (the built-in specs have one) and fit again"
+            )
+        return self.detectors_.risks(self._frame(X))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
@@ -268,6 +294,32 @@ def _offsets_in_runs(members: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
 
 def _best(scores: pd.Series, metric: str) -> float:
     return float(scores.max() if greater_is_better(metric) else scores.min())
+
+
+def _detector_set(lib: Library, random_state: int):
+    """The library's detectors, combined by selection on data rows vs background points."""
+    dets = lib.detectors
+    if dets is None:
+        return None
+    from .risk.combined import DetectorSet
+
+    fitted = [dets._fitted(r) for r in dets.members["run"]]
+    return DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+
+
+def _reject_thresholds(reject) -> tuple[float, float]:
+    """``(min top-class probability, max combined risk)`` from ``predict``'s ``reject``."""
+    pair = reject if isinstance(reject, tuple | list) else (0.0, reject)
+    try:
+        min_proba, max_risk = (float(v) for v in pair)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"reject={reject!r}: give the largest combined risk to accept (a float in [0, 1]) "
+            "or a pair (smallest top-class probability, largest risk)"
+        ) from None
+    if not (0 <= min_proba <= 1 and 0 <= max_risk <= 1):
+        raise ValueError(f"reject={reject!r}: thresholds must lie in [0, 1]")
+    return min_proba, max_risk
 
 
 def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFrame:

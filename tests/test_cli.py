@@ -34,6 +34,18 @@ def test_fit_then_predict(csvs, capsys):
     preds = pd.read_csv(csvs / "p.csv")
     assert list(preds.columns) == ["proba_benign", "proba_malignant", "prediction"]
     assert len(preds) == 169 and set(preds["prediction"]) <= {"benign", "malignant"}
+    # risk columns (the tiny spec has a box detector) and the reject option
+    far = pd.read_csv(csvs / "new.csv")
+    far.iloc[:5, :8] *= 10.0
+    far.to_csv(csvs / "far.csv", index=False)
+    argv = ["predict", str(out), str(csvs / "far.csv"), "--out", str(csvs / "r.csv")]
+    assert main([*argv, "--with-risk", "--reject", "0.9"]) == 0
+    assert "refused" in capsys.readouterr().out
+    risky = pd.read_csv(csvs / "r.csv")
+    assert {"risk_box", "risk_combined"} <= set(risky.columns)
+    assert (risky["risk_box"].iloc[:5] == 1.0).all()
+    refused = risky["risk_combined"] > 0.9
+    assert refused.iloc[:5].all() and (risky["prediction"].isna() == refused).all()
     # predicting rows without a training column is a one-line error
     pd.read_csv(csvs / "new.csv").drop(columns="mean radius").to_csv(csvs / "bad.csv")
     assert main(["predict", str(out), str(csvs / "bad.csv"), "--out", str(csvs / "q.csv")]) == 2
