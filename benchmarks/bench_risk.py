@@ -87,7 +87,7 @@ class Sizes:
     n_train: dict[int, int] = field(default_factory=lambda: {2: 1000, 5: 1000, 10: 1000})
     grid_per_axis: int = 70
     n_test: int = 1500
-    combined_problems: int = 2
+    combined_problems: int = 1
     unknown_repeats: int = 1  # repeats of 2-fold cross-validation
     unknown_sets: tuple[str, ...] = ("iris", "wine", "breast_cancer", "biopsy", "pima")
     withhold_every_class: bool = True  # multi-class sets: each class in turn, else the smallest
