@@ -16,7 +16,12 @@ from ._forest import fit_forest, global_leaves, node_offsets
 
 __all__ = ["ForestDispersionRisk", "class_proximity", "dispersion_to_risk"]
 
-_CHUNK = 4096  # rows per block at predict time
+_PAIRS = 20_000_000  # (row, training row) pairs per block: bounds the sparse product's size
+
+
+def _chunk(n_train: int) -> int:
+    """Rows per block so that a block's shared-leaf matrix has at most ``_PAIRS`` entries."""
+    return max(16, _PAIRS // max(n_train, 1))
 
 
 def class_proximity(
@@ -97,9 +102,14 @@ class ForestDispersionRisk(Detector):
         self.n_nodes_ = int(node_offsets(forest)[-1])
         self.leaf_table_ = global_leaves(forest, Z)
         self.leaf_class_ = y.astype(np.int64)
-        own = class_proximity(self.leaf_table_, self.leaf_table_, y, n_classes, self.n_nodes_)
-        # leave each row out of its own class sum: it meets itself in every tree (prox = 1)
-        own = own[np.arange(y.size), y] - 1.0
+        # each row against its own class, leaving itself out (it meets itself in every tree)
+        own = np.empty(y.size)
+        step = _chunk(y.size)
+        for start in range(0, y.size, step):
+            rows = np.arange(start, min(start + step, y.size))
+            table = self.leaf_table_
+            s = class_proximity(table[rows], table, y, n_classes, self.n_nodes_)
+            own[rows] = s[np.arange(rows.size), y[rows]] - 1.0
         with np.errstate(divide="ignore"):
             raw = np.where(own > 1e-12, 1.0 / np.maximum(own, 1e-12), np.inf)
         self.median_, self.deviation_ = _class_statistics(raw, y, n_classes)
@@ -111,15 +121,16 @@ class ForestDispersionRisk(Detector):
     def _dispersion(self, Z: np.ndarray) -> np.ndarray:
         known = np.isfinite(self.median_)
         out = np.empty(Z.shape[0])
-        for start in range(0, Z.shape[0], _CHUNK):
-            leaves = global_leaves(self.forest_, Z[start : start + _CHUNK])
+        step = _chunk(self.leaf_class_.size)
+        for start in range(0, Z.shape[0], step):
+            leaves = global_leaves(self.forest_, Z[start : start + step])
             s = class_proximity(
                 leaves, self.leaf_table_, self.leaf_class_, self.classes_.size, self.n_nodes_
             )[:, known]
             with np.errstate(divide="ignore", invalid="ignore"):
                 raw = np.where(s > 0, 1.0 / s, np.inf)
                 z = (raw - self.median_[known]) / self.deviation_[known]
-            out[start : start + _CHUNK] = np.maximum(z, 0.0).min(axis=1)
+            out[start : start + step] = np.maximum(z, 0.0).min(axis=1)
         return out
 
     def _risk(self, Z):

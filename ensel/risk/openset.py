@@ -29,13 +29,14 @@ class OpenSetForest(Detector):
     """Open-set random forest (Steele §II): EVT node pertinence, tree pertinence by ``"min"``,
     ``"mean"`` or normalised ``"product"``, forest average; ``risk = 1 - pertinence``.
 
-    Node pertinence (§II-A): the training rows that reach a decision node are reduced to their
-    signed distance ``d = x_f - threshold`` along the node's feature. A Weibull (location at
-    the threshold, maximum likelihood) is fitted to the ``tail_size`` largest distances on each
-    side, the high end (``d > 0``) and the low end (``-d`` for ``d <= 0``); a row's pertinence
-    at the node is the Weibull survival probability of its distance on its own side, which is
-    the minimum of the two one-sided models (the other side's model says 1). A side with fewer
-    than three training distances, or a missing value, gives no evidence and is skipped.
+    Node pertinence (§II-A): the rows the forest was fitted on (in-bag and out-of-bag) that
+    reach a decision node are reduced to their signed distance ``d = x_f - threshold`` along
+    the node's feature. A Weibull (location at the threshold, maximum likelihood) is fitted to
+    the ``tail_size`` largest distances on each side, the high end (``d > 0``) and the low end
+    (``-d`` for ``d <= 0``); a row's pertinence at the node is the Weibull survival probability
+    of its distance on its own side, which is the minimum of the two one-sided models (the
+    other side's model says 1). A side with fewer than three training distances, or a missing
+    value, gives no evidence and is skipped.
 
     Tree pertinence (§II-B) over the decision nodes on the row's path: their minimum, their
     mean, or the product normalised by path length, ``log_{10^N} P`` (the mean of the
