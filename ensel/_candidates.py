@@ -44,9 +44,11 @@ StepScorer = Callable[[np.ndarray, int, np.ndarray | None], np.ndarray]
 class exact_scorer:
     """Score candidates with the exact float64 batch metric, a chunk of members at a time."""
 
-    def __init__(self, metric: Metric, P: np.ndarray, y: np.ndarray):
+    def __init__(
+        self, metric: Metric, P: np.ndarray, y: np.ndarray, chunk_bytes: int = CHUNK_BYTES
+    ):
         self.metric, self.P, self.y = metric, P, y
-        self.chunk = max(1, CHUNK_BYTES // max(1, P[0].size * 8))
+        self.chunk = max(1, chunk_bytes // max(1, int(np.prod(P.shape[1:])) * 8))
 
     def __call__(self, S: np.ndarray, k: int, available: np.ndarray | None = None) -> np.ndarray:
         if available is None:
@@ -79,15 +81,23 @@ def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
     quantised scores, capped strictly below every refined one.
     """
     P = np.ascontiguousarray(P, dtype=np.float32)
+    approx = _approx(metric, P, y)
+    return _refined(metric, approx, exact_scorer(metric, P, y)) if metric.kind == "rank" else approx
+
+
+def _approx(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
+    """The compiled kernel's scores of every row of the float32 matrix ``P``."""
     if P.ndim == 2:
         approx = _binary(metric.name, P, y.astype(np.bool_))
     else:
         approx = _multiclass(metric.name, P, y)
     if P.size < SERIAL_BELOW:
         approx = _serial(approx)
-    if metric.kind != "rank":
-        return lambda S, k, available=None: approx(S, k)
-    exact = exact_scorer(metric, P, y)
+    return lambda S, k, available=None: approx(S, k)
+
+
+def _refined(metric: Metric, approx: StepScorer, exact: exact_scorer) -> StepScorer:
+    """Rank metrics: the ``REFINE`` best available candidates re-scored exactly."""
     sign = 1.0 if metric.greater_is_better else -1.0
 
     def refined(S: np.ndarray, k: int, available: np.ndarray | None = None) -> np.ndarray:
@@ -101,6 +111,44 @@ def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
         return sign * gain
 
     return refined
+
+
+class RowView:
+    """Rows ``index`` of ``base`` (a memory-mapped matrix, say), read only when asked for and
+    converted to ``dtype``: a bag of a large library without a copy of it."""
+
+    def __init__(self, base: np.ndarray, index: np.ndarray, dtype) -> None:
+        self.base, self.index, self.dtype = base, np.asarray(index), np.dtype(dtype)
+        self.shape = (len(self.index), *base.shape[1:])
+        self.ndim = base.ndim
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key) -> np.ndarray:
+        return np.asarray(self.base[self.index[key]], dtype=self.dtype)
+
+
+def streamed_scorer(
+    metric: Metric, rows: RowView, y: np.ndarray, exact: bool, block_rows: int, chunk_bytes: int
+) -> StepScorer:
+    """``candidate_scorer`` over rows read ``block_rows`` at a time by the kernels and
+    ``chunk_bytes`` at a time by exact scoring: the same score for every candidate (each is
+    scored on its own row alone), in bounded memory."""
+    if exact or not fast_available(metric):
+        return exact_scorer(metric, rows, y, chunk_bytes)
+    starts = range(0, len(rows), block_rows)
+
+    def approx(S: np.ndarray, k: int, available: np.ndarray | None = None) -> np.ndarray:
+        out = np.empty(len(rows))
+        for start in starts:
+            block = np.ascontiguousarray(rows[start : start + block_rows], dtype=np.float32)
+            out[start : start + len(block)] = _approx(metric, block, y)(S, k)
+        return out
+
+    if metric.kind != "rank":
+        return approx
+    return _refined(metric, approx, exact_scorer(metric, rows, y, chunk_bytes))
 
 
 def candidate_scorer(metric: Metric, P: np.ndarray, y: np.ndarray, exact: bool) -> StepScorer:

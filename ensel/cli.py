@@ -1,8 +1,10 @@
 """The ``ensel`` command: fit an ensemble on a CSV file, predict with it, run the demo.
 
     ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric mxe] [--cv 5]
+              [--n-jobs N | --scheduler tcp://HOST:8786 | --dask-local N]
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
+    ensel compress DIR --train TRAIN.csv --out mimic.onnx [--n-pseudo 400000] [--hidden 256]
     ensel demo
 
 Errors are one line on stderr (exit status 2), not a traceback.
@@ -11,6 +13,7 @@ Errors are one line on stderr (exit status 2), not a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -40,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--drop", nargs="*", default=[], help="columns to leave out (ids, leaks)")
     fit.add_argument("--groups", help="column whose rows must stay in one fold (e.g. a person id)")
     fit.add_argument("--n-jobs", type=int, default=1, help="worker processes (-1: all cores)")
+    cluster = fit.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--scheduler", metavar="ADDRESS", help="build on a dask cluster (tcp://HOST:8786)"
+    )
+    cluster.add_argument(
+        "--dask-local",
+        metavar="N",
+        type=int,
+        help="build on a dask LocalCluster of N worker processes here",
+    )
     fit.add_argument("--time-limit", type=float, help="seconds per training run")
     fit.add_argument("--seed", type=int, default=0)
 
@@ -63,6 +76,20 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     report.add_argument("--html", required=True, type=Path, help="where to write the report")
 
+    comp = commands.add_parser(
+        "compress", help="compress a fitted model into one small mimic net (ONNX or TorchScript)"
+    )
+    comp.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
+    comp.add_argument("--train", required=True, type=Path, help="the training CSV (for MUNGE)")
+    comp.add_argument(
+        "--out", required=True, type=Path, help="the file to write: .onnx, or .pt (TorchScript)"
+    )
+    comp.add_argument("--n-pseudo", type=int, default=400_000, help="MUNGE pseudo rows")
+    comp.add_argument("--hidden", type=int, default=256, help="hidden units of the mimic net")
+    comp.add_argument("--epochs", type=int, default=200, help="most epochs (early stopping)")
+    comp.add_argument("--loss", default="squared", help="squared or cross_entropy")
+    comp.add_argument("--seed", type=int, default=0)
+
     demo = commands.add_parser("demo", help="the demo on a real dataset")
     demo.add_argument("--spec", default="default", help="library spec")
     demo.add_argument("--report", default="report.html", help="where to write the report")
@@ -78,8 +105,6 @@ def _read_csv(path: Path):
 
 
 def fit(args: argparse.Namespace) -> str:
-    from .estimator import EnsembleSelectionClassifier
-
     frame = _read_csv(args.train)
     if args.target not in frame.columns:
         raise ValueError(
@@ -95,23 +120,46 @@ def fit(args: argparse.Namespace) -> str:
     X = frame.drop(columns=args.drop)
     cv = None if args.cv.lower() == "none" else int(args.cv)
     args.out.mkdir(parents=True, exist_ok=True)
-    model = EnsembleSelectionClassifier(
-        library=args.library,
-        metric=args.metric,
-        strategy=args.strategy,
-        cv=cv,
-        store=args.out / "library",
-        n_jobs=args.n_jobs,
-        time_limit=args.time_limit,
-        random_state=args.seed,
-        verbose=1,
-    ).fit(X, y, groups=groups)
+    with _cluster(args) as client:
+        model = _fit_model(args, X, y, groups, cv, client)
     model.save(args.out / MODEL_FILE)
     model.leaderboard().to_csv(args.out / LEADERBOARD_FILE, index=False)
     return (
         f"fitted {len(model.members_)} of {len(model.leaderboard_)} members; hillclimb "
         f"{args.metric} {model.hillclimb_score_:.4f}; model in {args.out / MODEL_FILE}"
     )
+
+
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace):
+    """The scheduler address of --scheduler, or of a LocalCluster of --dask-local workers
+    (closed afterwards), or None. The builder connects to it (and the saved model keeps only
+    the address)."""
+    if args.dask_local is None:
+        yield args.scheduler
+        return
+    from .library.dask_executor import local_cluster
+
+    with local_cluster(args.dask_local) as cluster:
+        yield cluster.scheduler_address
+
+
+def _fit_model(args: argparse.Namespace, X, y, groups, cv, client):
+    from .estimator import EnsembleSelectionClassifier
+
+    return EnsembleSelectionClassifier(
+        library=args.library,
+        metric=args.metric,
+        strategy=args.strategy,
+        cv=cv,
+        store=args.out / "library",
+        n_jobs=args.n_jobs,
+        backend="joblib" if client is None else "dask",
+        client=client,
+        time_limit=args.time_limit,
+        random_state=args.seed,
+        verbose=1,
+    ).fit(X, y, groups=groups)
 
 
 def _load(model_dir: Path):
@@ -151,6 +199,35 @@ def report(args: argparse.Namespace) -> str:
     return f"wrote {args.html}"
 
 
+def compress(args: argparse.Namespace) -> str:
+    from .compress import compress as compress_model
+    from .compress.export import export_format
+
+    export_format(args.out, None)  # an unknown suffix fails before any work
+    model = _load(args.model_dir)
+    frame = _read_csv(args.train)
+    missing = [c for c in model.columns_ if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{args.train} lacks the model's column(s) {missing[:10]}")
+    mimic = compress_model(
+        model,
+        frame[model.columns_],
+        n_pseudo=args.n_pseudo,
+        hidden=args.hidden,
+        epochs=args.epochs,
+        loss=args.loss,
+        random_state=args.seed,
+        verbose=1,
+    )
+    mimic.export(args.out)
+    history = mimic.history_
+    return (
+        f"mimic of {len(model.members_)} members: {args.n_pseudo} pseudo rows, "
+        f"{history.best_epoch} epochs, fidelity RMSE {history.fidelity_rmse:.4f} on held-out "
+        f"pseudo rows; wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KB)"
+    )
+
+
 def demo(args: argparse.Namespace) -> str:
     from . import demo as demo_module
 
@@ -158,7 +235,13 @@ def demo(args: argparse.Namespace) -> str:
     return ""
 
 
-COMMANDS = {"fit": fit, "predict": predict, "report": report, "demo": demo}
+COMMANDS = {
+    "fit": fit,
+    "predict": predict,
+    "report": report,
+    "compress": compress,
+    "demo": demo,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="ensel: %(message)s")
     try:
         message = COMMANDS[args.command](args)
-    except (ValueError, TypeError, OSError, KeyError) as exc:
+    except (ValueError, TypeError, OSError, KeyError, ImportError) as exc:
         print(f"ensel: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     if message:

@@ -52,7 +52,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     ``calibrator_``, ``calibration_report_``, ``report_data_`` (for :mod:`ensel.report`).
     n_iter, n_bags, bag_fraction, replacement, sorted_init : selection options (§4.2).
     store : directory that keeps the library (resumable); None uses a temporary one.
-    n_jobs, time_limit, random_state, verbose : as in :func:`ensel.library.build_library`.
+    n_jobs, backend, client, time_limit, random_state, verbose : as in
+        :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
+        (``client``: a scheduler address keeps the estimator clonable, or a
+        ``distributed.Client``; see docs/distributed.md).
     """
 
     def __init__(
@@ -69,6 +72,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         sorted_init: bool = True,
         store=None,
         n_jobs: int = 1,
+        backend: str = "joblib",
+        client=None,
         time_limit: float | None = None,
         random_state: int = 0,
         verbose: int = 0,
@@ -85,6 +90,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.sorted_init = sorted_init
         self.store = store
         self.n_jobs = n_jobs
+        self.backend = backend
+        self.client = client
         self.time_limit = time_limit
         self.random_state = random_state
         self.verbose = verbose
@@ -154,6 +161,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             cv=self.cv,
             store=self.store,
             n_jobs=self.n_jobs,
+            backend=self.backend,
+            client=self.client,
             random_state=self.random_state,
             groups=groups,
             time_limit=self.time_limit,
@@ -270,6 +279,13 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "weights_")
         with open(path, "wb") as fh:
             pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def __getstate__(self) -> dict:
+        """Pickled state; a live dask client (a connection) is left out, an address is kept."""
+        state = super().__getstate__()
+        if self.client is not None and not isinstance(self.client, str):
+            state = {**state, "client": None}
+        return state
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> EnsembleSelectionClassifier:

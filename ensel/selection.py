@@ -6,13 +6,23 @@ library pruning. Arrays in, weights out; the engine never trains a model.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ensel._candidates import candidate_scorer, exact_scorer, fast_available
+from ensel._candidates import (
+    CHUNK_BYTES,
+    RowView,
+    candidate_scorer,
+    exact_scorer,
+    fast_available,
+    streamed_scorer,
+)
 from ensel.metrics import (
     Metric,
     check_labels,
@@ -22,6 +32,12 @@ from ensel.metrics import (
 )
 
 __all__ = ["EnsembleSelection"]
+
+COPY_BYTES = 16
+"""Bytes per prediction of the in-memory path's copies: float64, float32, and a bag."""
+BLOCK_COPIES = 3
+"""A streamed block is held about this many times over (its float32 copy and the kernels'
+temporaries)."""
 
 
 @dataclass
@@ -51,6 +67,10 @@ class EnsembleSelection:
         the dissertation finds 10-20% a good rule of thumb).
     exact : score candidates in float64 with exact sorting for the rank metrics. The default
         fast path scores in float32 and quantises rank metrics to ``RANK_BINS`` levels.
+    memory_budget : bytes the selection may use for copies of ``P`` (None: half the memory
+        available now). Where the copies the in-memory path makes (float64 and float32, about
+        16 bytes per prediction) would exceed it, ``P`` (a memory-mapped ``Library.predictions``,
+        say) is read a block of members at a time instead; the result is the same.
     random_state : seed for the bags.
 
     Attributes
@@ -64,6 +84,7 @@ class EnsembleSelection:
         the whole run, not only the returned prefix; a list of such arrays when ``n_bags > 1``.
     member_scores_ : (n_members,) hillclimb score of each member alone.
     score_ : hillclimb score of the returned ensemble.
+    streamed_ : True if ``P`` was read a block at a time (it exceeded ``memory_budget``).
     """
 
     def __init__(
@@ -77,6 +98,7 @@ class EnsembleSelection:
         bag_fraction: float = 0.5,
         prune_fraction: float = 1.0,
         exact: bool = False,
+        memory_budget: int | None = None,
         random_state=None,
     ):
         self.metric = metric
@@ -88,6 +110,7 @@ class EnsembleSelection:
         self.bag_fraction = bag_fraction
         self.prune_fraction = prune_fraction
         self.exact = exact
+        self.memory_budget = memory_budget
         self.random_state = random_state
 
     # ------------------------------------------------------------------ public API
@@ -96,24 +119,38 @@ class EnsembleSelection:
         """Select from ``P`` ((M, N) positive-class or (M, N, C) probabilities) against ``y``."""
         self._check_params()
         metric = resolve_metric(self.metric)
-        P, y = self._check_inputs(P, y)
+        P, y, block_rows = self._check_inputs(P, y)
         rng = check_random_state(self.random_state)
         n_members = len(P)
 
-        self.member_scores_ = exact_scorer(metric, P, y)(np.zeros(P.shape[1:]), 0)
+        # exact scoring reads this much of P at a time (the rank metrics' temporaries take
+        # about twenty times as much)
+        chunk_bytes = CHUNK_BYTES if block_rows is None else max(1, self._budget // 32)
+        self.member_scores_ = exact_scorer(metric, P, y, chunk_bytes)(np.zeros(P.shape[1:]), 0)
         gain = _gain(metric, self.member_scores_)
         by_score = np.argsort(-gain, kind="stable")
         pool = np.sort(by_score[: max(1, math.ceil(self.prune_fraction * n_members))])
 
-        # the fast kernels read float32: convert once, not once per bag
-        work = P if self.exact or not fast_available(metric) else P.astype(np.float32)
+        fast = not self.exact and fast_available(metric)
+        if block_rows is None:
+            # the fast kernels read float32: convert once, not once per bag
+            work = P.astype(np.float32) if fast else P
+            rows_of, scorer_of = work.__getitem__, partial(candidate_scorer, exact=self.exact)
+        else:  # too large for copies: read the bag's rows a block at a time
+            dtype = np.float32 if fast else np.float64
+            rows_of = partial(RowView, P, dtype=dtype)
+            scorer_of = partial(
+                streamed_scorer, exact=self.exact, block_rows=block_rows, chunk_bytes=chunk_bytes
+            )
+        self.streamed_ = block_rows is not None
         bagged = self.n_bags > 1
         bag_size = max(1, round(self.bag_fraction * len(pool))) if bagged else len(pool)
         bag_weights = np.zeros((self.n_bags, n_members))
         curves, orders = [], []
         for b in range(self.n_bags):
             members = np.sort(rng.choice(pool, bag_size, replace=False)) if bagged else pool
-            run = self._hillclimb(metric, work[members], y, gain[members])
+            rows = rows_of(members)
+            run = self._hillclimb(metric, rows, y, gain[members], scorer_of, chunk_bytes)
             bag_weights[b, members] = run.counts / run.counts.sum()
             curves.append(run.trajectory)
             orders.append(members[run.order])
@@ -126,7 +163,7 @@ class EnsembleSelection:
             padded[b, : len(c)] = c
         self.trajectory_ = padded[0] if self.n_bags == 1 else padded
         self.order_ = orders[0] if self.n_bags == 1 else orders
-        self.score_ = float(metric.batch(y, self._blend(P)[None])[0])
+        self.score_ = float(metric.batch(y, self._blend(P, chunk_bytes)[None])[0])
         self.n_members_ = n_members
         return self
 
@@ -146,11 +183,27 @@ class EnsembleSelection:
 
     # ------------------------------------------------------------------ internals
 
-    def _blend(self, P: np.ndarray) -> np.ndarray:
+    def _blend(self, P: np.ndarray, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
+        """The weighted average of the used rows, read ``chunk_bytes`` at a time and summed
+        row after row: the same numbers whether ``P`` is in memory or read in blocks."""
         used = np.flatnonzero(self.weights_)
-        return np.tensordot(self.weights_[used], P[used], axes=1)
+        chunk = max(1, chunk_bytes // max(1, P[0].size * 8))
+        total = np.zeros(P.shape[1:])
+        for start in range(0, len(used), chunk):
+            rows = used[start : start + chunk]
+            for w, row in zip(self.weights_[rows], np.asarray(P[rows], np.float64), strict=True):
+                total += w * row
+        return total
 
-    def _hillclimb(self, metric: Metric, P: np.ndarray, y: np.ndarray, gain: np.ndarray) -> _Run:
+    def _hillclimb(
+        self,
+        metric: Metric,
+        P,
+        y: np.ndarray,
+        gain: np.ndarray,
+        scorer_of: Callable,
+        chunk_bytes: int,
+    ) -> _Run:
         """Forward selection over the rows of P; returns the best prefix (§4.1 step 4)."""
         n = len(P)
         counts = np.zeros(n, dtype=np.int64)
@@ -159,15 +212,14 @@ class EnsembleSelection:
         curve: list[float] = []
         if self.sorted_init:
             best_first = np.argsort(-gain, kind="stable")[: min(self.max_init, n)]
-            sizes = np.arange(1, len(best_first) + 1).reshape(-1, *([1] * (P.ndim - 1)))
-            sums = np.cumsum(P[best_first], axis=0, dtype=np.float64)
-            init_scores = metric.batch(y, sums / sizes)
+            init_scores = _prefix_scores(metric, P, y, best_first, chunk_bytes)
             k = int(np.argmax(_gain(metric, init_scores))) + 1
             counts[best_first[:k]] = 1
-            S = sums[k - 1]
+            for row in P[best_first[:k]]:
+                S = S + row  # the same sequential sum as the prefix scores'
             curve.append(float(init_scores[k - 1]))
         init_counts = counts.copy()
-        scorer = candidate_scorer(metric, P, y, self.exact)
+        scorer = scorer_of(metric, P, y)
         picks: list[int] = []
         for _ in range(self.n_iter):
             available = None if self.replacement else counts == 0
@@ -200,6 +252,11 @@ class EnsembleSelection:
         def is_int(v) -> bool:
             return isinstance(v, Integral) and not isinstance(v, bool)
 
+        check(
+            "memory_budget",
+            self.memory_budget is None or (is_int(self.memory_budget) and self.memory_budget >= 1),
+            "None or a number of bytes >= 1",
+        )
         check("n_iter", is_int(self.n_iter) and self.n_iter >= 1, "an integer >= 1")
         check("max_init", is_int(self.max_init) and self.max_init >= 1, "an integer >= 1")
         check("n_bags", is_int(self.n_bags) and self.n_bags >= 1, "an integer >= 1")
@@ -207,8 +264,11 @@ class EnsembleSelection:
             v = getattr(self, name)
             check(name, isinstance(v, Real) and 0.0 < v <= 1.0, "a fraction in (0, 1]")
 
-    def _check_inputs(self, P, y) -> tuple[np.ndarray, np.ndarray]:
-        P = np.asarray(P, dtype=np.float64)
+    def _check_inputs(self, P, y) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """``(P, y, block_rows)``: P as float64 in memory and ``block_rows`` None, or, where
+        its copies would exceed the memory budget, P as given (memory-mapped, say) and the
+        members to read at a time."""
+        P = P if isinstance(P, np.ndarray) and P.dtype.kind == "f" else np.asarray(P, float)
         if P.ndim not in (2, 3):
             raise ValueError(
                 "P must be (n_members, n_samples) positive-class probabilities or "
@@ -217,6 +277,11 @@ class EnsembleSelection:
         if P.shape[0] == 0:
             raise ValueError("the library is empty: P has no members; build at least one model")
         self._ndim_, self._tail_ = P.ndim, P.shape[2:]
+        budget = self.memory_budget if self.memory_budget is not None else _default_budget()
+        self._budget = budget
+        streamed = P.size * COPY_BYTES > budget
+        if not streamed:
+            P = np.asarray(P, dtype=np.float64)
         P, n_classes = positive_class_layout(P, name="P")
         y = check_labels(y, n_classes, name="y")
         if len(y) != P.shape[1]:
@@ -224,13 +289,45 @@ class EnsembleSelection:
                 f"P has {P.shape[1]} samples per member but y has {len(y)} labels; "
                 "they must describe the same hillclimb cases"
             )
-        check_probabilities(P, name="P")
+        row = int(np.prod(P.shape[1:]))
+        block_rows = max(1, budget // (BLOCK_COPIES * 4 * row)) if streamed else None
+        for start in range(0, len(P), block_rows or len(P)):
+            check_probabilities(np.asarray(P[start : start + (block_rows or len(P))]), name="P")
         if len(np.unique(y)) < 2:
             raise ValueError(
                 f"y holds a single class ({int(y[0]) if len(y) else 'none'}); "
                 "selection needs cases of at least two classes"
             )
-        return P, y
+        return P, y, block_rows
+
+
+def _prefix_scores(
+    metric: Metric, P, y: np.ndarray, order: np.ndarray, chunk_bytes: int
+) -> np.ndarray:
+    """Scores of the averages of the first 1, 2, ... members of ``order`` (sorted
+    initialisation, §4.2.2), summed row after row and scored ``chunk_bytes`` at a time."""
+    chunk = max(1, chunk_bytes // max(1, P[0].size * 8))
+    scores = np.empty(len(order))
+    S = np.zeros(P.shape[1:])
+    for start in range(0, len(order), chunk):
+        rows = P[order[start : start + chunk]]
+        sums = np.empty((len(rows), *S.shape))
+        for j, row in enumerate(rows):
+            S = S + row
+            sums[j] = S
+        sizes = np.arange(start + 1, start + len(rows) + 1).reshape(-1, *([1] * S.ndim))
+        scores[start : start + len(rows)] = metric.batch(y, sums / sizes)
+    return scores
+
+
+def _default_budget() -> int:
+    """Half the memory available now (psutil where installed, else half the physical memory)."""
+    try:
+        import psutil
+
+        return psutil.virtual_memory().available // 2
+    except ImportError:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
 def _gain(metric: Metric, scores: np.ndarray) -> np.ndarray:

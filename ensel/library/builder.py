@@ -29,7 +29,6 @@ __all__ = ["Library", "build_library"]
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("joblib", "local")
 DETECTOR_STORE = "detectors"
 """Sub-directory of a store holding the spec's detectors: a store of its own whose hillclimb
 set is the held-out rows (label 0, "data") followed by uniform background points (label 1)."""
@@ -130,16 +129,40 @@ def build_library(
     everything (a temporary one if None); building again into it reuses every finished run.
     ``time_limit`` (seconds per run, all folds; default the spec's) stops runs that take too
     long; they, and runs that fail, are recorded in ``Library.failures`` and skipped.
-    ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes.
+    ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
+    ``backend="dask"`` runs on every worker of a dask cluster: ``client`` is a
+    ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None for the current
+    client (see docs/distributed.md). Either way the client writes the store, and the same seed
+    gives the same store.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r}: this version runs builds on {BACKENDS}")
-    if client is not None:
-        raise ValueError("client is for a distributed backend; leave it None for 'joblib'")
     library_spec = load_spec(spec)
-    data = prepare(
-        X, y, cv=cv, groups=groups, hillclimb_fraction=hillclimb_fraction, random_state=random_state
-    )
+    limit = time_limit if time_limit is not None else library_spec.time_limit
+    executor = make_executor(n_jobs, limit, backend, client)
+    try:
+        data = prepare(
+            X,
+            y,
+            cv=cv,
+            groups=groups,
+            hillclimb_fraction=hillclimb_fraction,
+            random_state=random_state,
+        )
+        return _build(data, library_spec, cv, store, executor, random_state, retry_failed, verbose)
+    finally:
+        executor.close()
+
+
+def _build(
+    data: TrainingData,
+    library_spec: LibrarySpec,
+    cv: int | None,
+    store,
+    executor: Executor,
+    random_state: int,
+    retry_failed: bool,
+    verbose: int,
+) -> Library:
+    """Fit the runs of ``library_spec`` missing from ``store`` through ``executor``."""
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
@@ -152,8 +175,6 @@ def build_library(
             for r in library_spec.runs
             if r.run_id not in done or (retry_failed and done[r.run_id]["status"] != "ok")
         ]
-        limit = time_limit if time_limit is not None else library_spec.time_limit
-        executor = make_executor(n_jobs, limit)
         _run_all(executor, _fit_task, todo, (data, random_state), writer, verbose)
         order = [r.run_id for r in library_spec.runs]
         if not writer.ok_runs(order):

@@ -55,6 +55,9 @@ class Executor(ABC):
     def run(self, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> Iterator[Outcome]:
         """Call ``fn(task, shared)`` for every task; yield outcomes in completion order."""
 
+    def close(self) -> None:  # noqa: B027 - most executors hold nothing between runs
+        """Release what the executor holds between runs (a client it opened)."""
+
 
 class _TimeLimit(BaseException):  # not an Exception: library code must not swallow it
     pass
@@ -237,9 +240,35 @@ class ProcessExecutor(Executor):
         return self.time_limit is not None and time.perf_counter() - w.started > self.time_limit
 
 
-def make_executor(n_jobs: int, time_limit: float | None) -> Executor:
+def _local(n_jobs: int, time_limit: float | None, client) -> Executor:
     """``n_jobs=1``: in this process; otherwise a process pool (``-1``: one worker per core)."""
+    if client is not None:
+        raise ValueError(
+            "client is for backend='dask'; pass backend='dask' to build on a dask cluster, or "
+            "leave client None"
+        )
     if n_jobs == 0 or n_jobs < -1:
         raise ValueError(f"n_jobs={n_jobs}: use a positive number of workers, or -1 for all cores")
     workers = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     return SerialExecutor(time_limit) if workers == 1 else ProcessExecutor(workers, time_limit)
+
+
+def _dask(n_jobs: int, time_limit: float | None, client) -> Executor:
+    """Every worker of the dask cluster (``n_jobs`` does not apply)."""
+    from .dask_executor import DaskExecutor
+
+    return DaskExecutor(client, time_limit)
+
+
+BACKENDS = {"joblib": _local, "local": _local, "dask": _dask}
+
+
+def make_executor(
+    n_jobs: int, time_limit: float | None, backend: str = "joblib", client=None
+) -> Executor:
+    """The executor of ``backend``: ``"joblib"`` (alias ``"local"``) runs on this machine with
+    ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a ``distributed.Client``, a
+    scheduler address, or None for the current client)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use one of {sorted(BACKENDS)}")
+    return BACKENDS[backend](n_jobs, time_limit, client)

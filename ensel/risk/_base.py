@@ -180,7 +180,7 @@ def _encode(frame: pd.DataFrame, names, categories) -> np.ndarray:
                     f"column {name!r} was numeric in training but holds non-numbers now"
                 ) from None
             continue
-        codes = pd.Categorical(col.astype(str), categories=cats).codes
+        codes = pd.Index(cats).get_indexer(col.astype(str))
         Z[:, j] = np.where(codes < 0, len(cats), codes) + 0.5  # unseen: outside the box
         Z[col.isna().to_numpy(), j] = np.nan
     return Z

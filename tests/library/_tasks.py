@@ -27,3 +27,11 @@ def task(kind, shared):
     if kind == "crash":
         os.kill(os.getpid(), signal.SIGKILL)
     raise AssertionError(kind)
+
+
+def crash_once(marker: str, shared):
+    """Kill the worker the first time (``marker`` does not exist yet), then succeed."""
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return shared * 2

@@ -1,0 +1,268 @@
+"""DaskExecutor: training runs as tasks on a dask.distributed cluster, behind the ``Executor``
+interface of :mod:`ensel.library.executor`, so the builder's loop is the same for every backend.
+
+The shared data (training rows, folds) goes to the cluster once, as the input of one task that
+unpickles it. Every run task depends on that task, so a worker receives the data once (from a
+peer) and the scheduler can recompute it if every worker holding it dies; data sent with
+``Client.scatter`` would be lost for good in that case and dask would cancel every run. Outcomes
+stream back as runs finish; the builder writes them to the store on the client, so workers never
+touch the store.
+
+Faults: a worker that dies mid-run has its run retried on another worker by the scheduler; a run
+whose attempts kill ``allowed-failures + 1`` workers (``distributed.scheduler.allowed-failures``
+of the scheduler, 3 by default) ends with dask's ``KilledWorker`` and is recorded as failed with
+that reason. A run past the time limit is cancelled and its worker restarted through its nanny,
+the only way to stop a task inside native code.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import signal
+import time
+import uuid
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .._imports import optional
+from ._worker import describe
+from .executor import Executor, Outcome, TaskFn, _timeout_message
+
+__all__ = ["DaskExecutor", "connect", "local_cluster"]
+
+log = logging.getLogger(__name__)
+
+DATA_PREFIX = "ensel-data"
+TASK_PREFIX = "ensel-fit"
+POLL_SECONDS = 0.05
+"""How often the client looks for finished runs while it also watches time limits."""
+CHECK_SECONDS = 0.5
+"""How often running tasks are checked against the time limit (the scheduler learns their
+running times from worker heartbeats, every 0.5 s or more)."""
+RESUBMITS = 2
+"""Times a run that the cluster cancelled (a scheduler restart, a lost connection) is sent again
+before it is recorded as failed."""
+
+
+def _distributed():
+    return optional("distributed", "backend='dask'")
+
+
+def connect(client) -> tuple[Any, bool]:
+    """``(client, owned)``: a ``distributed.Client`` as given, a new one for a scheduler address
+    (owned: closed with the executor), or the current default client for ``None``."""
+    distributed = _distributed()
+    if isinstance(client, distributed.Client):
+        return client, False
+    if isinstance(client, str):
+        try:
+            return distributed.Client(client), True
+        except OSError as exc:
+            raise OSError(
+                f"client={client!r}: cannot reach a dask scheduler there ({exc}); start one with "
+                "'dask scheduler' and give its address (tcp://HOST:8786)"
+            ) from None
+    if client is None:
+        try:
+            return distributed.default_client(), False
+        except ValueError:
+            raise ValueError(
+                "backend='dask' needs a dask cluster: pass client=distributed.Client(...) or a "
+                "scheduler address such as 'tcp://HOST:8786', or create a Client first"
+            ) from None
+    raise TypeError(
+        f"client must be a distributed.Client or a scheduler address; got {type(client).__name__}"
+    )
+
+
+def _load(payload: bytes) -> Any:
+    return pickle.loads(payload)
+
+
+def _call(fn: TaskFn, task: Any, shared: Any) -> tuple[str, Any, str, float]:
+    """Run one task on a worker; an exception is an outcome, not a dask error (no retry)."""
+    start = time.perf_counter()
+    try:
+        return "ok", fn(task, shared), "", time.perf_counter() - start
+    except Exception as exc:
+        return "failed", None, describe(exc), time.perf_counter() - start
+
+
+class DaskExecutor(Executor):
+    """Runs tasks on the workers of ``client`` (a ``distributed.Client``, a scheduler address,
+    or None for the current client). ``time_limit`` is per task, in seconds of running time."""
+
+    def __init__(self, client=None, time_limit: float | None = None) -> None:
+        self.client, self._owned = connect(client)
+        self.time_limit = time_limit
+
+    def close(self) -> None:
+        """Close the client if this executor opened it."""
+        if self._owned:
+            self.client.close()
+            self._owned = False
+
+    def run(self, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> Iterator[Outcome]:
+        if not self.client.scheduler_info().get("workers"):
+            log.warning("the dask cluster has no workers yet; runs wait until one joins")
+        session = _Session(self.client, fn, tasks, shared)
+        next_check = time.monotonic() + CHECK_SECONDS
+        try:
+            while session.live:
+                batch = session.done.next_batch(block=self.time_limit is None)
+                for future, result in batch:
+                    outcome = session.finish(future, result)
+                    if outcome is not None:
+                        yield outcome
+                if self.time_limit is not None and session.live:
+                    if time.monotonic() >= next_check:
+                        yield from self._stop_overdue(session.live)
+                        next_check = time.monotonic() + CHECK_SECONDS
+                    if not batch:
+                        time.sleep(POLL_SECONDS)
+        finally:
+            session.cancel()
+
+    def _stop_overdue(self, live: dict) -> Iterator[Outcome]:
+        """Time-outs of the tasks running past the limit; their workers are restarted."""
+
+        def executing(dask_scheduler) -> dict:  # defined here: cloudpickled by value
+            return {
+                ts.key: (ws.address, seconds)
+                for ws in dask_scheduler.workers.values()
+                for ts, seconds in ws.executing.items()
+            }
+
+        running = self.client.run_on_scheduler(executing)
+        overdue = {k: v for k, v in running.items() if k in live and v[1] > self.time_limit}
+        if not overdue:
+            return
+        self.client.cancel([live[k][1] for k in overdue])
+        self._kill_workers(sorted({address for address, _ in overdue.values()}))
+        for key, (_, seconds) in overdue.items():
+            i = live.pop(key)[0]
+            yield Outcome(i, "timeout", None, _timeout_message(self.time_limit), seconds)
+
+    def _kill_workers(self, addresses: list[str]) -> None:
+        """Kill the processes of these workers from their nannies, which start fresh ones. The
+        nanny, not the worker, does it: a worker busy in native code may not answer."""
+
+        async def kill(dask_worker) -> None:  # runs on the nanny; cloudpickled by value
+            if dask_worker.pid:
+                os.kill(dask_worker.pid, signal.SIGKILL)
+
+        info = self.client.scheduler_info()["workers"]
+        nannied = [a for a in addresses if info.get(a, {}).get("nanny")]
+        if len(nannied) < len(addresses):
+            log.warning(
+                "dask worker(s) %s run without a nanny, so their overdue runs cannot be stopped; "
+                "they keep computing until the runs end (their results are dropped)",
+                ", ".join(sorted(set(addresses) - set(nannied))),
+            )
+        if nannied:
+            self.client.run(kill, workers=nannied, nanny=True, wait=False)
+
+
+def local_cluster(n_workers: int, allowed_failures: int = 3, **options) -> Any:
+    """A new ``distributed.LocalCluster`` of ``n_workers`` processes with one thread each (like
+    ``n_jobs`` worker processes; use it as a context manager). Its scheduler hands a worker only
+    the task it runs (worker-saturation 1.0), so a worker that dies takes no queued bystander
+    with it, and gives up on a run that killed ``allowed_failures + 1`` workers."""
+    distributed = _distributed()
+    dask = optional("dask", "backend='dask'")
+    if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
+        raise ValueError(f"n_workers={n_workers!r}: a LocalCluster needs at least one worker")
+    settings = {"threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    config = {
+        "distributed.scheduler.worker-saturation": 1.0,
+        "distributed.scheduler.allowed-failures": allowed_failures,
+    }
+    with dask.config.set(config):
+        return distributed.LocalCluster(n_workers=n_workers, **{**settings, **options})
+
+
+class _Session:
+    """The tasks of one ``run`` on the cluster: sends the data and the tasks, sends again what
+    the cluster lost, and turns finished futures into outcomes."""
+
+    def __init__(self, client, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> None:
+        self.distributed = _distributed()
+        self.client, self.fn, self.tasks = client, fn, tasks
+        self.token = uuid.uuid4().hex[:8]
+        self.payload = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
+        self.data_sends = 0
+        self.data = self._send_data()
+        self.done = self.distributed.as_completed(
+            loop=client.loop, with_results=True, raise_errors=False
+        )
+        self.live: dict = {}  # task key -> (task index, future, cancellations, data key)
+        self._serial = 0
+        for i in range(len(tasks)):
+            self.submit(i, 0)
+
+    def _send_data(self):
+        key = f"{DATA_PREFIX}-{self.token}-{self.data_sends}"
+        with warnings.catch_warnings():  # the data is one task, sent once: not a large graph
+            warnings.filterwarnings("ignore", message="Sending large graph")
+            return self.client.submit(_load, self.payload, key=key, pure=False)
+
+    def submit(self, i: int, cancellations: int) -> None:
+        key = f"{TASK_PREFIX}-{self.token}-{i}-{self._serial}"
+        self._serial += 1
+        future = self.client.submit(_call, self.fn, self.tasks[i], self.data, key=key, pure=False)
+        self.live[key] = (i, future, cancellations, self.data.key)
+        self.done.add(future)
+
+    def finish(self, future, result) -> Outcome | None:
+        """The outcome of a finished future, or None when there is none yet (sent again) or no
+        longer (stopped at its time limit, already reported)."""
+        entry = self.live.pop(future.key, None)
+        future.release()
+        if entry is None:
+            return None
+        i, _, cancellations, data_key = entry
+        if future.status == "finished":
+            return Outcome(i, *result)
+        if future.status == "error":
+            exc = result[1]
+            if isinstance(exc, self.distributed.KilledWorker) and exc.task == data_key:
+                return self._data_lost(i, cancellations, data_key, exc)
+            return Outcome(i, "failed", None, _describe_error(exc, self.distributed), 0.0)
+        if cancellations < RESUBMITS:  # cancelled by the cluster, not by us
+            self.submit(i, cancellations + 1)
+            return None
+        reason = f"cancelled by the dask cluster {cancellations + 1} times: {result}"
+        return Outcome(i, "failed", None, reason, 0.0)
+
+    def _data_lost(self, i: int, cancellations: int, data_key: str, exc) -> Outcome | None:
+        """The data task was charged with the deaths of workers it sat on, waiting, while
+        another run killed them: send the data again (a bounded number of times), then the run."""
+        if data_key == self.data.key:
+            if self.data_sends >= RESUBMITS:
+                message = f"the training data could not be kept on the cluster: {exc}"
+                return Outcome(i, "failed", None, message, 0.0)
+            self.data.release()
+            self.data_sends += 1
+            self.data = self._send_data()
+        self.submit(i, cancellations)
+        return None
+
+    def cancel(self) -> None:
+        """Cancel what is still on the cluster (the build stopped early or finished)."""
+        if self.live:
+            self.client.cancel([future for _, future, _, _ in self.live.values()])
+        self.data.release()
+
+
+def _describe_error(exc: BaseException, distributed) -> str:
+    if isinstance(exc, distributed.KilledWorker):
+        return (
+            f"the run killed {exc.allowed_failures + 1} dask workers (out of memory, or a crash "
+            "in native code?); the scheduler gives up on a task after "
+            f"distributed.scheduler.allowed-failures={exc.allowed_failures} retries; last "
+            f"worker {exc.last_worker.address}"
+        )
+    return describe(exc)
