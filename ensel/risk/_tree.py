@@ -60,6 +60,12 @@ class Tree:
             return np.where(total > 0, self.bg / total, 1.0)
 
     @property
+    def ratio(self) -> np.ndarray:
+        """The node's density ratio estimate ``f_data / f_uniform = fg / bg``."""
+        with np.errstate(divide="ignore"):
+            return self.fg / np.maximum(self.bg, 1e-300)
+
+    @property
     def n_nodes(self) -> int:
         return self.left.shape[0]
 
@@ -79,6 +85,7 @@ class Forest:
     right: np.ndarray
     p_left: np.ndarray
     value: np.ndarray
+    ratio: np.ndarray
     depth: int
 
     @classmethod
@@ -97,6 +104,7 @@ class Forest:
             right=np.concatenate([shift(t.right, o) for t, o in zip(trees, offsets, strict=True)]),
             p_left=np.concatenate([t.p_left for t in trees]),
             value=np.concatenate([t.value for t in trees]),
+            ratio=np.concatenate([t.ratio for t in trees]),
             depth=max(t.depth for t in trees),
         )
 
@@ -104,13 +112,18 @@ class Forest:
     def n_trees(self) -> int:
         return self.roots.shape[0]
 
-    def risk(self, Z: np.ndarray) -> np.ndarray:
-        """The mean over trees of the risk of the leaf (or C4.5 mix of leaves) each row reaches."""
+    def risk(self, Z: np.ndarray, aggregate: str = "probability") -> np.ndarray:
+        """Each row's risk from the leaves it reaches (a C4.5 mix of leaves where a value is
+        missing). ``aggregate="probability"`` averages the trees' leaf risks ``bg / (fg + bg)``
+        (report §2.5); ``"density"`` averages their density ratios ``fg / bg`` (each tree a
+        density estimate) and returns ``1 / (1 + mean ratio)``."""
         Z = np.ascontiguousarray(Z, dtype=np.float64)
-        return _route(
+        leaf = {"probability": self.value, "density": self.ratio}[aggregate]
+        mean = _route(
             Z, self.roots, self.feature, self.threshold, self.left, self.right,
-            self.p_left, self.value, self.depth,
+            self.p_left, leaf, self.depth,
         )  # fmt: skip
+        return mean if aggregate == "probability" else 1.0 / (1.0 + mean)
 
 
 # --------------------------------------------------------------------------- public helpers

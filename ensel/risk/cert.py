@@ -95,12 +95,21 @@ class CERT(Detector):
 class CERTForest(Detector):
     """A bagged forest of unpruned CERT trees (Sandia report §2.4 and §3).
 
-    As the report: each tree grows to full size on a bootstrap sample by information gain, with
-    no Laplace smoothing and no edge splits (both hurt, report §3 and Table A.1); the forest's
-    risk is the mean of the trees' leaf risks, 1 outside the box. ``max_features`` (None: all,
-    as bagging; "log2": ``floor(log2 d) + 1`` as the report's random forests in §4.2; "sqrt";
-    an int or a fraction) picks the variables tried at each split. ``n_jobs`` grows trees in
-    threads; the forest does not depend on it."""
+    As the report: each tree grows unpruned on a bootstrap sample by information gain, with no
+    Laplace smoothing and no edge splits (both hurt, report §3 and Table A.1); the forest's risk
+    is the mean of the trees' leaf risks, 1 outside the box.
+
+    One departure: a split must leave ``min_samples_leaf`` (default 5) data weight on each side.
+    Grown down to single rows, a leaf's volume is size-biased at a new point (it lands in large
+    leaves more often), so on data filling the box uniformly the forest says 0.67 between the
+    rows instead of 0.5; five rows per leaf bring that to 0.59 (twenty: 0.53) and rank the
+    report's 5-D and 10-D ridge problems better (Spearman 0.65 -> 0.69, 0.37 -> 0.40), at a
+    small cost in 2-D (0.90 -> 0.88). ``min_samples_leaf=1`` gives the report's full-size trees.
+    ``aggregate="density"`` averages the trees' density ratios ``fg / bg`` instead.
+
+    ``max_features`` (None: all, as bagging; "log2": ``floor(log2 d) + 1`` as the report's
+    random forests in §4.2; "sqrt"; an int or a fraction) picks the variables tried at each
+    split. ``n_jobs`` grows trees in threads; the forest does not depend on it."""
 
     one_outside_box = True
     test_params: ClassVar[dict] = {"n_estimators": 10}
@@ -116,6 +125,7 @@ class CERTForest(Detector):
         "min_samples_leaf": [Interval(Real, 0, None, closed="right")],
         "max_depth": [Interval(Integral, 1, None, closed="left"), None],
         "bootstrap": ["boolean"],
+        "aggregate": [StrOptions({"probability", "density"})],
         "bounds": "no_validation",
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -126,9 +136,10 @@ class CERTForest(Detector):
         n_estimators: int = 100,
         criterion: str = "entropy",
         max_features: int | float | str | None = None,
-        min_samples_leaf: float = 1,
+        min_samples_leaf: float = 5,
         max_depth: int | None = None,
         bootstrap: bool = True,
+        aggregate: str = "probability",
         bounds=None,
         n_jobs: int | None = None,
         random_state=None,
@@ -139,6 +150,7 @@ class CERTForest(Detector):
         self.min_samples_leaf = min_samples_leaf
         self.max_depth = max_depth
         self.bootstrap = bootstrap
+        self.aggregate = aggregate
         self.bounds = bounds
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -159,7 +171,7 @@ class CERTForest(Detector):
         )  # fmt: skip
 
     def _risk(self, Z):
-        return self.forest_.risk(Z)
+        return self.forest_.risk(Z, self.aggregate)
 
 
 def n_features_to_try(max_features, d: int) -> int:

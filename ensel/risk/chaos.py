@@ -34,6 +34,7 @@ class ChaosForest(Detector):
         "edge_splits": ["boolean"],
         "prune": [StrOptions({"brier", "error"}), None],
         "structure_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "aggregate": [StrOptions({"probability", "density"})],
         "max_depth": [Interval(Integral, 1, None, closed="left"), None],
         "bounds": "no_validation",
         "n_jobs": [Integral, None],
@@ -46,6 +47,7 @@ class ChaosForest(Detector):
         edge_splits: bool = True,
         prune: str | None = "brier",
         structure_fraction: float = 0.5,
+        aggregate: str = "probability",
         max_depth: int | None = None,
         bounds=None,
         n_jobs: int | None = None,
@@ -55,6 +57,7 @@ class ChaosForest(Detector):
         self.edge_splits = edge_splits
         self.prune = prune
         self.structure_fraction = structure_fraction
+        self.aggregate = aggregate
         self.max_depth = max_depth
         self.bounds = bounds
         self.n_jobs = n_jobs
@@ -71,4 +74,4 @@ class ChaosForest(Detector):
         )  # fmt: skip
 
     def _risk(self, Z):
-        return self.forest_.risk(Z)
+        return self.forest_.risk(Z, self.aggregate)
