@@ -44,6 +44,12 @@ class OpenSetForest(Detector):
     ``"product"`` the trees' log values are averaged and ``10**mean`` is the pertinence, which
     ranks rows exactly as Steele's average of ``log_{10^N} P``.
 
+    Defaults differ from Steele's (scikit-learn's fully grown trees; "min" or "mean" preferred
+    in his unknown-class accuracy tests): on the Sandia ridge-mixture protocol (report §4.1),
+    "product" ranked risk best at d = 2, 5 and 10 (Spearman 0.62 / 0.35 / 0.31 against 0.33 /
+    0.11 / 0.28 for "min"), and leaves of at least 20 rows with 50-row tails beat fully grown
+    trees with short tails (0.48 / 0.13 at d = 2 / 5).
+
     A stratified ``validation_fraction`` of the rows is held out of the forest: ``threshold_``
     is the risk above which a row is rejected (:meth:`reject`). With ``reject_rate`` it is the
     ``1 - reject_rate`` quantile of the held-out risks, so about that fraction of known rows is
@@ -54,15 +60,15 @@ class OpenSetForest(Detector):
 
     requires_y = True
     one_outside_box = True
-    test_params: ClassVar[Mapping[str, Any]] = {"n_estimators": 15, "tail_size": 10}
+    test_params: ClassVar[Mapping[str, Any]] = {"n_estimators": 15, "min_samples_leaf": 5}
 
     def __init__(
         self,
         n_estimators: int = 100,
-        aggregation: str = "min",
-        tail_size: int = 20,
+        aggregation: str = "product",
+        tail_size: int = 50,
         max_features="sqrt",
-        min_samples_leaf: int = 5,
+        min_samples_leaf: int = 20,
         validation_fraction: float = 0.2,
         reject_rate: float | None = 0.05,
         bounds=None,

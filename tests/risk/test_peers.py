@@ -111,3 +111,20 @@ def test_peers_rank_a_far_point_above_the_centre_and_give_one_outside(cls):
     det = cls().fit(X)
     r = det.risk(np.array([[0.0, 0.0], [2.5, -2.5], [9.0, 0.0]]))
     assert r[0] < r[1] < r[2] == 1.0
+
+
+@pytest.mark.parametrize(
+    "name", ["margin", "dispersion", "openset_forest", "isolation_forest", "lof", "kde"]
+)
+def test_fitted_detectors_survive_pickling(name):
+    import pickle
+
+    from ensel.risk import get_detector
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    cls = get_detector(name)
+    det = cls(**cls.test_params).fit(X, y if cls.requires_y else None)
+    Xt = rng.normal(size=(20, 3))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(det)).risk(Xt), det.risk(Xt))
