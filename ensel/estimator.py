@@ -220,17 +220,23 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X, reject=None) -> np.ndarray:
         """The most probable class of each row, as the labels given to ``fit``.
 
-        ``reject`` adds the reject option of Gu & Easwaran's Eq. 11: a float ``r`` refuses rows
+        ``reject`` adds the reject option of Gu & Easwaran's Eq. 10-11: a float ``r`` refuses rows
         whose combined extrapolation risk exceeds ``r``; a pair ``(p, r)`` also refuses rows whose
-        top class probability is below ``p``. Refused rows hold None (the array is then of
-        dtype object), so the caller can hand them to a fallback."""
+        top class probability is below ``p``; a :class:`ensel.risk.reject.RejectRule` (e.g. from
+        ``fit_reject_rule`` on validation rows) applies its thresholds. Refused rows hold None
+        (the array is then of dtype object), so the caller can hand them to a fallback."""
         proba = self.predict_proba(X)
         labels = self.classes_[np.argmax(proba, axis=1)]
         if reject is None:
             return labels
-        min_proba, max_risk = _reject_thresholds(reject)
-        refuse = self.risk(X)["combined"].to_numpy() > max_risk
-        refuse |= proba.max(axis=1) < min_proba
+        from .risk.reject import RejectRule, reject_mask
+
+        risk = self.risk(X)["combined"].to_numpy()
+        if isinstance(reject, RejectRule):
+            refuse = reject.reject(risk, proba)
+        else:
+            min_proba, max_risk = _reject_thresholds(reject)
+            refuse = reject_mask(risk, max_risk, proba, min_proba)
         out = labels.astype(object)
         out[refuse] = None
         return out

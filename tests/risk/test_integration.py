@@ -14,6 +14,7 @@ from ensel.library import build_library
 from ensel.library.spec import load_spec
 from ensel.risk import BoxRisk, CombinedRisk, Detector, register
 from ensel.risk.combined import fit_combination
+from ensel.risk.reject import RejectRule
 
 
 @register("test_distance")
@@ -124,6 +125,8 @@ def test_predict_with_reject_refuses_risky_rows(fitted, cancer):
     everything = fitted.predict(rows, reject=(1.0, 1.0))  # demand a top probability of 1
     proba = fitted.predict_proba(rows).max(axis=1)
     assert sum(m is None for m in everything) == int((proba < 1.0).sum())
+    rule = fitted.predict(rows, reject=RejectRule(max_risk=0.9))
+    np.testing.assert_array_equal(rule == None, marked == None)  # noqa: E711
     with pytest.raises(ValueError, match="reject="):
         fitted.predict(rows, reject="high")
 
