@@ -132,15 +132,17 @@ def available_detectors() -> list[str]:
 
 
 def requires_y(name: str) -> bool:
-    from ensel.risk import DETECTORS
+    import ensel.risk as risk
 
-    return name != "combined" and DETECTORS[name].requires_y
+    risk._load_all()  # a worker process starts with an empty registry
+    return name != "combined" and risk.DETECTORS[name].requires_y
 
 
 def build(name: str, bounds, seed: int):
     """Detector ``name`` with default parameters, ``random_state=seed`` and ``bounds``."""
     import ensel.risk as risk
 
+    risk._load_all()  # a worker process starts with an empty registry
     det = risk.CombinedRisk() if name == "combined" else risk.DETECTORS[name]()
     params = det.get_params()
     if "random_state" in params:
