@@ -1,8 +1,11 @@
 # Each target installs what it needs into the current Python environment, then runs.
 PYTHON ?= python
 PIP := $(PYTHON) -m pip
-# torch's CPU build (the tests compare our numpy backprop with torch.optim.SGD): on a machine whose index serves CUDA builds by default, set
-# TORCH_INDEX=https://download.pytorch.org/whl/cpu (never pull the multi-gigabyte CUDA wheels).
+# torch's CPU build (the tests compare our numpy backprop with torch.optim.SGD; the `compress`
+# extra, mimic nets and ONNX export, needs torch too): install-dev installs it *before* the extras,
+# so pip finds torch already there and never resolves it itself. On a machine whose index serves
+# CUDA builds by default, set TORCH_INDEX=https://download.pytorch.org/whl/cpu (never pull the
+# multi-gigabyte CUDA wheels); do the same by hand before `pip install ensel[compress]`.
 TORCH_INDEX ?=
 TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 

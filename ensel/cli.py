@@ -2,8 +2,9 @@
 
     ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric mxe] [--cv 5]
               [--n-jobs N | --scheduler tcp://HOST:8786 | --dask-local N]
-    ensel predict DIR DATA.csv --out preds.csv
+    ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
+    ensel compress DIR --train TRAIN.csv --out mimic.onnx [--n-pseudo 400000] [--hidden 256]
     ensel demo
 
 Errors are one line on stderr (exit status 2), not a traceback.
@@ -59,10 +60,35 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     predict.add_argument("data", type=Path, help="rows to predict (CSV with a header)")
     predict.add_argument("--out", required=True, type=Path, help="CSV of probabilities and labels")
+    predict.add_argument(
+        "--with-risk",
+        action="store_true",
+        help="add a risk_<detector> column per detector and risk_combined (extrapolation risk)",
+    )
+    predict.add_argument(
+        "--reject",
+        type=float,
+        metavar="R",
+        help="leave the prediction empty where the combined risk exceeds R (0 to 1)",
+    )
 
     report = commands.add_parser("report", help="write the HTML report of a fitted model")
     report.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     report.add_argument("--html", required=True, type=Path, help="where to write the report")
+
+    comp = commands.add_parser(
+        "compress", help="compress a fitted model into one small mimic net (ONNX or TorchScript)"
+    )
+    comp.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
+    comp.add_argument("--train", required=True, type=Path, help="the training CSV (for MUNGE)")
+    comp.add_argument(
+        "--out", required=True, type=Path, help="the file to write: .onnx, or .pt (TorchScript)"
+    )
+    comp.add_argument("--n-pseudo", type=int, default=400_000, help="MUNGE pseudo rows")
+    comp.add_argument("--hidden", type=int, default=256, help="hidden units of the mimic net")
+    comp.add_argument("--epochs", type=int, default=200, help="most epochs (early stopping)")
+    comp.add_argument("--loss", default="squared", help="squared or cross_entropy")
+    comp.add_argument("--seed", type=int, default=0)
 
     demo = commands.add_parser("demo", help="the demo on a real dataset")
     demo.add_argument("--spec", default="default", help="library spec")
@@ -153,8 +179,17 @@ def predict(args: argparse.Namespace) -> str:
     proba = model.predict_proba(frame)
     out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
     out["prediction"] = model.classes_[proba.argmax(axis=1)]
+    note = ""
+    if args.with_risk or args.reject is not None:
+        risk = model.risk(frame)
+        if args.reject is not None:
+            refused = (risk["combined"] > args.reject).to_numpy()
+            out["prediction"] = out["prediction"].astype(object).where(~refused, None)
+            note = f" ({int(refused.sum())} refused: combined risk above {args.reject})"
+        if args.with_risk:
+            out = pd.concat([out, risk.add_prefix("risk_")], axis=1)
     out.to_csv(args.out, index=False)
-    return f"wrote {len(out)} predictions to {args.out}"
+    return f"wrote {len(out)} predictions to {args.out}{note}"
 
 
 def report(args: argparse.Namespace) -> str:
@@ -164,6 +199,35 @@ def report(args: argparse.Namespace) -> str:
     return f"wrote {args.html}"
 
 
+def compress(args: argparse.Namespace) -> str:
+    from .compress import compress as compress_model
+    from .compress.export import export_format
+
+    export_format(args.out, None)  # an unknown suffix fails before any work
+    model = _load(args.model_dir)
+    frame = _read_csv(args.train)
+    missing = [c for c in model.columns_ if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{args.train} lacks the model's column(s) {missing[:10]}")
+    mimic = compress_model(
+        model,
+        frame[model.columns_],
+        n_pseudo=args.n_pseudo,
+        hidden=args.hidden,
+        epochs=args.epochs,
+        loss=args.loss,
+        random_state=args.seed,
+        verbose=1,
+    )
+    mimic.export(args.out)
+    history = mimic.history_
+    return (
+        f"mimic of {len(model.members_)} members: {args.n_pseudo} pseudo rows, "
+        f"{history.best_epoch} epochs, fidelity RMSE {history.fidelity_rmse:.4f} on held-out "
+        f"pseudo rows; wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KB)"
+    )
+
+
 def demo(args: argparse.Namespace) -> str:
     from . import demo as demo_module
 
@@ -171,7 +235,13 @@ def demo(args: argparse.Namespace) -> str:
     return ""
 
 
-COMMANDS = {"fit": fit, "predict": predict, "report": report, "demo": demo}
+COMMANDS = {
+    "fit": fit,
+    "predict": predict,
+    "report": report,
+    "compress": compress,
+    "demo": demo,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

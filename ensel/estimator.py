@@ -50,7 +50,14 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     ``leaderboard_``, ``comparison_`` (the ensemble's out-of-fold hillclimb score on every
     metric, cross-fitted where calibrated, against the best member's), ``hillclimb_score_``,
     ``calibrator_``, ``calibration_report_``, ``report_data_`` (for :mod:`ensel.report`).
-    n_iter, n_bags, bag_fraction, replacement, sorted_init : selection options (§4.2).
+    n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init : selection options (§4.2);
+        the defaults are the dissertation's (20 bags of half the library, sorted
+        initialisation, selection with replacement).
+    prune_fraction : select only from the best ``prune_fraction`` of the library by its
+        members' hillclimb scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule
+        of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
+        4.1-4.2: on our benchmark's smaller libraries pruning to 10-50% moved the mean
+        normalised score by less than the spread between outer folds (docs/benchmarks.md).
     store : directory that keeps the library (resumable); None uses a temporary one.
     n_jobs, backend, client, time_limit, random_state, verbose : as in
         :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
@@ -70,6 +77,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         bag_fraction: float = 0.5,
         replacement: bool = True,
         sorted_init: bool = True,
+        max_init: int = 25,
+        prune_fraction: float = 1.0,
         store=None,
         n_jobs: int = 1,
         backend: str = "joblib",
@@ -88,6 +97,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.bag_fraction = bag_fraction
         self.replacement = replacement
         self.sorted_init = sorted_init
+        self.max_init = max_init
+        self.prune_fraction = prune_fraction
         self.store = store
         self.n_jobs = n_jobs
         self.backend = backend
@@ -117,6 +128,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             "bag_fraction": self.bag_fraction,
             "replacement": self.replacement,
             "sorted_init": self.sorted_init,
+            "max_init": self.max_init,
+            "prune_fraction": self.prune_fraction,
             "random_state": self.random_state,
         }
         weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
@@ -143,6 +156,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             for name in METRICS
         }
         self.report_data_ = collect(lib, P, weights, metric, options)
+        self.detectors_ = _detector_set(lib, self.random_state)
         return self
 
     def _library(self, X, y, groups) -> Library:
@@ -216,10 +230,41 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             )
         return self._finish(np.tensordot(weights, member_predictions, axes=1))
 
-    def predict(self, X) -> np.ndarray:
-        """The most probable class of each row, as the labels given to ``fit``."""
+    def predict(self, X, reject=None) -> np.ndarray:
+        """The most probable class of each row, as the labels given to ``fit``.
+
+        ``reject`` adds the reject option of Gu & Easwaran's Eq. 10-11: a float ``r`` refuses rows
+        whose combined extrapolation risk exceeds ``r``; a pair ``(p, r)`` also refuses rows whose
+        top class probability is below ``p``; a :class:`ensel.risk.reject.RejectRule` (e.g. from
+        ``fit_reject_rule`` on validation rows) applies its thresholds. Refused rows hold None
+        (the array is then of dtype object), so the caller can hand them to a fallback."""
         proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        labels = self.classes_[np.argmax(proba, axis=1)]
+        if reject is None:
+            return labels
+        from .risk.reject import RejectRule, reject_mask
+
+        risk = self.risk(X)["combined"].to_numpy()
+        if isinstance(reject, RejectRule):
+            refuse = reject.reject(risk, proba)
+        else:
+            min_proba, max_risk = _reject_thresholds(reject)
+            refuse = reject_mask(risk, max_risk, proba, min_proba)
+        out = labels.astype(object)
+        out[refuse] = None
+        return out
+
+    def risk(self, X) -> pd.DataFrame:
+        """Extrapolation risk of each row: one column per detector of the library spec (its own
+        risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
+        uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
+        check_is_fitted(self, "weights_")
+        if self.detectors_ is None:
+            raise ValueError(
+                "this model's library has no detectors; list some in the spec's 'detectors:' "
+                "section (the built-in specs have one) and fit again"
+            )
+        return self.detectors_.risks(self._frame(X))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
@@ -284,6 +329,32 @@ def _offsets_in_runs(members: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
 
 def _best(scores: pd.Series, metric: str) -> float:
     return float(scores.max() if greater_is_better(metric) else scores.min())
+
+
+def _detector_set(lib: Library, random_state: int):
+    """The library's detectors, combined by selection on data rows vs background points."""
+    dets = lib.detectors
+    if dets is None:
+        return None
+    from .risk.combined import DetectorSet
+
+    fitted = [dets._fitted(r) for r in dets.members["run"]]
+    return DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+
+
+def _reject_thresholds(reject) -> tuple[float, float]:
+    """``(min top-class probability, max combined risk)`` from ``predict``'s ``reject``."""
+    pair = reject if isinstance(reject, tuple | list) else (0.0, reject)
+    try:
+        min_proba, max_risk = (float(v) for v in pair)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"reject={reject!r}: give the largest combined risk to accept (a float in [0, 1]) "
+            "or a pair (smallest top-class probability, largest risk)"
+        ) from None
+    if not (0 <= min_proba <= 1 and 0 <= max_risk <= 1):
+        raise ValueError(f"reject={reject!r}: thresholds must lie in [0, 1]")
+    return min_proba, max_risk
 
 
 def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFrame:

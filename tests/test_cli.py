@@ -34,6 +34,18 @@ def test_fit_then_predict(csvs, capsys):
     preds = pd.read_csv(csvs / "p.csv")
     assert list(preds.columns) == ["proba_benign", "proba_malignant", "prediction"]
     assert len(preds) == 169 and set(preds["prediction"]) <= {"benign", "malignant"}
+    # risk columns (the tiny spec has a box detector) and the reject option
+    far = pd.read_csv(csvs / "new.csv")
+    far.iloc[:5, :8] *= 10.0
+    far.to_csv(csvs / "far.csv", index=False)
+    argv = ["predict", str(out), str(csvs / "far.csv"), "--out", str(csvs / "r.csv")]
+    assert main([*argv, "--with-risk", "--reject", "0.9"]) == 0
+    assert "refused" in capsys.readouterr().out
+    risky = pd.read_csv(csvs / "r.csv")
+    assert {"risk_box", "risk_combined"} <= set(risky.columns)
+    assert (risky["risk_box"].iloc[:5] == 1.0).all()
+    refused = risky["risk_combined"] > 0.9
+    assert refused.iloc[:5].all() and (risky["prediction"].isna() == refused).all()
     # predicting rows without a training column is a one-line error
     pd.read_csv(csvs / "new.csv").drop(columns="mean radius").to_csv(csvs / "bad.csv")
     assert main(["predict", str(out), str(csvs / "bad.csv"), "--out", str(csvs / "q.csv")]) == 2
@@ -56,3 +68,33 @@ def test_errors_are_one_line(csvs, capsys, argv, message):
     assert main([a.format(d=csvs) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ensel: error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_compress_writes_an_onnx_file(csvs, capsys):
+    pytest.importorskip("torch")
+    ort = pytest.importorskip("onnxruntime")
+    out = csvs / "model_c"
+    fit_args = ["fit", str(csvs / "train.csv"), "--target", "diagnosis", "--drop", "id",
+                "--out", str(out), "--library", "tiny", "--cv", "3"]  # fmt: skip
+    assert main(fit_args) == 0
+    onnx_path = csvs / "mimic.onnx"
+    argv = ["compress", str(out), "--train", str(csvs / "train.csv"), "--out", str(onnx_path),
+            "--n-pseudo", "3000", "--hidden", "16", "--epochs", "3"]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 0
+    message = capsys.readouterr().out
+    assert "3000 pseudo rows" in message and "fidelity RMSE" in message and "mimic.onnx" in message
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    rows = pd.read_csv(csvs / "new.csv").drop(columns="id").to_numpy()
+    proba, label = session.run(None, {"numeric": rows})
+    assert proba.shape == (169, 2) and set(label) <= {"benign", "malignant"}
+    # a training file without the model's columns, and an unknown suffix: one-line errors
+    pd.read_csv(csvs / "train.csv").drop(columns="mean area").to_csv(csvs / "short.csv")
+    for args, text in [
+        (["--train", str(csvs / "short.csv"), "--out", str(onnx_path)], "lacks the model's col"),
+        (["--train", str(csvs / "train.csv"), "--out", str(csvs / "m.bin")], "cannot tell the"),
+    ]:
+        assert main(["compress", str(out), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("ensel: error: ") and text in err and err.count("\n") == 1

@@ -21,13 +21,17 @@ from ..errors import StoreError
 from ..metrics import METRICS, score_batch
 from .data import TrainingData, as_frame, check_columns, prepare
 from .executor import Executor, make_executor
-from .runs import fit_run
-from .spec import LibrarySpec, RunSpec, load_spec
+from .runs import RunResult, fit_run, run_seed
+from .spec import DetectorSpec, LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 
 __all__ = ["Library", "build_library"]
 
 log = logging.getLogger(__name__)
+
+DETECTOR_STORE = "detectors"
+"""Sub-directory of a store holding the spec's detectors: a store of its own whose hillclimb
+set is the held-out rows (label 0, "data") followed by uniform background points (label 1)."""
 
 
 class Library:
@@ -52,6 +56,7 @@ class Library:
         self._categories = store.header.get("categories", {})
         self._loaded: dict = {}
         self._scores: dict | None = None
+        self.detectors = _detector_library(store.path / DETECTOR_STORE)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Library:
@@ -170,7 +175,7 @@ def _build(
             for r in library_spec.runs
             if r.run_id not in done or (retry_failed and done[r.run_id]["status"] != "ok")
         ]
-        _run_all(executor, todo, data, random_state, writer, verbose)
+        _run_all(executor, _fit_task, todo, (data, random_state), writer, verbose)
         order = [r.run_id for r in library_spec.runs]
         if not writer.ok_runs(order):
             failed = writer.members(order, statuses=("failed", "timeout"))
@@ -180,9 +185,50 @@ def _build(
                 f"errors: {reasons or 'none recorded'}"
             )
         writer.consolidate(order)
+        if library_spec.detectors:
+            _build_detectors(library_spec, data, writer.path, executor, random_state, verbose)
     finally:
         writer.close()
     return Library(PredictionStore(writer.path), _tmp=tmp)
+
+
+def _build_detectors(spec: LibrarySpec, data, path: Path, executor, random_state, verbose) -> None:
+    """Fit the spec's detectors over the same folds as the models (out-of-fold risks on the
+    hillclimb rows, then on as many uniform background points) into ``path/detectors``.
+    Detectors that fail are recorded and skipped; the library works without them."""
+    from ..risk import FeatureSpace
+
+    space, _ = FeatureSpace.fit(data.X)
+    n_hill = int(data.hillclimb.size)
+    background = space.decode(space.uniform(n_hill, random_state))
+    header = _header(data, data.n_siblings if data.n_siblings > 1 else None)
+    header["fingerprint"]["background"] = str(
+        pd.util.hash_pandas_object(background, index=False).sum()
+    )
+    header.update(
+        classes=["data", "background"],
+        n_hillclimb=2 * n_hill,
+        hillclimb=np.r_[data.hillclimb, np.full(n_hill, -1)],
+        labels=np.r_[np.zeros(n_hill, int), np.ones(n_hill, int)],
+    )
+    writer = PredictionStore(path / DETECTOR_STORE, header)
+    try:
+        done = writer.records
+        todo = [d for d in spec.detectors if d.run_id not in done]
+        shared = (data, background, random_state)
+        _run_all(executor, _fit_detector_task, todo, shared, writer, verbose)
+        order = [d.run_id for d in spec.detectors]
+        if writer.ok_runs(order):
+            writer.consolidate(order)
+    finally:
+        writer.close()
+
+
+def _detector_library(path: Path) -> Library | None:
+    """The detectors built beside a library's models, or None if it has none."""
+    if not (path / "predictions.json").exists():
+        return None
+    return Library(PredictionStore(path))
 
 
 def _header(data: TrainingData, cv: int | None) -> dict:
@@ -206,11 +252,21 @@ def _fit_task(run: RunSpec, shared: tuple[TrainingData, int]):
     return fit_run(run, data, random_state)
 
 
+def _fit_detector_task(spec: DetectorSpec, shared: tuple[TrainingData, pd.DataFrame, int]):
+    from ..risk.combined import fit_detector
+
+    data, background, random_state = shared
+    detector = spec.make(run_seed(spec, random_state))
+    risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
+    predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
+    return RunResult(predictions, fitted)
+
+
 def _run_all(
     executor: Executor,
-    todo: list[RunSpec],
-    data: TrainingData,
-    random_state: int,
+    task,
+    todo: list,
+    shared,
     store: PredictionStore,
     verbose: int,
 ) -> None:
@@ -218,7 +274,7 @@ def _run_all(
         return
     progress = _progress(todo, verbose)
     try:
-        for outcome in executor.run(_fit_task, todo, (data, random_state)):
+        for outcome in executor.run(task, todo, shared):
             run = todo[outcome.index]
             if outcome.status == "ok":
                 store.write_run(run, outcome.value, outcome.seconds)
@@ -232,7 +288,7 @@ def _run_all(
             progress.close()
 
 
-def _progress(todo: list[RunSpec], verbose: int):
+def _progress(todo: list, verbose: int):
     if not verbose or not sys.stderr.isatty():
         return None
     try:

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .._optional import import_optional
+from .._imports import optional
 from ._worker import describe
 from .executor import Executor, Outcome, TaskFn, _timeout_message
 
@@ -48,7 +48,7 @@ before it is recorded as failed."""
 
 
 def _distributed():
-    return import_optional("distributed", "dask", "backend='dask'")
+    return optional("distributed", "backend='dask'")
 
 
 def connect(client) -> tuple[Any, bool]:
@@ -172,7 +172,7 @@ def local_cluster(n_workers: int, allowed_failures: int = 3, **options) -> Any:
     the task it runs (worker-saturation 1.0), so a worker that dies takes no queued bystander
     with it, and gives up on a run that killed ``allowed_failures + 1`` workers."""
     distributed = _distributed()
-    dask = import_optional("dask", "dask", "backend='dask'")
+    dask = optional("dask", "backend='dask'")
     if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
         raise ValueError(f"n_workers={n_workers!r}: a LocalCluster needs at least one worker")
     settings = {"threads_per_worker": 1, "processes": True, "dashboard_address": None}

@@ -136,7 +136,7 @@ def check_features(X: pd.DataFrame) -> None:
             f"X has missing values (NaN/None) in column(s) {missing[:10]}; "
             "impute or drop them first"
         )
-    numeric = X.select_dtypes(include=[np.number]).drop(columns=X.select_dtypes(bool).columns)
+    numeric = X.select_dtypes(include=[np.number], exclude=[bool])
     infinite = [c for c in numeric.columns if not np.isfinite(numeric[c].to_numpy(float)).all()]
     if infinite:
         raise ValueError(f"X has infinite values in column(s) {infinite[:10]}; replace them first")

@@ -35,7 +35,7 @@ import yaml
 from ..errors import SpecError
 from .families import VIEWS, Family, get_family
 
-__all__ = ["BUILTIN_SPECS", "LibrarySpec", "RunSpec", "SpecError", "load_spec"]
+__all__ = ["BUILTIN_SPECS", "DetectorSpec", "LibrarySpec", "RunSpec", "SpecError", "load_spec"]
 
 BUILTIN_SPECS = ("tiny", "default", "caruana2006")
 CALIBRATIONS = ("none", "platt", "isotonic")
@@ -78,12 +78,46 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
+class DetectorSpec:
+    """One extrapolation-risk detector of a spec's ``detectors:`` section. It is built and
+    stored like a run (one member, the detector's risk), so it mirrors RunSpec's fields."""
+
+    family: str  # the detector's registered name
+    params: tuple[tuple[str, Any], ...]
+    view: str = "raw"
+    stages: None = None
+    calibrations: tuple[str, ...] = ("none",)
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def run_id(self) -> str:
+        key = json.dumps([self.family, self.params], sort_keys=True, default=str)
+        return f"det-{self.family}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+
+    @property
+    def members(self) -> list[tuple[None, str]]:
+        return [(None, "none")]
+
+    def make(self, random_state: int):
+        """The unfitted detector, seeded when it takes a ``random_state``."""
+        from ..risk import get_detector
+
+        det = get_detector(self.family)(**self.param_dict)
+        if "random_state" in det.get_params():
+            det.set_params(random_state=random_state)
+        return det
+
+
+@dataclass(frozen=True)
 class LibrarySpec:
     name: str
     runs: tuple[RunSpec, ...]
     time_limit: float | None
     source: str
-    detectors: tuple[dict, ...] = ()
+    detectors: tuple[DetectorSpec, ...] = ()
 
     @property
     def n_members(self) -> int:
@@ -141,8 +175,39 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
         runs=tuple(unique),
         time_limit=time_limit,
         source=source,
-        detectors=tuple(doc.get("detectors") or ()),
+        detectors=_detectors(doc.get("detectors"), source),
     )
+
+
+def _detectors(entries: Any, source: str) -> tuple[DetectorSpec, ...]:
+    """The ``detectors:`` section: entries ``{detector: NAME, params: {...}}``."""
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise SpecError(f"{source}: key 'detectors' must be a list of detector entries")
+    from ..risk import get_detector
+
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"{source}: detectors[{i}]"
+        if not isinstance(entry, dict) or "detector" not in entry:
+            raise SpecError(f"{where}: each entry is a mapping with a 'detector' key")
+        unknown = sorted(set(entry) - {"detector", "params"})
+        if unknown:
+            raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: ['detector', 'params']")
+        try:
+            cls = get_detector(entry["detector"])
+        except ValueError as exc:
+            raise SpecError(f"{where}: key 'detector': {exc}") from None
+        params = entry.get("params") or {}
+        accepted = set(cls().get_params())
+        if not isinstance(params, dict) or set(params) - accepted:
+            raise SpecError(
+                f"{where}: key 'params' must map parameters of {cls.name} "
+                f"({sorted(accepted - {'random_state'})}) to values; got {params!r}"
+            )
+        out.append(DetectorSpec(cls.name, tuple(sorted(params.items()))))
+    return tuple(dict.fromkeys(out))
 
 
 def _expand(entry: Any, where: str, seed: int) -> list[RunSpec]:

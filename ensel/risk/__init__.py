@@ -23,6 +23,7 @@ _PUBLIC = {
     "IsolationForestRisk": "peers",
     "LOFRisk": "peers",
     "KDERisk": "peers",
+    "CombinedRisk": "combined",
 }
 
 __all__ = ["DETECTORS", "Detector", "FeatureSpace", "get_detector", "register", *_PUBLIC]

@@ -83,7 +83,10 @@ class FeatureSpace:
         frame = as_frame(X)
         _check_frame(frame)
         cols = Columns.infer(frame)
-        kinds = {c: tuple(map(str, cats)) for c, cats in zip(cols.categorical, cols.categories)}
+        kinds = {
+            c: tuple(map(str, cats))
+            for c, cats in zip(cols.categorical, cols.categories, strict=True)
+        }
         names = tuple(frame.columns)
         categorical = np.array([c in kinds for c in names])
         categories = tuple(kinds.get(c) for c in names)
@@ -100,7 +103,9 @@ class FeatureSpace:
         high = np.where(np.isnan(high), 1.0, high)
         flat = high <= low
         low, high = np.where(flat, low - 0.5, low), np.where(flat, high + 0.5, high)
-        space = cls(names, categorical, categories, low.astype(float), high.astype(float), from_array)
+        space = cls(
+            names, categorical, categories, low.astype(float), high.astype(float), from_array
+        )
         return space, Z
 
     def transform(self, X) -> np.ndarray:
@@ -138,6 +143,18 @@ class FeatureSpace:
         Z[:, cat] = np.floor(Z[:, cat]) + 0.5
         return Z
 
+    def decode(self, Z: np.ndarray) -> pd.DataFrame:
+        """Encoded rows back as a DataFrame of this space's columns (categorical codes become
+        their categories), e.g. to hand uniform background points to any detector."""
+        out = {}
+        for j, (name, cats) in enumerate(zip(self.names, self.categories, strict=True)):
+            if cats is None:
+                out[name] = Z[:, j]
+            else:
+                codes = np.clip(np.floor(Z[:, j]), 0, len(cats) - 1).astype(int)
+                out[name] = np.asarray(cats, dtype=object)[codes]
+        return pd.DataFrame(out)
+
 
 def _check_frame(frame: pd.DataFrame) -> None:
     if frame.shape[0] == 0 or frame.shape[1] == 0:
@@ -153,7 +170,7 @@ def _check_frame(frame: pd.DataFrame) -> None:
 
 def _encode(frame: pd.DataFrame, names, categories) -> np.ndarray:
     Z = np.empty(frame.shape, dtype=float)
-    for j, (name, cats) in enumerate(zip(names, categories)):
+    for j, (name, cats) in enumerate(zip(names, categories, strict=True)):
         col = frame[name]
         if cats is None:
             try:
@@ -163,7 +180,7 @@ def _encode(frame: pd.DataFrame, names, categories) -> np.ndarray:
                     f"column {name!r} was numeric in training but holds non-numbers now"
                 ) from None
             continue
-        codes = pd.Categorical(col.astype(str), categories=cats).codes
+        codes = pd.Index(cats).get_indexer(col.astype(str))
         Z[:, j] = np.where(codes < 0, len(cats), codes) + 0.5  # unseen: outside the box
         Z[col.isna().to_numpy(), j] = np.nan
     return Z

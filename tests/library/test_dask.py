@@ -20,7 +20,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from threadpoolctl import threadpool_limits
 
-import ensel._optional as optional
+import ensel._imports as optional
 from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
 from ensel.library import build_library
@@ -164,7 +164,7 @@ RESUME_SCRIPT = """
 import sys
 from distributed import Client
 from sklearn.datasets import load_breast_cancer
-import ensel._optional as optional
+import ensel._imports as optional
 from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
 from ensel.library import build_library
@@ -233,8 +233,8 @@ def test_dask_arguments_are_checked(monkeypatch):
     monkeypatch.setattr(optional, "importlib", SimpleNamespace(import_module=import_module))
     with pytest.raises(
         ImportError,
-        match=r"backend=\'dask\' needs the distributed package.*"
-        r'pip install "ensel\[dask\]"',
+        match=r"backend='dask' needs the optional package 'distributed'.*"
+        r"pip install 'ensel\[dask\]'",
     ):
         make_executor(1, None, "dask", None)
 

@@ -6,11 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensel.risk import DETECTORS, FeatureSpace, get_detector
-from ensel.risk import _load_all
+from ensel.risk import DETECTORS, FeatureSpace, _load_all, get_detector
 
 _load_all()
-NAMES = sorted(DETECTORS)
+NAMES = sorted(n for n in DETECTORS if not n.startswith("test_"))  # test doubles elsewhere
 
 
 def make(name: str, seed: int = 0):
@@ -47,7 +46,14 @@ def test_risk_is_in_unit_interval_one_per_row(name):
     assert np.isfinite(r).all() and (r >= 0).all() and (r <= 1).all()
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "box"])  # box: 0 everywhere inside
+# Box risk is 0 everywhere inside. Margin risk and FDR read classifier confidence: here the class
+# boundary runs through the blob's centre while the corners are confidently classified, so they
+# rank the centre first, as the Sandia report finds (§4.2: builtin detectors flag class overlap);
+# tests/risk/test_margin.py and test_dispersion.py check what they do measure.
+CONFIDENCE_BASED = {"box", "margin", "dispersion"}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in CONFIDENCE_BASED])
 def test_far_points_rank_above_the_centre(name):
     X, y = blob()
     det = fit(name, X, y)

@@ -1,0 +1,43 @@
+"""The TorchScript form of a mimic net: its encoding (standardisation, one-hot by dictionary
+lookup) and a copy of the net in one scriptable module. Imported only when exporting (it needs
+torch at import time)."""
+
+import copy
+
+import numpy as np
+import torch
+
+
+class ScriptedMimic(torch.nn.Module):
+    """``forward(numeric, categorical)``: ``numeric`` a double tensor ``(n, n_numeric)`` (shape
+    ``(n, 0)`` when there are no numeric columns), ``categorical`` one list of n strings per
+    categorical column (an unseen string is an all-zero block); returns float probabilities.
+    ``numeric_columns``, ``categorical_columns`` and ``classes`` describe the inputs and
+    outputs."""
+
+    numeric_columns: list[str]
+    categorical_columns: list[str]
+    classes: list[str]
+    lookups: list[dict[str, int]]
+    widths: list[int]
+
+    def __init__(self, mimic) -> None:
+        super().__init__()
+        enc = mimic.encoding_
+        self.numeric_columns = list(enc.numeric)
+        self.categorical_columns = list(enc.categorical)
+        self.classes = [str(c) for c in mimic.classes_]
+        self.lookups = [{c: i for i, c in enumerate(cats)} for cats in enc.categories]
+        self.widths = [len(cats) for cats in enc.categories]
+        self.register_buffer("mean", torch.from_numpy(enc.mean.astype(np.float64)))
+        self.register_buffer("scale", torch.from_numpy(enc.scale.astype(np.float64)))
+        self.net = copy.deepcopy(mimic.module_).float().eval().requires_grad_(False)
+
+    def forward(self, numeric: torch.Tensor, categorical: list[list[str]]) -> torch.Tensor:
+        n = numeric.shape[0]
+        blocks = [((numeric - self.mean) / self.scale).float()]
+        for j, lookup in enumerate(self.lookups):
+            codes = torch.tensor([lookup.get(v, -1) for v in categorical[j]], dtype=torch.long)
+            hot = codes.unsqueeze(1) == torch.arange(self.widths[j]).unsqueeze(0)
+            blocks.append(hot.float().reshape(n, self.widths[j]))
+        return torch.softmax(self.net(torch.cat(blocks, 1)), 1)

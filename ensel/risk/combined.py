@@ -1,0 +1,251 @@
+"""Joining detectors with the selection engine (the Sandia report's §5 recommendation, made
+concrete): risk is the probability that a point comes from the uniform background rather than
+the data (Hooker 2004), so held-out training rows (label 0) against points drawn uniformly from
+the bounding box (label 1) form a labelled set. Each detector's out-of-fold scores on it are
+Platt-calibrated, and ensemble selection picks the weighted average of calibrated detectors that
+minimises cross-entropy on it.
+
+The same pieces serve the library builder (a ``detectors:`` section of a spec, one stored run per
+detector) and ``CombinedRisk``, which does it all in memory for a user's own detectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, clone
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.utils.validation import check_is_fitted
+
+from ..calibration import PlattCalibrator
+from ..library.data import as_frame
+from ..selection import EnsembleSelection
+from ._base import Detector, FeatureSpace, get_detector
+
+__all__ = [
+    "DEFAULT_DETECTORS",
+    "Combination",
+    "CombinedRisk",
+    "DetectorSet",
+    "FittedDetector",
+    "fit_combination",
+    "fit_detector",
+]
+
+DEFAULT_DETECTORS = (
+    "box",
+    "cert_forest",
+    "chaos_forest",
+    "fspt",
+    "isolation_forest",
+    "lof",
+    "kde",
+    "margin",
+    "dispersion",
+    "openset_forest",
+)
+"""What ``CombinedRisk`` joins by default (the builtin ones only when labels are given)."""
+
+CALIBRATION_GROUPS = 5
+
+
+@dataclass
+class FittedDetector:
+    """A detector's siblings, one per fold; a new row's risk is their mean (as a library member
+    averages its siblings, §4.3.4)."""
+
+    name: str
+    siblings: list[Detector]
+
+    def risk(self, X) -> np.ndarray:
+        return np.mean([d.risk(X) for d in self.siblings], axis=0)
+
+    def predict(self, X) -> np.ndarray:
+        """``(1, n, 2)``: (data, background) probabilities, the library's member layout."""
+        r = self.risk(X)
+        return np.stack([1.0 - r, r], axis=-1)[None]
+
+
+def fit_detector(
+    detector: Detector,
+    X: pd.DataFrame,
+    y: np.ndarray | None,
+    folds: np.ndarray,
+    background: pd.DataFrame,
+) -> tuple[np.ndarray, FittedDetector]:
+    """Out-of-fold risk of ``detector`` on the rows of ``X`` with a fold (``folds >= 0``), then on
+    ``background``, concatenated; and the fitted siblings. Sibling ``k`` is fitted without fold
+    ``k`` and scores it; background points are scored by every sibling and averaged. Rows with
+    fold -1 only train (a held-out hillclimb split)."""
+    n_siblings = int(folds.max()) + 1
+    scored = np.flatnonzero(folds >= 0)
+    oof = np.empty(scored.size)
+    back = np.zeros(len(background))
+    siblings = []
+    for k in range(n_siblings):
+        train = np.flatnonzero(folds != k)
+        sibling = clone(detector)
+        sibling.fit(X.iloc[train], None if y is None or not sibling.requires_y else y[train])
+        held = folds[scored] == k
+        oof[held] = sibling.risk(X.iloc[scored[held]])
+        back += sibling.risk(background) / n_siblings
+        siblings.append(sibling)
+    return np.concatenate([oof, back]), FittedDetector(type(detector).name, siblings)
+
+
+@dataclass
+class Combination:
+    """Platt calibrators, one per detector, and the selected weights over calibrated risks."""
+
+    names: list[str]
+    calibrators: list[PlattCalibrator]
+    weights: np.ndarray
+
+    def calibrated(self, R: np.ndarray) -> np.ndarray:
+        """``(D, n)`` calibrated risks from raw ``(D, n)`` risks."""
+        return np.stack([c.predict(r) for c, r in zip(self.calibrators, R, strict=True)])
+
+    def combined(self, R: np.ndarray) -> np.ndarray:
+        return np.clip(self.weights @ self.calibrated(R), 0.0, 1.0)
+
+
+def fit_combination(
+    R: np.ndarray,
+    background: np.ndarray,
+    names: Sequence[str],
+    random_state: int = 0,
+) -> Combination:
+    """Calibrate each detector's raw risks ``R`` ``(D, n)`` against ``background`` (1 for a
+    uniform point, 0 for a held-out data row) and select the mixture that minimises
+    cross-entropy. Selection sees cross-fitted calibrated scores (a row's calibrator never saw
+    it); the returned calibrators are refitted on all rows."""
+    R = np.asarray(R, dtype=float)
+    t = np.asarray(background).astype(int)
+    rng = np.random.default_rng(random_state)
+    groups = rng.permutation(t.size) % CALIBRATION_GROUPS
+    P = np.empty_like(R)
+    for g in range(CALIBRATION_GROUPS):
+        inside = groups == g
+        for d in range(R.shape[0]):
+            P[d, inside] = PlattCalibrator().fit(R[d, ~inside], t[~inside]).predict(R[d, inside])
+    # No model bagging: it guards large libraries against overfitting, but with a handful of
+    # detectors half-size bags often hold only weak ones.
+    es = EnsembleSelection(metric="mxe", n_bags=1, bag_fraction=1.0, random_state=random_state)
+    es.fit(P, t)
+    calibrators = [PlattCalibrator().fit(r, t) for r in R]
+    return Combination(list(names), calibrators, np.asarray(es.weights_, dtype=float))
+
+
+@dataclass
+class DetectorSet:
+    """Fitted detectors and the combination over them: what ``risk(X)`` needs at predict time."""
+
+    fitted: list[FittedDetector]
+    combination: Combination
+
+    @classmethod
+    def fit(cls, fitted: list[FittedDetector], R: np.ndarray, background, random_state=0):
+        """Combine detectors whose out-of-fold raw risks on data rows and background points
+        are the rows of ``R``."""
+        names = _unique([f.name for f in fitted])
+        return cls(list(fitted), fit_combination(R, background, names, random_state))
+
+    @property
+    def weights(self) -> pd.Series:
+        return pd.Series(self.combination.weights, index=self.combination.names)
+
+    def risks(self, X) -> pd.DataFrame:
+        """One column per detector (its own raw risk) and ``combined``."""
+        R = np.stack([f.risk(X) for f in self.fitted])
+        out = pd.DataFrame(R.T, columns=self.combination.names)
+        out["combined"] = self.combination.combined(R)
+        return out
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Column names: a detector listed twice gets ``_2``, ``_3``, ... after its name."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}_{seen[n]}")
+    return out
+
+
+class CombinedRisk(BaseEstimator):
+    """Detectors joined by selection: ``risk(X)`` is the calibrated probability that a row was
+    drawn from the uniform background rather than the data, as a selected weighted average of
+    Platt-calibrated detectors (see the module docstring).
+
+    ``detectors``: names or Detector instances (default: ``DEFAULT_DETECTORS`` that are
+    registered; builtin ones only when ``fit`` gets ``y``). ``cv`` folds give out-of-fold scores;
+    ``n_background`` uniform points (default: as many as rows) come from the box of ``X`` or
+    ``bounds``."""
+
+    def __init__(self, detectors=None, cv: int = 5, n_background=None, bounds=None, random_state=0):
+        self.detectors = detectors
+        self.cv = cv
+        self.n_background = n_background
+        self.bounds = bounds
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        frame = as_frame(X)
+        space, _ = FeatureSpace.fit(X, self.bounds)
+        if not isinstance(self.cv, int) or self.cv < 2 or self.cv > len(frame):
+            raise ValueError(f"cv={self.cv!r}: need an integer from 2 to the number of rows")
+        detectors = _instances(self.detectors, with_labels=y is not None, seed=self.random_state)
+        seed = int(np.random.default_rng(self.random_state).integers(2**31))
+        n_bg = len(frame) if self.n_background is None else int(self.n_background)
+        background = space.decode(space.uniform(n_bg, seed))
+        if y is not None:
+            y = np.asarray(y)
+            split = StratifiedKFold(self.cv, shuffle=True, random_state=seed).split(frame, y)
+        else:
+            split = KFold(self.cv, shuffle=True, random_state=seed).split(frame)
+        folds = np.empty(len(frame), dtype=int)
+        for k, (_, held) in enumerate(split):
+            folds[held] = k
+        rows, fitted = [], []
+        for det in detectors:
+            r, f = fit_detector(det, frame, y, folds, background)
+            rows.append(r)
+            fitted.append(f)
+        labels = np.r_[np.zeros(len(frame)), np.ones(n_bg)]
+        self.detectors_ = DetectorSet.fit(fitted, np.stack(rows), labels, seed)
+        self.weights_ = self.detectors_.weights
+        return self
+
+    def risks(self, X) -> pd.DataFrame:
+        """One column per detector (its own raw risk) and ``combined``."""
+        check_is_fitted(self, "detectors_")
+        return self.detectors_.risks(X)
+
+    def risk(self, X) -> np.ndarray:
+        return self.risks(X)["combined"].to_numpy()
+
+
+def _instances(detectors, with_labels: bool, seed) -> list[Detector]:
+    if detectors is None:
+        from . import DETECTORS, _load_all
+
+        _load_all()
+        detectors = [n for n in DEFAULT_DETECTORS if n in DETECTORS]
+        if not with_labels:
+            detectors = [n for n in detectors if not DETECTORS[n].requires_y]
+    out = []
+    for d in detectors:
+        det = get_detector(d)() if isinstance(d, str) else d
+        if not isinstance(det, Detector):
+            raise TypeError(f"detectors must be names or ensel.risk Detector instances; got {d!r}")
+        if det.requires_y and not with_labels:
+            raise ValueError(f"detector {det.name!r} needs labels: call fit(X, y)")
+        if "random_state" in det.get_params() and det.get_params()["random_state"] is None:
+            det = clone(det).set_params(random_state=seed)
+        out.append(det)
+    if not out:
+        raise ValueError("no detectors to combine; pass detectors=[...] with at least one")
+    return out
