@@ -164,9 +164,6 @@ RESUME_SCRIPT = """
 import sys
 from distributed import Client
 from sklearn.datasets import load_breast_cancer
-import ensel._imports as optional
-from ensel import EnsembleSelectionClassifier
-from ensel.cli import main
 from ensel.library import build_library
 from ensel.library.families import FAMILIES
 from tests.library._dask_tasks import CV, QUICK, TEST_FAMILIES
