@@ -98,7 +98,7 @@ def run_dataset(name: str, spec: str, n_pseudo: int, epochs: int, scan: tuple[in
     proba = {"ENSEMBLE": clf.predict_proba(X_te)}
     for kind, member in ids.items():
         proba[kind] = lib.predict(X_te, ids=[member])[0]
-    pseudo, targets, X_targets, label_s = labelled(clf, X_tr, name, spec, max(n_pseudo, *scan))
+    pseudo, targets, X_targets, label_s = labelled(clf, X_tr, name, spec, max((n_pseudo, *scan)))
     mimics = {}
     for n in sorted({n_pseudo, *scan}):
         mimics[n] = fit_mimic(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import operator
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -40,12 +41,24 @@ STAGED_UNITS = {"adaboost", "random_forest", "bagged_trees", "mlp", "xgboost", "
 answers every k from one query, so its stages cost nothing extra."""
 
 
-def timed_build(X, y, spec: str, store: Path, **backend) -> tuple[object, float]:
+def timed_build(X, y, spec: str, store: Path, workers: int, **backend) -> tuple[object, dict]:
+    """The library and a row: wall seconds, the seconds the workers spent fitting (summed over
+    runs), their busy share of ``wall x workers``, and the load average at the end. Fitting
+    seconds grow when other processes take the CPU; the busy share does not, so it tells the
+    backend's idle time apart from a busy machine."""
     start = time.perf_counter()
     lib = build_library(X, y, spec=spec, cv=5, store=store, verbose=0, **backend)
     wall = time.perf_counter() - start
-    print(f"built {spec} with {backend.get('backend', 'joblib')} in {wall:.1f} s", flush=True)
-    return lib, wall
+    fitting = sum(r["fit_seconds"] for r in lib.store.records.values())
+    row = {
+        "workers": workers,
+        "wall": wall,
+        "fitting": fitting,
+        "busy": fitting / (wall * workers),
+        "load": os.getloadavg()[0],
+    }
+    print(f"built {spec} with {backend.get('backend', 'joblib')}: {row}", flush=True)
+    return lib, row
 
 
 def per_task_seconds(executor, n_workers: int, shared) -> float:
@@ -55,6 +68,13 @@ def per_task_seconds(executor, n_workers: int, shared) -> float:
     # a builtin two-argument no-op: pickled by name, so the local pool's workers find it
     arrivals = [time.perf_counter() for _ in executor.run(operator.is_, [0] * NOOP_TASKS, shared)]
     return (arrivals[-1] - arrivals[0]) * n_workers / (NOOP_TASKS - 1)
+
+
+ROW_EXPONENT = {"svm": 2.0, "knn": 2.0}
+"""Fit time against rows: about quadratic for kernel SVMs and for k-NN (every training row
+queried against every other), about linear (n log n) for the rest."""
+ROW_FACTOR = 10
+"""The projection is also made for data this many times as large."""
 
 
 def _units(family: str, stages) -> float:
@@ -76,18 +96,23 @@ def per_unit(store) -> pd.DataFrame:
     )
 
 
-def project(spec: str, unit: pd.DataFrame, overhead: float) -> dict:
+def project(spec: str, unit: pd.DataFrame, overhead: float, rows: float = 1.0) -> dict:
     """Makespan of ``spec`` on 1, 8 and 64 workers: each run's time from its family's measured
     time per unit, runs given longest first to the least loaded worker (LPT), plus the measured
-    per-task dask cost; and the store's size and largest run result, likewise."""
+    per-task dask cost; and the store's size and largest run result, likewise. ``rows``: data
+    ``rows`` times as large, fit times scaled by ``rows ** ROW_EXPONENT`` (a rough rule), sizes
+    by ``rows``."""
     runs = load_spec(spec).runs
     known = [r for r in runs if r.family in unit.index]
     units = [_units(r.family, r.stages) for r in known]
     seconds = sorted(
-        (unit.seconds[r.family] * u + overhead for r, u in zip(known, units, strict=True)),
+        (
+            unit.seconds[r.family] * u * rows ** ROW_EXPONENT.get(r.family, 1.0) + overhead
+            for r, u in zip(known, units, strict=True)
+        ),
         reverse=True,
     )
-    sizes = [unit.bytes[r.family] * u for r, u in zip(known, units, strict=True)]
+    sizes = [unit.bytes[r.family] * u * rows for r, u in zip(known, units, strict=True)]
     makespans = {}
     for workers in PROJECTED_WORKERS:
         loads = [0.0] * workers
@@ -109,8 +134,8 @@ def project(spec: str, unit: pd.DataFrame, overhead: float) -> dict:
 def measure(X, y, spec: str, tmp: Path) -> dict:
     """Builds with the local pool and on dask clusters of 2 and 1 workers, and per-task costs."""
     rows, libs = [], {}
-    local, wall = timed_build(X, y, spec, tmp / "local", n_jobs=2)
-    rows.append({"backend": "joblib, 2 processes", "workers": 2, "wall": wall, "start": None})
+    local, row = timed_build(X, y, spec, tmp / "local", 2, n_jobs=2)
+    rows.append({"backend": "joblib, 2 processes", **row, "start": None})
     local_cost = per_task_seconds(ProcessExecutor(2), 2, (X, y))
     print(f"local pool: {1000 * local_cost:.1f} ms per no-op task", flush=True)
     dask_cost = None
@@ -120,13 +145,13 @@ def measure(X, y, spec: str, tmp: Path) -> dict:
             client.wait_for_workers(n_workers)
             started = time.perf_counter() - start
             print(f"dask cluster of {n_workers} started in {started:.1f} s", flush=True)
-            lib, wall = timed_build(
-                X, y, spec, tmp / f"dask{n_workers}", backend="dask", client=client
+            lib, row = timed_build(
+                X, y, spec, tmp / f"dask{n_workers}", n_workers, backend="dask", client=client
             )
             if n_workers == 2:
                 dask_cost = per_task_seconds(DaskExecutor(client), 2, (X, y))
         name = f"dask, {n_workers} worker" + ("s" if n_workers > 1 else "")
-        rows.append({"backend": name, "workers": n_workers, "wall": wall, "start": started})
+        rows.append({"backend": name, **row, "start": started})
         libs[n_workers] = lib
     P = np.asarray(local.predictions)
     difference = max(float(np.abs(np.asarray(b.predictions) - P).max()) for b in libs.values())
@@ -156,11 +181,15 @@ def main() -> None:
         X, _, y, _ = train_test_split(X, y, train_size=1000, stratify=y, random_state=0)
     with tempfile.TemporaryDirectory() as tmp:
         m = measure(X, y, spec, Path(tmp))
-    wall = {r["backend"]: r["wall"] for r in m["rows"]}
-    local, one, two = wall["joblib, 2 processes"], wall["dask, 1 worker"], wall["dask, 2 workers"]
+    by = {r["backend"]: r for r in m["rows"]}
+    rows = by["joblib, 2 processes"], by["dask, 1 worker"], by["dask, 2 workers"]
+    local, one, two = (r["wall"] for r in rows)
     speedup, overhead = one / two, (two - local) / local
+    idle = rows[0]["busy"] - rows[2]["busy"]  # the share of worker time dask leaves idle more
     n = m["members"]
     projection = project("caruana2006", m["per_unit"], m["dask_cost"])
+    larger = project("caruana2006", m["per_unit"], m["dask_cost"], rows=ROW_FACTOR)
+    print(m["per_unit"].to_string())
     table = pd.DataFrame(m["rows"]).assign(members_per_minute=lambda t: 60 * n / t["wall"])
     print(table.to_string(index=False))
     print(f"speedup {speedup:.2f}, overhead {overhead:+.1%}, largest difference {m['difference']}")
@@ -180,20 +209,27 @@ def main() -> None:
         "build. The same seed gave the same library on every backend (largest difference in "
         f"the prediction matrix: {m['difference']:.1e}).",
         "",
-        "| backend | wall (s) | members per minute | cluster start (s) |",
-        "|---|---|---|---|",
+        "| backend | wall (s) | members per minute | fitting (worker s) | busy share "
+        "| load average | cluster start (s) |",
+        "|---|---|---|---|---|---|---|",
         *[
             f"| {r['backend']} | {r['wall']:.1f} | {60 * n / r['wall']:.0f} | "
+            f"{r['fitting']:.0f} | {r['busy']:.0%} | {r['load']:.1f} | "
             + ("-" if r["start"] is None else f"{r['start']:.1f}")
             + " |"
             for r in m["rows"]
         ],
         "",
+        "Fitting: seconds the workers spent in fits, summed over runs (they grow when other "
+        "processes take the CPU); busy share: fitting / (wall x workers), the rest is worker "
+        "start-up, dispatch and idle time; load average: 1-minute, at the end of the build.",
+        "",
         f"- 2 dask workers against 1: {speedup:.2f}x faster (target >= {TARGET_SPEEDUP}x: "
         f"{_met(speedup >= TARGET_SPEEDUP)}).",
         f"- Dask against the local pool at equal parallelism (2 processes): {overhead:+.1%} of "
         f"the local wall time, {1000 * (two - local) / n:+.0f} ms per member (target "
-        f"< {TARGET_OVERHEAD:.0%}: {_met(overhead < TARGET_OVERHEAD)}).",
+        f"< {TARGET_OVERHEAD:.0%}: {_met(overhead < TARGET_OVERHEAD)}); in busy share, which "
+        f"a busy machine does not move, dask left {idle:+.1%} more of the worker time idle.",
         f"- Per-task cost with nothing to fit ({NOOP_TASKS} no-op tasks, worker seconds per "
         f"task): dask {1000 * m['dask_cost']:.1f} ms, local pool {1000 * m['local_cost']:.1f} "
         f"ms; the median run of this spec fits for {m['median_fit']:.2f} s.",
@@ -208,9 +244,28 @@ def main() -> None:
         f"{projection['largest_mb']:.0f} MB."
         + (f" Families not measured (left out): {', '.join(unmeasured)}." if unmeasured else ""),
         "",
-        "| workers | projected wall (h) |",
-        "|---|---|",
-        *[f"| {w} | {hours[w] / 3600:.2f} |" for w in PROJECTED_WORKERS],
+        f"For {ROW_FACTOR}x the rows ({ROW_FACTOR * X.shape[0]:,}), scaling fit times by "
+        f"rows^2 for SVMs and k-NN and rows for the rest (a rough rule, not a measurement): "
+        f"{larger['cpu_hours']:.0f} CPU hours, longest run {larger['longest'] / 3600:.1f} h, "
+        f"store about {larger['store_gb']:.0f} GB, largest run result about "
+        f"{larger['largest_mb'] / 1000:.1f} GB.",
+        "",
+        f"| workers | projected wall (h), {X.shape[0]:,} rows | {ROW_FACTOR * X.shape[0]:,} rows |",
+        "|---|---|---|",
+        *[
+            f"| {w} | {hours[w] / 3600:.2f} | {larger['makespans'][w] / 3600:.1f} |"
+            for w in PROJECTED_WORKERS
+        ],
+        "",
+        "Seconds and stored bytes per unit of work (a run, or a step, tree or epoch of its "
+        "largest stage) measured here, per family:",
+        "",
+        "| family | seconds | MB |",
+        "|---|---|---|",
+        *[
+            f"| {f} | {r.seconds:.3g} | {r.bytes / 1e6:.3g} |"
+            for f, r in m["per_unit"].sort_values("seconds", ascending=False).iterrows()
+        ],
         "",
     ]
     write_section(SECTION, lines)

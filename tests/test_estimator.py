@@ -192,3 +192,20 @@ def test_combine_equals_predict_proba(cancer):
     )
     with pytest.raises(ValueError, match="the library has"):
         model.combine(lib.predict(X_test)[:3])
+
+
+def test_prune_fraction_selects_only_from_the_best_members(cancer):
+    """§4.3.6: with prune_fraction=0.25 every member with weight is among the best quarter of
+    the library by its own hillclimb score; unpruned selection reaches beyond it."""
+    X_train, _, y_train, _ = cancer
+    lib = build_library(X_train, y_train, spec=SMALL, cv=3, verbose=0)
+    P = np.asarray(lib.predictions, dtype=np.float64)
+    top = set(np.argsort(score_batch("rms", lib.y, P))[: int(np.ceil(0.25 * len(P)))])
+    ids = lib.members["id"].to_numpy()
+    options = {"library": lib, "metric": "rms", "n_bags": 5, "sorted_init": False}
+    pruned = EnsembleSelectionClassifier(prune_fraction=0.25, **options).fit(X_train, y_train)
+    assert set(pruned.members_["id"]) <= {ids[i] for i in top}
+    full = EnsembleSelectionClassifier(**options).fit(X_train, y_train)
+    assert not set(full.members_["id"]) <= {ids[i] for i in top}
+    with pytest.raises(ValueError, match="prune_fraction must be a fraction in"):
+        EnsembleSelectionClassifier(prune_fraction=0.0, **options).fit(X_train, y_train)

@@ -130,10 +130,10 @@ def build_library(
     ``time_limit`` (seconds per run, all folds; default the spec's) stops runs that take too
     long; they, and runs that fail, are recorded in ``Library.failures`` and skipped.
     ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
-    ``backend="dask"`` runs on every worker of a dask cluster: ``client`` is a
-    ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None for the current
-    client (see docs/distributed.md). Either way the client writes the store, and the same seed
-    gives the same store.
+    ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
+    ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
+    for the current client (see docs/distributed.md). Either way the client writes the store,
+    and the same seed gives the same store.
     """
     library_spec = load_spec(spec)
     limit = time_limit if time_limit is not None else library_spec.time_limit

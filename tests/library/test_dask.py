@@ -12,6 +12,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from threadpoolctl import threadpool_limits
 
+import ensel._imports as optional
 from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
 from ensel.library import build_library
@@ -51,6 +53,13 @@ def client():
     ):
         client.register_plugin(RegisterTestFamilies())
         yield client
+
+
+@pytest.fixture(autouse=True)
+def _workers_up(request):
+    """Tests that use the cluster start once a worker is up again after a kill by the last."""
+    if "client" in request.fixturenames:
+        request.getfixturevalue("client").wait_for_workers(1, timeout=120)
 
 
 @pytest.fixture
@@ -155,6 +164,7 @@ RESUME_SCRIPT = """
 import sys
 from distributed import Client
 from sklearn.datasets import load_breast_cancer
+import ensel._imports as optional
 from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
 from ensel.library import build_library
@@ -214,8 +224,18 @@ def test_dask_arguments_are_checked(monkeypatch):
         make_executor(1, None, "dask", 42)
     with pytest.raises(ValueError, match="n_workers=0"):
         local_cluster(0)
-    monkeypatch.setitem(sys.modules, "distributed", None)  # as if dask were not installed
-    with pytest.raises(ImportError, match=r"pip install 'ensel\[dask\]'"):
+
+    # as if dask were not installed; sys.modules stays as it is, for the nannies in this
+    # process import from it when they restart a worker
+    def import_module(name):
+        raise ModuleNotFoundError(f"No module named {name!r}")
+
+    monkeypatch.setattr(optional, "importlib", SimpleNamespace(import_module=import_module))
+    with pytest.raises(
+        ImportError,
+        match=r"backend='dask' needs the optional package 'distributed'.*"
+        r"pip install 'ensel\[dask\]'",
+    ):
         make_executor(1, None, "dask", None)
 
 

@@ -1,0 +1,67 @@
+"""The fold-averaged normalisation of benchmarks/bench_paper.py (Tables 4.1-4.2 structure)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.bench_paper import fold_means, fold_wins, normalise, outer_folds, scales
+
+
+def _row(fold, method, metric, value, dataset="d"):
+    return {"dataset": dataset, "fold": fold, "method": method, "metric": metric, "score": value}
+
+
+def test_outer_folds_test_every_row_once_stratified():
+    y = pd.Series(np.r_[np.zeros(70), np.ones(30)].astype(int))
+    folds = outer_folds(y, None, 5)
+    tested = np.concatenate([test for _, test in folds])
+    assert np.array_equal(np.sort(tested), np.arange(100))
+    for train, test in folds:
+        assert np.intersect1d(train, test).size == 0
+        assert y.iloc[test].sum() == 6  # 30 positives spread evenly over 5 folds
+
+
+def test_outer_folds_keep_groups_whole():
+    rng = np.random.default_rng(0)
+    groups = pd.Series(np.repeat(np.arange(40), 3))
+    y = pd.Series(np.repeat(rng.integers(0, 2, 40), 3))
+    for train, test in outer_folds(y, groups, 4):
+        assert not set(groups.iloc[train]) & set(groups.iloc[test])
+
+
+def test_scale_from_fold_means_and_members_missing_a_fold():
+    rows = [
+        _row(0, "_bottom", "acc", 0.5), _row(1, "_bottom", "acc", 0.6),
+        _row(0, "_member:a", "acc", 0.8), _row(1, "_member:a", "acc", 0.9),
+        _row(0, "_member:b", "acc", 0.99),  # failed in fold 1: must not set the top
+        _row(0, "ES", "acc", 0.7), _row(1, "ES", "acc", 0.75),
+        _row(0, "_bottom", "rms", 0.5), _row(1, "_bottom", "rms", 0.5),
+        _row(0, "_member:a", "rms", 0.4), _row(1, "_member:a", "rms", 0.3),
+        _row(0, "ES", "rms", 0.3), _row(1, "ES", "rms", 0.3),
+    ]  # fmt: skip
+    means = fold_means(rows)
+    scale = scales(means)
+    assert scale.loc[("d", "acc")].tolist() == pytest.approx([0.55, 0.85])
+    assert scale.loc[("d", "rms")].tolist() == pytest.approx([0.5, 0.3])  # lower is better
+    norm = normalise(means, scale).set_index("metric")["norm"]
+    assert norm["acc"] == pytest.approx((0.725 - 0.55) / (0.85 - 0.55))
+    assert norm["rms"] == pytest.approx(1.0)
+    assert set(normalise(means, scale)["method"]) == {"ES"}
+
+
+def test_fold_wins_counts_folds_on_the_dataset_scale():
+    rows = []
+    for fold, (es, mod) in enumerate([(0.8, 0.7), (0.6, 0.7), (0.9, 0.7)]):
+        rows += [_row(fold, "_bottom", "acc", 0.5), _row(fold, "_member:a", "acc", 0.9)]
+        rows += [_row(fold, "ES", "acc", es), _row(fold, "MODSEL", "acc", mod)]
+    scale = scales(fold_means(rows))
+    assert fold_wins(rows, scale, "ES", "MODSEL") == {"d": 2}
+    assert fold_wins(rows, scale, "MODSEL", "ES") == {"d": 1}
+
+
+def test_degenerate_scale_is_an_error():
+    rows = [_row(0, "_bottom", "acc", 0.5), _row(0, "_member:a", "acc", 0.5)]
+    with pytest.raises(ValueError, match="acc on d"):
+        scales(fold_means(rows))
