@@ -59,7 +59,7 @@ def client():
 def _workers_up(request):
     """Tests that use the cluster start once a worker is up again after a kill by the last."""
     if "client" in request.fixturenames:
-        request.getfixturevalue("client").wait_for_workers(1, timeout=120)
+        request.getfixturevalue("client").wait_for_workers(1, timeout=300)
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ def test_a_restarted_client_resumes_from_the_store(data, client, test_families, 
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 300  # generous: CI machines are slow and shared
         while not (manifest.exists() and manifest.read_text().count("\n") >= 2):
             assert first.poll() is None, "the first client ended before it was killed"
             assert time.monotonic() < deadline, "the first client wrote nothing"
