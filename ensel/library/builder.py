@@ -162,20 +162,25 @@ def _build(
     retry_failed: bool,
     verbose: int,
 ) -> Library:
-    """Fit the runs of ``library_spec`` missing from ``store`` through ``executor``."""
+    """Fit the runs and detectors of ``library_spec`` missing from ``store`` through
+    ``executor``, in one pass: detectors first (a few long tasks, started early so no worker
+    waits on one at the end), then the model runs."""
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
         store = Path(tmp.name) / "store"
     writer = PredictionStore(store, _header(data, cv))
+    detectors, background = None, None
     try:
-        done = writer.records
-        todo = [
-            r
-            for r in library_spec.runs
-            if r.run_id not in done or (retry_failed and done[r.run_id]["status"] != "ok")
-        ]
-        _run_all(executor, _fit_task, todo, (data, random_state), writer, verbose)
+        if library_spec.detectors:
+            detectors, background = _detector_store(data, writer.path, random_state)
+        tasks = _missing(detectors, library_spec.detectors, retry_failed) if detectors else []
+        tasks += _missing(writer, library_spec.runs, retry_failed)
+
+        def store_for(task):
+            return detectors if isinstance(task, DetectorSpec) else writer
+
+        _run_all(executor, tasks, (data, background, random_state), store_for, verbose)
         order = [r.run_id for r in library_spec.runs]
         if not writer.ok_runs(order):
             failed = writer.members(order, statuses=("failed", "timeout"))
@@ -185,17 +190,31 @@ def _build(
                 f"errors: {reasons or 'none recorded'}"
             )
         writer.consolidate(order)
-        if library_spec.detectors:
-            _build_detectors(library_spec, data, writer.path, executor, random_state, verbose)
+        if detectors is not None:
+            detector_order = [d.run_id for d in library_spec.detectors]
+            if detectors.ok_runs(detector_order):  # the library works without them
+                detectors.consolidate(detector_order)
     finally:
         writer.close()
+        if detectors is not None:
+            detectors.close()
     return Library(PredictionStore(writer.path), _tmp=tmp)
 
 
-def _build_detectors(spec: LibrarySpec, data, path: Path, executor, random_state, verbose) -> None:
-    """Fit the spec's detectors over the same folds as the models (out-of-fold risks on the
-    hillclimb rows, then on as many uniform background points) into ``path/detectors``.
-    Detectors that fail are recorded and skipped; the library works without them."""
+def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
+    """The runs (or detectors) of ``specs`` that ``store`` has not finished."""
+    done = store.records
+    return [
+        s
+        for s in specs
+        if s.run_id not in done or (retry_failed and done[s.run_id]["status"] != "ok")
+    ]
+
+
+def _detector_store(data, path: Path, random_state: int) -> tuple[PredictionStore, pd.DataFrame]:
+    """The store of the spec's detectors (``path/detectors``) and their background: detectors
+    are fitted over the same folds as the models and score the held-out rows, then as many
+    uniform background points. Detectors that fail are recorded and skipped."""
     from ..risk import FeatureSpace
 
     space, _ = FeatureSpace.fit(data.X)
@@ -211,17 +230,7 @@ def _build_detectors(spec: LibrarySpec, data, path: Path, executor, random_state
         hillclimb=np.r_[data.hillclimb, np.full(n_hill, -1)],
         labels=np.r_[np.zeros(n_hill, int), np.ones(n_hill, int)],
     )
-    writer = PredictionStore(path / DETECTOR_STORE, header)
-    try:
-        done = writer.records
-        todo = [d for d in spec.detectors if d.run_id not in done]
-        shared = (data, background, random_state)
-        _run_all(executor, _fit_detector_task, todo, shared, writer, verbose)
-        order = [d.run_id for d in spec.detectors]
-        if writer.ok_runs(order):
-            writer.consolidate(order)
-    finally:
-        writer.close()
+    return PredictionStore(path / DETECTOR_STORE, header), background
 
 
 def _detector_library(path: Path) -> Library | None:
@@ -247,35 +256,28 @@ def _header(data: TrainingData, cv: int | None) -> dict:
     }
 
 
-def _fit_task(run: RunSpec, shared: tuple[TrainingData, int]):
-    data, random_state = shared
-    return fit_run(run, data, random_state)
-
-
-def _fit_detector_task(spec: DetectorSpec, shared: tuple[TrainingData, pd.DataFrame, int]):
+def _fit_task(task: RunSpec | DetectorSpec, shared: tuple):
+    """One model run over its folds, or one detector over the folds and the background."""
+    data, background, random_state = shared
+    if not isinstance(task, DetectorSpec):
+        return fit_run(task, data, random_state)
     from ..risk.combined import fit_detector
 
-    data, background, random_state = shared
-    detector = spec.make(run_seed(spec, random_state))
+    detector = task.make(run_seed(task, random_state))
     risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
     predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
     return RunResult(predictions, fitted)
 
 
-def _run_all(
-    executor: Executor,
-    task,
-    todo: list,
-    shared,
-    store: PredictionStore,
-    verbose: int,
-) -> None:
+def _run_all(executor: Executor, todo: list, shared, store_for, verbose: int) -> None:
+    """Run every task of ``todo`` and commit each outcome, as it arrives, to ``store_for(task)``."""
     if not todo:
         return
     progress = _progress(todo, verbose)
     try:
-        for outcome in executor.run(task, todo, shared):
+        for outcome in executor.run(_fit_task, todo, shared):
             run = todo[outcome.index]
+            store = store_for(run)
             if outcome.status == "ok":
                 store.write_run(run, outcome.value, outcome.seconds)
             else:

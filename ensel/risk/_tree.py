@@ -373,48 +373,56 @@ def _best_split(Z, idx, ww, lo, hi, is_cat, bgc, criterion, min_leaf, order):  #
 def _random_split(Z, idx, lo, hi, is_cat, edge, state):  # pragma: no cover - compiled
     """A random variable among those with a candidate threshold, then a random candidate
     threshold (report §3: midpoints between sorted values, plus edge splits). Feature -1 when no
-    variable has two distinct values (the data in the node has run out)."""
+    variable has two distinct values (the data in the node has run out). Whether a variable has
+    a candidate needs only its range; only the chosen one is sorted (edge splits on discrete data
+    make long chains of nodes that all hold the same rows, so this is most of the growth cost)."""
     d = Z.shape[1]
-    n_cand = np.zeros(d, dtype=np.int64)
+    has_cand = np.zeros(d, dtype=np.bool_)
     splittable = False
     for f in range(d):
-        vals = Z[idx, f]
-        vals = vals[~np.isnan(vals)]
-        if vals.shape[0] == 0:
+        vmin = np.inf
+        vmax = -np.inf
+        for i in idx:
+            v = Z[i, f]
+            if v < vmin:
+                vmin = v
+            if v > vmax:
+                vmax = v
+        if vmin > vmax:  # all missing
             continue
-        vmin = vals.min()
-        vmax = vals.max()
         if vmax > vmin:
             splittable = True
         if is_cat[f]:
             a = lo[f] if edge else vmin
             b = hi[f] if edge else vmax
-            n_cand[f] = max(0, np.int64(math.ceil(b)) - np.int64(math.floor(a)) - 1)
+            has_cand[f] = np.int64(math.ceil(b)) - np.int64(math.floor(a)) - 1 > 0
         else:
-            c = np.unique(vals).shape[0] - 1
-            if edge:
-                c += (vmin > lo[f]) + (vmax < hi[f])
-            n_cand[f] = c
+            has_cand[f] = vmax > vmin or (edge and (vmin > lo[f] or vmax < hi[f]))
     if not splittable:
         return -1, 0.0
     n_ok = 0
     for f in range(d):
-        n_ok += n_cand[f] > 0
+        n_ok += has_cand[f]
     pick = _randint(state, n_ok)
     f = 0
     for g in range(d):
-        if n_cand[g] > 0:
+        if has_cand[g]:
             if pick == 0:
                 f = g
                 break
             pick -= 1
-    c = _randint(state, n_cand[f])
     vals = Z[idx, f]
     vals = vals[~np.isnan(vals)]
     if is_cat[f]:
         a = lo[f] if edge else vals.min()
+        b = hi[f] if edge else vals.max()
+        c = _randint(state, np.int64(math.ceil(b)) - np.int64(math.floor(a)) - 1)
         return f, math.floor(a) + 1.0 + c
     u = np.unique(vals)
+    n_cand = u.shape[0] - 1
+    if edge:
+        n_cand += (u[0] > lo[f]) + (u[-1] < hi[f])
+    c = _randint(state, n_cand)
     if edge and u[0] > lo[f]:
         if c == 0:
             return f, 0.5 * (lo[f] + u[0])
