@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import sys
 import tempfile
 from pathlib import Path
@@ -257,16 +258,19 @@ def _header(data: TrainingData, cv: int | None) -> dict:
 
 
 def _fit_task(task: RunSpec | DetectorSpec, shared: tuple):
-    """One model run over its folds, or one detector over the folds and the background."""
+    """One model run over its folds, or one detector over the folds and the background. The
+    fitted siblings come back pickled: the worker does that work, and the client (or a dask
+    scheduler) only moves and writes bytes."""
     data, background, random_state = shared
-    if not isinstance(task, DetectorSpec):
-        return fit_run(task, data, random_state)
-    from ..risk.combined import fit_detector
+    if isinstance(task, DetectorSpec):
+        from ..risk.combined import fit_detector
 
-    detector = task.make(run_seed(task, random_state))
-    risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
-    predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
-    return RunResult(predictions, fitted)
+        detector = task.make(run_seed(task, random_state))
+        risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
+        result = RunResult(np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32), fitted)
+    else:
+        result = fit_run(task, data, random_state)
+    return RunResult(result.predictions, pickle.dumps(result.fitted, pickle.HIGHEST_PROTOCOL))
 
 
 def _run_all(executor: Executor, todo: list, shared, store_for, verbose: int) -> None:

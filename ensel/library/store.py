@@ -196,14 +196,15 @@ class PredictionStore:
     # ------------------------------------------------------------------ writing runs
 
     def write_run(self, run: RunSpec, result: RunResult, seconds: float) -> None:
-        """Commit a finished run: predictions and fitted bundle first, the manifest line last."""
+        """Commit a finished run: predictions and fitted bundle first, the manifest line last.
+        ``result.fitted`` may come already pickled (bytes), as workers send it."""
         rid = run.run_id
         preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
+        fitted = result.fitted
+        if not isinstance(fitted, bytes):
+            fitted = pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL)
         _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
-        _atomic_write(
-            self.path / "runs" / f"{rid}.pkl",
-            lambda fh: pickle.dump(result.fitted, fh, protocol=pickle.HIGHEST_PROTOCOL),
-        )
+        _atomic_write(self.path / "runs" / f"{rid}.pkl", lambda fh: fh.write(fitted))
         self._append(_record(run, "ok", "", seconds))
 
     def write_failure(self, run: RunSpec, status: str, error: str, seconds: float) -> None:
