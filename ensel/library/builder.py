@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import sys
 import tempfile
 from pathlib import Path
@@ -22,9 +21,9 @@ from ..errors import StoreError
 from ..metrics import METRICS, score_batch
 from .data import TrainingData, as_frame, check_columns, prepare
 from .executor import Executor, make_executor
-from .runs import RunResult, fit_run, run_seed
+from .runs import fit_run, run_seed
 from .spec import DetectorSpec, LibrarySpec, RunSpec, load_spec
-from .store import PredictionStore
+from .store import PackedRun, PredictionStore
 
 __all__ = ["Library", "build_library"]
 
@@ -259,18 +258,17 @@ def _header(data: TrainingData, cv: int | None) -> dict:
 
 def _fit_task(task: RunSpec | DetectorSpec, shared: tuple):
     """One model run over its folds, or one detector over the folds and the background. The
-    fitted siblings come back pickled: the worker does that work, and the client (or a dask
-    scheduler) only moves and writes bytes."""
+    fitted siblings come back pickled (the worker does that work, not the client)."""
     data, background, random_state = shared
     if isinstance(task, DetectorSpec):
         from ..risk.combined import fit_detector
 
         detector = task.make(run_seed(task, random_state))
         risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
-        result = RunResult(np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32), fitted)
-    else:
-        result = fit_run(task, data, random_state)
-    return RunResult(result.predictions, pickle.dumps(result.fitted, pickle.HIGHEST_PROTOCOL))
+        predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
+        return PackedRun.pack(predictions, fitted)
+    result = fit_run(task, data, random_state)
+    return PackedRun.pack(result.predictions, result.fitted)
 
 
 def _run_all(executor: Executor, todo: list, shared, store_for, verbose: int) -> None:

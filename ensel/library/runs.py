@@ -65,7 +65,7 @@ class RunResult:
     """What a finished run hands back to the builder."""
 
     predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
-    fitted: FittedRun | bytes  # bytes: pickled by the worker, written as they are
+    fitted: FittedRun
 
 
 def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:

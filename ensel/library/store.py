@@ -27,6 +27,7 @@ import pickle
 import shutil
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StoreError
-from .runs import FittedRun, RunResult
+from .runs import FittedRun
 from .spec import RunSpec
 
-__all__ = ["PredictionStore", "member_id"]
+__all__ = ["PackedRun", "PredictionStore", "member_id"]
 
 FORMAT = 1
 STATUSES = ("ok", "failed", "timeout")
@@ -46,6 +47,21 @@ STATUSES = ("ok", "failed", "timeout")
 def member_id(run_id: str, stage: int | None, calibration: str) -> str:
     """``<run id>[/s<stage>]/<calibration>``, e.g. ``adaboost-0a1b2c3d4e5f/s64/platt``."""
     return f"{run_id}/s{stage}/{calibration}" if stage is not None else f"{run_id}/{calibration}"
+
+
+@dataclass
+class PackedRun:
+    """A finished run as a worker sends it: hillclimb predictions and the fitted siblings
+    already pickled (see :meth:`pack`), so the client only moves and writes bytes."""
+
+    predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
+    fitted: bytes
+
+    @classmethod
+    def pack(cls, predictions: np.ndarray, fitted) -> PackedRun:
+        """Pickle ``fitted`` in the store's format (what :meth:`PredictionStore.load_fitted`
+        reads back)."""
+        return cls(predictions, pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
@@ -195,14 +211,11 @@ class PredictionStore:
 
     # ------------------------------------------------------------------ writing runs
 
-    def write_run(self, run: RunSpec, result: RunResult, seconds: float) -> None:
-        """Commit a finished run: predictions and fitted bundle first, the manifest line last.
-        ``result.fitted`` may come already pickled (bytes), as workers send it."""
+    def write_run(self, run: RunSpec, result: PackedRun, seconds: float) -> None:
+        """Commit a finished run: predictions and fitted bundle first, the manifest line last."""
         rid = run.run_id
         preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
         fitted = result.fitted
-        if not isinstance(fitted, bytes):
-            fitted = pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL)
         _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
         _atomic_write(self.path / "runs" / f"{rid}.pkl", lambda fh: fh.write(fitted))
         self._append(_record(run, "ok", "", seconds))
