@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from datetime import date
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,3 +36,13 @@ def write_section(section: str, lines: list[str]) -> None:
     path.parent.mkdir(exist_ok=True)
     path.write_text(text)
     print(f"wrote {path.relative_to(ROOT)}")
+
+
+def median_seconds(fn, repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))

@@ -26,7 +26,7 @@ import pandas as pd
 from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
 from benchmarks import datasets
-from benchmarks._report import ROOT, machine_line, write_section
+from benchmarks._report import ROOT, machine_line, median_seconds, write_section
 from ensel import EnsembleSelectionClassifier
 from ensel.compress import fit_mimic, label, munge
 from ensel.library import build_library
@@ -81,15 +81,6 @@ def best_member(board: pd.DataFrame, family: str | None) -> str:
 
 def positive(proba: np.ndarray) -> np.ndarray:
     return proba[:, 1] if proba.ndim == 2 and proba.shape[1] == 2 else proba
-
-
-def median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def run_dataset(name: str, spec: str, n_pseudo: int, epochs: int, scan: tuple[int, ...]):

@@ -30,7 +30,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from benchmarks import risk_problems as rp
-from benchmarks._report import machine_line, write_section
+from benchmarks._report import machine_line, median_seconds, write_section
 
 SECTION = "## Extrapolation risk (Sandia protocol)"
 
@@ -324,15 +324,6 @@ def run_timing(names: list[str], sizes: Sizes) -> pd.DataFrame:
             row["error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 # --- tables and targets ------------------------------------------------------------------------

@@ -15,12 +15,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks._report import machine_line, write_section
+from benchmarks._report import machine_line, median_seconds, write_section
 from ensel.metrics import METRICS
 from ensel.selection import EnsembleSelection
 from ensel.synthetic import make_library
@@ -29,16 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PEER_ENV = ROOT / ".bench-envs" / "autogluon"
 PEER_METRICS = ("roc", "acc", "mxe", "fsc")  # where AutoGluon's metric is ours
 SECTION = "## Selection engine"
-
-
-def median_seconds(fn, repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of ``fn``."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def floor_seconds(P: np.ndarray) -> float:
