@@ -14,8 +14,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .calibration import ColumnCalibrator
+from .data import as_frame, check_columns
 from .library import Library, build_library
-from .library.data import as_frame, check_columns
 from .metrics import METRICS, greater_is_better, resolve_metric, score
 from .report import collect
 from .strategies import STRATEGIES

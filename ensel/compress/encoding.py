@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..library.data import Columns, as_frame, check_columns, check_features
+from ..data import Columns, as_frame, check_columns, check_features
 
 __all__ = ["Encoding"]
 

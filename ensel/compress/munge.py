@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
-from ..library.data import Columns, as_frame, check_features
+from ..data import Columns, as_frame, check_features
 
 __all__ = ["munge", "nearest_neighbours"]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..data import TrainingData, as_frame, check_columns, prepare
 from ..errors import StoreError
 from ..metrics import METRICS, score_batch
-from .data import TrainingData, as_frame, check_columns, prepare
 from .executor import Executor, make_executor
 from .runs import fit_run, run_seed
 from .spec import DetectorSpec, LibrarySpec, RunSpec, load_spec

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator
-from .data import TrainingData
+from ..data import TrainingData
 from .families import get_family, missing_requirements
 from .spec import RunSpec
 from .views import make_view, transform

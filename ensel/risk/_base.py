@@ -19,7 +19,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..library.data import Columns, as_frame
+from ..data import Columns, as_frame
 
 __all__ = ["DETECTORS", "Detector", "FeatureSpace", "get_detector", "register"]
 

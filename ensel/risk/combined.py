@@ -21,7 +21,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from ..calibration import PlattCalibrator
-from ..library.data import as_frame
+from ..data import as_frame
 from ..selection import EnsembleSelection
 from ._base import Detector, FeatureSpace, get_detector
 

@@ -9,7 +9,7 @@ import pytest
 
 from ensel.compress import munge
 from ensel.compress.munge import nearest_neighbours
-from ensel.library.data import Columns
+from ensel.data import Columns
 
 
 def mixed_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
