@@ -107,6 +107,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
+        return tags
+
     # ------------------------------------------------------------------ fitting
 
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
@@ -140,11 +145,13 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.weights_ = weights[keep]
         self.runs_ = {r: lib._fitted(r) for r in self.members_["run"].unique()}
         self._offsets = _offsets_in_runs(lib.members, keep)
-        self.columns_ = list(lib._columns)
+        self.columns_ = list(lib._columns)  # the columns the members use
+        self.input_columns_ = list(lib.input_columns)  # the columns given to fit
+        self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
         self.categories_ = dict(lib._categories)
-        self.n_features_in_ = len(self.columns_)
+        self.n_features_in_ = len(self.input_columns_)
         if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
+            self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
         hill = np.tensordot(self.weights_, P[keep], axes=1)
         self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
         self.hillclimb_score_ = score(metric, lib.y, hill)
@@ -278,7 +285,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
                     f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                     f"{self.n_features_in_} features as input"
                 )
-            X.columns = self.columns_
+            X.columns = getattr(self, "input_columns_", self.columns_)  # older saved models
         return check_columns(as_frame(X), self.columns_, self.categories_)
 
     # ------------------------------------------------------------------ reporting and files

@@ -48,7 +48,8 @@ class FitFn(Protocol):
 @dataclass(frozen=True)
 class Family:
     """A model family: its fit function, the parameters it accepts (name -> default), its view,
-    whether it has stages, and the analytic calibration variants its runs produce."""
+    whether it has stages, the analytic calibration variants its runs produce, and whether it
+    takes missing values natively (``native_missing``)."""
 
     name: str
     fit: FitFn
@@ -60,6 +61,10 @@ class Family:
     test_params: Mapping[str, Any] = field(default_factory=dict)  # small and fast, for tests
     test_stages: tuple[int, ...] | None = None
     validate: Callable[[dict[str, Any], tuple[int, ...] | None], None] | None = None
+    native_missing: bool = False
+    """True: the fit function takes NaN as it is (numeric NaN passed through; see
+    ``ensel.library.views``); False: its view imputes the median plus missing indicators,
+    fitted on each fold's training rows."""
 
 
 FAMILIES: dict[str, Family] = {}
