@@ -19,14 +19,13 @@ from sklearn.model_selection import (
 )
 from sklearn.utils.multiclass import type_of_target
 
+from ..calibration import CROSS_FIT_GROUPS
 from ..data import Columns, as_frame, check_features
 
 __all__ = ["HOLDOUT", "TrainingData", "prepare"]
 
 HOLDOUT = -1
 """Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
-CALIBRATION_GROUPS = 5
-"""Cross-fitting groups for calibrators on a held-out hillclimb split."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,7 @@ def prepare(
         folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
         folds[hill] = 0
         hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
-        k = int(min(CALIBRATION_GROUPS, hill_counts.min()))
+        k = int(min(CROSS_FIT_GROUPS, hill_counts.min()))
         if k < 2 or (counts - hill_counts).min() < 1:
             raise ValueError(
                 f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
