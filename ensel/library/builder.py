@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import TrainingData, as_frame, check_columns, prepare
+from ..data import as_frame, check_columns
 from ..errors import StoreError
 from ..metrics import METRICS, score_batch
 from .executor import Executor, make_executor
 from .runs import fit_run, run_seed
 from .spec import DetectorSpec, LibrarySpec, RunSpec, load_spec
 from .store import PackedRun, PredictionStore
+from .training import TrainingData, prepare
 
 __all__ = ["Library", "build_library"]
 

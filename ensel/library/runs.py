@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator
-from ..data import TrainingData
 from .families import get_family, missing_requirements
 from .spec import RunSpec
+from .training import TrainingData
 from .views import make_view, transform
 
 __all__ = ["FittedRun", "RunResult", "fit_run", "run_seed"]
