@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StoreError
-from ..metrics import METRICS, score_batch
+from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from .executor import Executor, make_executor
 from .kinds import get_kind
@@ -54,6 +54,7 @@ class Library:
         others = [r for r in store.records if store.records[r]["status"] != "ok"]
         self.failures = store.members(others, statuses=("failed", "timeout"))
         self.hillclimb_index, self.y = store.hillclimb()
+        self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])
         self.columns: list[str] = list(store.header["columns"])
         self.categories: dict[str, list[str]] = dict(store.header.get("categories", {}))
@@ -103,18 +104,25 @@ class Library:
             tuple(self.columns),
             self.categories,
             self.classes,
+            self.task,
         )
 
     def predict(self, X, ids=None) -> np.ndarray:
         """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
-        class for binary problems, ``(m, n, C)`` otherwise, members in the order given."""
+        class for binary problems, ``(m, n, C)`` otherwise, members in the order given; for
+        regression ``(m, n)`` predicted values."""
         return self.subset(ids).predict(X)
 
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics members are scored on: the eight, or rmse, mae and r2 for regression."""
+        return REGRESSION_METRICS if self.task == "regression" else METRICS
+
     def member_scores(self, P: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Every member's hillclimb score on each of the eight metrics (computed once)."""
+        """Every member's hillclimb score on each of ``metric_names`` (computed once)."""
         if self._scores is None:
             P = np.asarray(self.predictions) if P is None else P
-            self._scores = {name: score_batch(name, self.y, P) for name in METRICS}
+            self._scores = {name: score_batch(name, self.y, P) for name in self.metric_names}
         return self._scores
 
     def _fitted(self, run_id: str):
@@ -144,9 +152,12 @@ def build_library(
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
-    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. ``groups`` keeps
-    rows of one group (one person in panel data) in one fold. ``store``: a directory that keeps
-    everything (a temporary one if None); building again into it reuses every finished run.
+    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. A spec with
+    ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
+    ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
+    ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
+    directory that keeps everything (a temporary one if None); building again into it reuses
+    every finished run.
     ``time_limit`` (seconds per run, all folds; default the spec's) stops runs that take too
     long; they, and runs that fail, are recorded in ``Library.failures`` and skipped.
     ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
@@ -166,6 +177,7 @@ def build_library(
             groups=groups,
             hillclimb_fraction=hillclimb_fraction,
             random_state=random_state,
+            task=library_spec.task,
         )
         return _build(data, library_spec, cv, store, executor, random_state, retry_failed, verbose)
     finally:
@@ -242,6 +254,7 @@ def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
 def _header(data: TrainingData, cv: int | None) -> dict:
     return {
         "fingerprint": data.fingerprint(),
+        "task": data.task,
         "classes": [c.item() if hasattr(c, "item") else c for c in data.classes],
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,

@@ -69,8 +69,9 @@ class PackedRun:
 class Kind:
     """One kind of run.
 
-    ``parse(entries, source, seed)`` validates a section's entries (``source`` names the spec in
-    errors, ``seed`` seeds range samplers) and returns its run specs. ``fit(run, data, context,
+    ``parse(entries, source, seed, task)`` validates a section's entries (``source`` names the
+    spec in errors, ``seed`` seeds range samplers, ``task`` is the spec's classification or
+    regression) and returns its run specs. ``fit(run, data, context,
     random_state)`` fits one run on the training data (every fold) and returns a PackedRun; it
     runs on a worker, so it must be a module-level function. ``store`` is the sub-directory of
     the library's store that keeps this kind's runs (None: the library's own matrix), with a
@@ -78,7 +79,7 @@ class Kind:
     header)``; ``context`` goes to every ``fit``. Kinds with a lower ``order`` start first."""
 
     section: str
-    parse: Callable[[Any, str, int], tuple]
+    parse: Callable[[Any, str, int, str], tuple]
     fit: Callable[[Any, Any, Any, int], PackedRun]
     store: str | None = None
     prepare: Callable[[Any, dict, int], tuple[Any, dict]] | None = None

@@ -23,12 +23,13 @@ class FittedMembers:
     ``(members of the run, n, C)`` test-time probabilities, e.g. ``runs.FittedRun``), in the
     order the members first name them; member ``i`` is row ``offsets[i]`` of its run
     ``run_of[i]``. ``columns`` and ``categories`` are the training columns and the categories
-    seen in training; ``classes`` the class labels.
+    seen in training; ``classes`` the class labels; ``task`` classification or regression.
 
     The contract of :meth:`predict` (callers rely on it; a faster implementation keeps it): it
     takes X as given to the library (a DataFrame or array with the training columns), returns
     exactly these members' test-time probabilities, ``(len(ids), n)`` positive class for binary
-    problems and ``(len(ids), n, C)`` otherwise, in the order of ``ids``, equal to what
+    problems and ``(len(ids), n, C)`` otherwise (``(len(ids), n)`` predicted values for
+    regression), in the order of ``ids``, equal to what
     ``Library.predict(X, ids)`` returns. How it gets there is free: it may transform each
     preprocessing view once per fold, compute only the stages and calibrations of these
     members, or predict runs in parallel batches."""
@@ -40,6 +41,7 @@ class FittedMembers:
     columns: tuple[str, ...]
     categories: dict[str, list[str]]
     classes: np.ndarray
+    task: str = "classification"
     _rows: dict[str, np.ndarray] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -58,10 +60,14 @@ class FittedMembers:
 
     def predict(self, X) -> np.ndarray:
         """Test-time probabilities of these members on the rows of X (see the class docstring
-        for the contract): ``(m, n)`` for binary problems, ``(m, n, C)`` otherwise."""
+        for the contract): ``(m, n)`` for binary problems, ``(m, n, C)`` otherwise, ``(m, n)``
+        values for regression."""
         frame = self.frame(X)
-        out = np.empty((len(self.ids), len(frame), self.classes.size))
+        regression = self.task == "regression"
+        out = np.empty((len(self.ids), len(frame), 1 if regression else self.classes.size))
         for run_id, fitted in self.runs.items():
             rows = self._rows[run_id]
             out[rows] = fitted.predict(frame)[self.offsets[rows]]
+        if regression:
+            return out[..., 0]
         return out[..., 1] if self.classes.size == 2 else out

@@ -12,7 +12,10 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import (
+    GroupKFold,
     GroupShuffleSplit,
+    KFold,
+    ShuffleSplit,
     StratifiedGroupKFold,
     StratifiedKFold,
     StratifiedShuffleSplit,
@@ -42,10 +45,16 @@ class TrainingData:
     columns: Columns
     folds: np.ndarray
     groups: np.ndarray
+    task: str = "classification"  # "regression": y is the real target, classes is empty
 
     @property
     def n_classes(self) -> int:
         return self.classes.size
+
+    @property
+    def n_outputs(self) -> int:
+        """Columns of a run's prediction: one per class, or one real value for regression."""
+        return 1 if self.task == "regression" else self.classes.size
 
     @property
     def hillclimb(self) -> np.ndarray:
@@ -84,9 +93,11 @@ def prepare(
     groups=None,
     hillclimb_fraction: float = 0.2,
     random_state: int = 0,
+    task: str = "classification",
 ) -> TrainingData:
     """Check X and y and assign folds: ``cv=K`` stratified K folds (grouped when ``groups`` is
-    given: rows of one group never straddle folds), ``cv=None`` a stratified hillclimb split."""
+    given: rows of one group never straddle folds), ``cv=None`` a stratified hillclimb split.
+    ``task="regression"``: y is a real target, and the folds are plain (or grouped) K folds."""
     frame = as_frame(X)
     check_features(frame)
     y_arr = np.asarray(y)
@@ -102,6 +113,8 @@ def prepare(
         raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
     if y_arr.shape[0] != frame.shape[0]:
         raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
+    if task == "regression":
+        return _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
     if pd.isna(y_arr).any():
         raise ValueError("y has missing labels; drop those rows first")
     kind = type_of_target(y_arr) if y_arr.dtype != object else "labels"
@@ -150,6 +163,72 @@ def prepare(
                 raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
         cal_groups = _kfold(y_enc[hill], k, hill_groups, random_state)
     return TrainingData(frame, y_enc, classes, Columns.infer(frame), folds, cal_groups)
+
+
+def _prepare_regression(
+    frame: pd.DataFrame, y, cv, groups, hillclimb_fraction: float, random_state: int
+) -> TrainingData:
+    """``prepare`` for a real target: checked y as float64; ``cv=K`` shuffled K folds (grouped
+    K folds with ``groups``), ``cv=None`` a random (or whole-group) hillclimb split whose rows
+    are split into ``CROSS_FIT_GROUPS`` parts (kept for the layout; regression calibrates
+    nothing)."""
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"y must hold numbers for regression; got dtype {np.asarray(y).dtype}. Use "
+            "EnsembleSelectionClassifier (or --task classification) for class labels"
+        ) from None
+    bad = int((~np.isfinite(y)).sum())
+    if bad:
+        raise ValueError(f"y has {bad} missing or infinite target(s); drop those rows first")
+    n = y.size
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != y.shape:
+            raise ValueError(f"groups has shape {groups.shape}; it must match y {y.shape}")
+    units = n if groups is None else np.unique(groups).size
+    what = "rows" if groups is None else "groups"
+    if cv is not None:
+        if not isinstance(cv, int | np.integer) or cv < 2:
+            raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
+        if units < cv:
+            raise ValueError(f"y has {units} {what}, fewer than cv={cv} folds; lower cv")
+        folds = _plain_kfold(n, cv, groups, random_state)
+        cal_groups = folds[folds != HOLDOUT]
+    else:
+        if not 0.0 < hillclimb_fraction < 1.0:
+            raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
+        if units < 4:
+            raise ValueError(f"y has {units} {what}: too few to hold out a hillclimb split")
+        splitter = (ShuffleSplit if groups is None else GroupShuffleSplit)(
+            1, test_size=hillclimb_fraction, random_state=random_state
+        )
+        _, hill = next(splitter.split(np.zeros(n), y, groups))
+        hill = np.sort(hill)
+        folds = np.full(n, HOLDOUT, dtype=np.int64)
+        folds[hill] = 0
+        hill_groups = None if groups is None else groups[hill]
+        hill_units = hill.size if groups is None else np.unique(hill_groups).size
+        k = int(min(CROSS_FIT_GROUPS, hill_units))
+        if k < 2:
+            raise ValueError(f"the hillclimb split holds fewer than 2 {what}; use more data")
+        cal_groups = _plain_kfold(hill.size, k, hill_groups, random_state)
+    empty = np.array([], dtype=np.float64)
+    return TrainingData(frame, y, empty, Columns.infer(frame), folds, cal_groups, "regression")
+
+
+def _plain_kfold(n: int, k: int, groups, random_state: int) -> np.ndarray:
+    """Fold of each of ``n`` rows: shuffled K folds, or grouped K folds (whole groups)."""
+    folds = np.empty(n, dtype=np.int64)
+    if groups is None:
+        splits = KFold(k, shuffle=True, random_state=random_state).split(np.zeros(n))
+    else:
+        splitter = GroupKFold(k, shuffle=True, random_state=random_state)
+        splits = splitter.split(np.zeros(n), groups=groups)
+    for i, (_, test) in enumerate(splits):
+        folds[test] = i
+    return folds
 
 
 def _holdout(y: np.ndarray, fraction: float, groups, random_state: int) -> np.ndarray:

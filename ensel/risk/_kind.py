@@ -46,6 +46,11 @@ class DetectorSpec:
     def members(self) -> list[tuple[None, str]]:
         return [(None, "none")]
 
+    @property
+    def requires_y(self) -> bool:
+        """True for detectors that need class labels (margin, dispersion, open set)."""
+        return bool(get_detector(self.family).requires_y)
+
     def make(self, random_state: int):
         """The unfitted detector, seeded when it takes a ``random_state``."""
         det = get_detector(self.family)(**self.param_dict)
@@ -54,9 +59,10 @@ class DetectorSpec:
         return det
 
 
-def parse_detectors(entries: Any, source: str, seed: int) -> tuple[DetectorSpec, ...]:
+def parse_detectors(entries: Any, source: str, seed: int, task: str) -> tuple[DetectorSpec, ...]:
     """The ``detectors:`` section: entries ``{detector: NAME, params: {...}}`` (``seed`` is not
-    used: detectors are seeded per run)."""
+    used: detectors are seeded per run). A regression spec leaves out the detectors that need
+    class labels (margin, dispersion, open set)."""
     if entries is None:
         return ()
     if not isinstance(entries, list):
@@ -80,6 +86,8 @@ def parse_detectors(entries: Any, source: str, seed: int) -> tuple[DetectorSpec,
                 f"{where}: key 'params' must map parameters of {cls.name} "
                 f"({sorted(accepted - {'random_state'})}) to values; got {params!r}"
             )
+        if task == "regression" and cls.requires_y:
+            continue
         out.append(DetectorSpec(cls.name, tuple(sorted(params.items()))))
     return tuple(dict.fromkeys(out))
 
@@ -96,6 +104,7 @@ def prepare_detectors(data, header: dict, random_state: int) -> tuple[pd.DataFra
         pd.util.hash_pandas_object(background, index=False).sum()
     )
     header.update(
+        task="classification",
         classes=["data", "background"],
         n_hillclimb=2 * n_hill,
         hillclimb=np.r_[data.hillclimb, np.full(n_hill, -1)],
@@ -110,7 +119,8 @@ def fit_detector_run(
     """One detector over the folds and the background: its out-of-fold risk on the held-out
     rows, then on the background, as (data, background) probabilities."""
     detector = spec.make(run_seed(spec, random_state))
-    risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
+    y = None if data.task == "regression" else data.y
+    risk, fitted = fit_detector(detector, data.X, y, data.folds, background)
     predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
     return PackedRun.pack(predictions, fitted)
 

@@ -26,7 +26,7 @@ class Mean:
         return np.stack([1 - p, p], axis=-1)[None]
 
 
-def parse_toys(entries, source, seed):
+def parse_toys(entries, source, seed, task):
     if not isinstance(entries, list):
         raise SpecError(f"{source}: key 'toys' must be a list")
     return tuple(RunSpec("toy", (("shift", float(e)),), "raw", None, ("none",)) for e in entries)
