@@ -10,25 +10,27 @@ member averages its siblings, each passed through its own group's calibrator.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..calibration import CALIBRATORS, ColumnCalibrator
-from ..data import TrainingData
+from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
 from .families import get_family, missing_requirements
+from .kinds import run_seed
 from .spec import RunSpec
+from .training import TrainingData
 from .views import make_view, transform
 
-__all__ = ["FittedRun", "RunResult", "fit_run", "run_seed"]
+__all__ = ["FittedRun", "RunResult", "TargetTransformRun", "fit_run", "run_seed"]
 
 
-def run_seed(run: RunSpec, random_state: int) -> int:
-    """The seed of a run: fixed by the build's seed and the run's id, shared by its siblings."""
-    digest = hashlib.sha256(f"{random_state}:{run.run_id}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+def native_categorical(data: TrainingData) -> dict[int, int]:
+    """``{column index: number of categories}`` of the categorical columns in the native view
+    (numeric columns first, then the categorical ones, as ``make_view`` orders them)."""
+    offset = len(data.columns.numeric)
+    return {offset + j: len(c) for j, c in enumerate(data.columns.categories)}
 
 
 @dataclass
@@ -68,32 +70,63 @@ class RunResult:
     fitted: FittedRun
 
 
+@dataclass
+class TargetTransformRun:
+    """A regression run fitted to ``log1p(y)``: it predicts ``expm1`` of the inner run's output
+    (a spec entry's ``target: log1p``)."""
+
+    inner: object
+
+    def predict(self, X) -> dict[str, np.ndarray]:
+        with np.errstate(over="ignore"):
+            return {k: np.expm1(v) for k, v in self.inner.predict(X).items()}
+
+
+def _target_transform(params: dict, y: np.ndarray, run: RunSpec):
+    """``(params without 'target', y as the run learns it, wrapper of its fitted runs)``."""
+    target = params.pop("target", "none")
+    if target == "none":
+        return params, y, lambda fitted: fitted
+    if y.min() <= -1:
+        raise ValueError(
+            f"run {run.run_id}: target log1p needs y > -1, but y goes down to {y.min():g}; "
+            "drop 'target: log1p' from the spec entry"
+        )
+    return params, np.log1p(y), TargetTransformRun
+
+
 def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     """Fit ``run`` on every fold and return its out-of-fold hillclimb predictions."""
-    family = get_family(run.family)
+    family = get_family(run.family, run.task)
     missing = missing_requirements(family)
     if missing:
         raise ImportError(
             f"family {family.name!r} needs {', '.join(missing)}: pip install {' '.join(missing)}"
         )
     seed = run_seed(run, random_state)
-    params = run.param_dict
+    params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
     hill = data.hillclimb
     hill_folds = data.folds[hill]
     n_stages = len(run.stages or (None,))
+    extra = {"categorical": native_categorical(data)} if family.categorical else {}
+    if extra and run.view != "native":
+        extra["categorical"] = {}
     variants = ["none", *[c for c in run.calibrations if c in family.variants]]
-    oof = {v: np.empty((n_stages, hill.size, data.n_classes)) for v in variants}
+    oof = {v: np.empty((n_stages, hill.size, data.n_outputs)) for v in variants}
     siblings = []
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
         view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
-        fitted = family.fit(
-            transform(view, data.X.iloc[train]),
-            data.y[train],
-            n_classes=data.n_classes,
-            params=params,
-            stages=run.stages,
-            random_state=seed,
+        fitted = wrap(
+            family.fit(
+                transform(view, data.X.iloc[train]),
+                y_fit[train],
+                n_classes=data.n_classes,
+                params=params,
+                stages=run.stages,
+                random_state=seed,
+                **extra,
+            )
         )
         held = hill_folds == k
         predicted = fitted.predict(transform(view, data.X.iloc[hill[held]]))
@@ -112,17 +145,12 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
             if method not in CALIBRATORS:
                 members.append(oof[method][s_idx])
                 continue
-            f = oof["none"][s_idx]
-            pred = np.empty_like(f)
-            cals = []
-            for g in range(n_groups):
-                inside = groups == g
-                cal = ColumnCalibrator(method).fit(f[~inside], y_hill[~inside])
-                pred[inside] = cal.predict(f[inside])
-                cals.append(cal)
+            pred, cals = cross_fit(
+                functools.partial(ColumnCalibrator, method), oof["none"][s_idx], y_hill, groups
+            )
             calibrators[(s_idx, method)] = cals
             members.append(pred)
     predictions = np.stack(members).astype(np.float32)
     if not np.isfinite(predictions).all():
-        raise FloatingPointError(f"run {run.run_id} produced non-finite probabilities")
+        raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
     return RunResult(predictions, FittedRun(run, siblings, sibling_of_group, calibrators))

@@ -9,9 +9,11 @@ Missing values reach a family in one of two ways, chosen by its ``Family.native_
   passed through as NaN; in the native view a missing categorical cell is NaN too, in the
   standardised view it is a one-hot level of its own.
 - ``native_missing=False`` (the others): each numeric column is imputed by its median on the
-  fold's training rows, and a 0/1 missing-indicator column is added for every numeric column
-  that had a missing cell in those rows; a missing categorical cell is a level of its own (its
-  own one-hot column, or the code after the known categories in the native view).
+  fold's training rows, and a 0/1 missing-indicator column is added (after all other columns,
+  so the native view's column indices stay those of ``runs.native_categorical``) for every
+  numeric column that had a missing cell in those rows; a missing categorical cell is a level
+  of its own (its own one-hot column, or the code after the known categories in the native
+  view).
 
 One-hot views keep a column's frequent levels (at least ``MIN_LEVEL_ROWS`` training rows, the
 ``MAX_LEVELS`` most frequent) and pool the rest, and categories never seen in training, into
@@ -100,8 +102,6 @@ class View:
             if self.kind == "standardized":
                 numeric = (numeric - self.mean) / self.scale
             blocks.append(numeric)
-            if not self.native_missing and self.indicators.size:
-                blocks.append(missing[:, self.indicators].astype(np.float64))
         n = len(X)
         for j, name in enumerate(self.columns.categorical):
             text = _text(X[name])
@@ -124,6 +124,8 @@ class View:
             if self.missing_level[j]:
                 hot[rows[absent], width - 1] = 1.0
             blocks.append(hot)
+        if not self.native_missing and self.indicators.size:  # last: codes keep their index
+            blocks.append(np.isnan(_numeric(X, self.columns)[:, self.indicators]).astype(float))
         if not blocks:
             return np.zeros((n, 0))
         return np.hstack(blocks).astype(np.float64, copy=False)

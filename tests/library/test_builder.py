@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_iris
 
+import ensel.library._kind as models_kind
 import ensel.library.builder as builder_module
 import ensel.library.runs as runs_module
 from ensel.calibration import ColumnCalibrator
@@ -84,7 +85,7 @@ def test_a_folds_imputer_never_sees_its_hillclimb_rows(cv, monkeypatch):
     frequent levels) is fitted on its training rows only: the memoriser still reads 0.5 on every
     hillclimb row, and every fitted median and level set is that of the sibling's own training
     rows. A level found only among a sibling's held-out rows gets no column of its own."""
-    from ensel.data import prepare
+    from ensel.library.training import prepare
     from ensel.library.views import MIN_LEVEL_ROWS
 
     rng = np.random.default_rng(0)
@@ -169,8 +170,7 @@ def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
     spec = {"families": [{"family": "tree", "params": {"max_depth": 3}, "calibration": ["platt"]}]}
     lib = build_library(X, y, spec=spec, cv=3, verbose=0)
     fitted = lib.store.load_fitted(lib.members["run"][0])
-    from ensel.data import prepare
-    from ensel.library.views import MIN_LEVEL_ROWS
+    from ensel.library.training import prepare
     from ensel.library.views import transform
 
     folds = prepare(X, y, cv=3).folds
@@ -186,7 +186,7 @@ def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
 
 
 def test_held_out_split_and_calibration_groups_respect_groups():
-    from ensel.data import HOLDOUT, prepare
+    from ensel.library.training import HOLDOUT, prepare
 
     rng = np.random.default_rng(1)
     people = np.repeat(np.arange(60), 5)  # panel data: 60 people, 5 rows each
@@ -204,9 +204,8 @@ def test_held_out_split_and_calibration_groups_respect_groups():
 
 
 def test_a_store_has_one_writer(cancer, tmp_path):
-    from ensel.data import prepare
-    from ensel.library.views import MIN_LEVEL_ROWS
     from ensel.library.store import PredictionStore
+    from ensel.library.training import prepare
 
     X, y = cancer
     header = builder_module._header(prepare(X, y, cv=3), 3)
@@ -381,13 +380,13 @@ def test_resume_after_a_killed_build_loses_and_refits_nothing(tmp_path, monkeypa
     stamps = {p.name: p.stat().st_mtime_ns for p in (path / "runs").glob("*.npy")}
 
     fitted = []
-    real_fit_run = builder_module.fit_run
+    real_fit_run = models_kind.fit_run
 
     def counting_fit_run(run, data, random_state):
         fitted.append(run.run_id)
         return real_fit_run(run, data, random_state)
 
-    monkeypatch.setattr(builder_module, "fit_run", counting_fit_run)
+    monkeypatch.setattr(models_kind, "fit_run", counting_fit_run)
     X, y = load_breast_cancer(return_X_y=True)
     resumed = build_library(X, y, spec="tiny", cv=3, store=path, n_jobs=1, verbose=0)
     finished = {json.loads(line)["run"] for line in before}

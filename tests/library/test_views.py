@@ -24,14 +24,15 @@ def test_imputing_native_view_medians_indicators_and_a_missing_code():
     frame = _frame()
     view = make_view("native", Columns.infer(frame)).fit(frame)
     Z = view.transform(frame)
-    # a (median 4 of 1, 3, 10, 5), b, a's indicator, k's code (missing = code 2, after x and y)
+    # a (median 4 of 1, 3, 10, 5), b, k's code (missing = code 2, after x and y), and last
+    # a's indicator (after the codes, so categorical columns keep their native index)
     np.testing.assert_array_equal(Z[:, 0], [1, 4, 3, 10, 4, 5])
     np.testing.assert_array_equal(Z[:, 1], frame["b"])
-    np.testing.assert_array_equal(Z[:, 2], [0, 1, 0, 0, 1, 0])
-    np.testing.assert_array_equal(Z[:, 3], [0, 1, 2, 0, 0, 1])
+    np.testing.assert_array_equal(Z[:, 2], [0, 1, 2, 0, 0, 1])
+    np.testing.assert_array_equal(Z[:, 3], [0, 1, 0, 0, 1, 0])
     # b had no missing cell in training: imputed by its median, no indicator column
     new = pd.DataFrame({"a": [np.nan], "b": [np.nan], "k": ["never"]})
-    np.testing.assert_array_equal(view.transform(new), [[4.0, 3.5, 1.0, -1.0]])
+    np.testing.assert_array_equal(view.transform(new), [[4.0, 3.5, -1.0, 1.0]])
 
 
 def test_native_missing_view_passes_nan_through():
@@ -46,12 +47,13 @@ def test_standardized_view_scales_imputed_values_and_one_hots_missing():
     frame = pd.concat([_frame()] * 5, ignore_index=True)  # every level seen >= 5 times
     view = make_view("standardized", Columns.infer(frame)).fit(frame)
     Z = view.transform(frame)
-    # a, b standardised; a's indicator; k: x, y, missing
+    # a, b standardised; k: x, y, missing; a's indicator
     assert Z.shape == (30, 6)
     np.testing.assert_allclose(Z[:, :2].mean(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(Z[:, :2].std(axis=0), 1.0)
-    np.testing.assert_array_equal(Z[:, 3:].sum(axis=1), 1.0)
-    np.testing.assert_array_equal(Z[:, 5], frame["k"].isna())
+    np.testing.assert_array_equal(Z[:, 2:5].sum(axis=1), 1.0)
+    np.testing.assert_array_equal(Z[:, 4], frame["k"].isna())
+    np.testing.assert_array_equal(Z[:, 5], frame["a"].isna())
 
 
 def test_one_hot_view_pools_rare_levels_and_unseen_ones():
