@@ -9,7 +9,8 @@ block, as in ``MimicClassifier.predict_proba``). Missing values: NaN in ``numeri
 the training mean, plus the missing-indicator inputs the mimic learnt with), the empty string
 ``""`` in ``categorical`` (its own level where training had missing cells there).
 Outputs: ``probabilities``, float ``(n, n_classes)``, and ``label`` (the most probable class).
-The column lists and the classes are in the model's metadata (``numeric_columns``, ``categorical_columns``, ``classes``, JSON).
+The column lists and the classes are in the model's metadata (``numeric_columns``,
+``categorical_columns``, ``classes``, JSON).
 A regression mimic's one output is ``prediction``, float ``(n,)``, in the target's units.
 """
 
