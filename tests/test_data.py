@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensel.data import check_columns, check_features, clean_columns, prepare
+from ensel.data import check_columns, check_features, clean_columns
+from ensel.library.training import prepare
 
 
 def test_missing_values_pass_the_checks_infinities_do_not():
