@@ -21,6 +21,7 @@ from ..data import as_frame, check_columns
 from ..errors import StoreError
 from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from .executor import Executor, make_executor
+from .grow import GrowSpec, grow_runs, parse_grow
 from .runs import fit_run, run_seed
 from .spec import DetectorSpec, LibrarySpec, RunSpec, load_spec
 from .store import PackedRun, PredictionStore
@@ -131,6 +132,7 @@ def build_library(
     time_limit: float | None = None,
     retry_failed: bool = False,
     verbose: int = 1,
+    grow=None,
 ) -> Library:
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
@@ -148,8 +150,14 @@ def build_library(
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
     and the same seed gives the same store.
+    ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
+    (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+    "time": 120, "metric": "mxe", "families": [...]}``; grown runs are stored like any other.
     """
     library_spec = load_spec(spec)
+    grow_spec = parse_grow(grow, n_jobs=n_jobs if n_jobs > 0 else 2, seed=random_state)
+    if grow_spec is not None and library_spec.task != "classification":
+        raise ValueError("grow= grows classification libraries only; leave grow=None here")
     limit = time_limit if time_limit is not None else library_spec.time_limit
     executor = make_executor(n_jobs, limit, backend, client)
     try:
@@ -162,7 +170,9 @@ def build_library(
             random_state=random_state,
             task=library_spec.task,
         )
-        return _build(data, library_spec, cv, store, executor, random_state, retry_failed, verbose)
+        return _build(
+            data, library_spec, cv, store, executor, random_state, retry_failed, verbose, grow_spec
+        )
     finally:
         executor.close()
 
@@ -176,6 +186,7 @@ def _build(
     random_state: int,
     retry_failed: bool,
     verbose: int,
+    grow_spec: GrowSpec | None = None,
 ) -> Library:
     """Fit the runs and detectors of ``library_spec`` missing from ``store`` through
     ``executor``, in one pass: detectors first (a few long tasks, started early so no worker
@@ -207,6 +218,16 @@ def _build(
                 f"no run of spec {library_spec.name!r} finished, so the library is empty; "
                 f"errors: {reasons or 'none recorded'}"
             )
+        if grow_spec is not None:
+
+            def fit(runs: list[RunSpec]) -> dict[str, bool]:
+                todo = _missing(writer, runs, retry_failed)
+                _run_all(executor, todo, (data, background, random_state), store_for, 0)
+                return {
+                    r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
+                }
+
+            order += _grow(writer, data, grow_spec, order, fit)
         writer.consolidate(order)
         if detectors is not None:
             detector_order = [d.run_id for d in detector_specs]
@@ -217,6 +238,19 @@ def _build(
         if detectors is not None:
             detectors.close()
     return Library(PredictionStore(writer.path), _tmp=tmp)
+
+
+def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
+    """Run the growth stage over the ok runs of ``order``; the ids of the runs it added."""
+    binary = data.n_classes == 2
+
+    def predictions(run_ids: list[str]) -> np.ndarray:
+        P = np.concatenate([writer.run_predictions(r) for r in run_ids])
+        return P[..., 1] if binary else P
+
+    ok = writer.ok_runs(order)
+    added = grow_runs(grow_spec, predictions, ok, data.y[data.hillclimb], fit)
+    return [r for r in added if r not in order]
 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
