@@ -5,8 +5,8 @@ same fitted members; a mix's build cost is the training seconds of its runs.
 
     python -m benchmarks.bench_members [--quick] [--seeds 3] [--n-jobs 2]
 
-Protocol: allowed real datasets only (docs/benchmarks.md lists them), a stratified 75/25
-train/test split per seed, cv=5 inside the training rows. Reported per mix: mean test AUC (one
+Protocol: allowed real datasets only (benchmarks/datasets.py), the fixed 70/30 train/test
+protocol split per seed, cv=5 inside the training rows. Reported per mix: mean test AUC (one
 vs rest, macro, for multiclass) and log loss, the paired difference against the current default
 mix with its standard error over (dataset, seed) pairs, wins, and the summed training seconds.
 --quick: two small datasets, one seed.
@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from benchmarks._report import machine_line, write_section
-from benchmarks.datasets import ALLOWED_CLASSIFICATION, load, train_test
+from benchmarks.datasets import CLASSIFICATION, load, protocol_split
 from ensel.library import build_library
 from ensel.library.spec import load_spec
 from ensel.metrics import score
@@ -146,7 +146,7 @@ def mixes(lib, spec_doc: dict, tags: list[str]) -> dict[str, np.ndarray]:
         "default + modern": (old | modern) & (fam != "catboost"),
         "default + modern - tabular_mlp": (old | modern)
         & ~np.isin(fam, ["catboost", "tabular_mlp"]),
-        "boosters only (old + modern gbdt)": np.isin(fam, BOOST + ("hist_gbdt",)),
+        "boosters only (old + modern gbdt)": np.isin(fam, (*BOOST, "hist_gbdt")),
     }
     if (fam == "catboost").any():
         out["default + modern + catboost"] = old | modern
@@ -154,8 +154,9 @@ def mixes(lib, spec_doc: dict, tags: list[str]) -> dict[str, np.ndarray]:
 
 
 def run_one(name: str, seed: int, n_jobs: int, with_catboost: bool, store_root: Path) -> list:
-    X, y, groups = load(name)
-    train, test = train_test(y, groups, seed)
+    ds = load(name)
+    X, y, groups = ds.X, ds.y, ds.groups
+    train, test = protocol_split(y, seed, groups=groups)
     spec_doc, tags = _strip(candidate_spec(with_catboost))
     start = time.perf_counter()
     lib = build_library(
@@ -244,7 +245,7 @@ def main(argv=None) -> None:
     except ImportError:
         with_catboost = False
     names = args.datasets or (
-        ["breast_cancer", "wine"] if args.quick else list(ALLOWED_CLASSIFICATION)
+        ["breast_cancer", "wine"] if args.quick else [n for n in CLASSIFICATION if n != "iris"]
     )
     seeds = range(1 if args.quick else args.seeds)
     load_before = os.getloadavg()
@@ -267,7 +268,7 @@ def main(argv=None) -> None:
         f"{load_before[1]:.1f}/{load_before[2]:.1f} before, {load_after[0]:.1f}/"
         f"{load_after[1]:.1f}/{load_after[2]:.1f} after (shared machine).",
         "",
-        f"Datasets: {', '.join(names)}; seeds {list(seeds)}; stratified 75/25 split, cv=5, "
+        f"Datasets: {', '.join(names)}; seeds {list(seeds)}; the fixed 70/30 protocol split (benchmarks/datasets.py), cv=5, "
         "selection for log loss (20 bags); one library per (dataset, seed), selection restricted "
         "to each mix. Differences are paired over (dataset, seed); se = standard error.",
         "",
