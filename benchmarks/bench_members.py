@@ -268,7 +268,8 @@ def main(argv=None) -> None:
         f"{load_before[1]:.1f}/{load_before[2]:.1f} before, {load_after[0]:.1f}/"
         f"{load_after[1]:.1f}/{load_after[2]:.1f} after (shared machine).",
         "",
-        f"Datasets: {', '.join(names)}; seeds {list(seeds)}; the fixed 70/30 protocol split (benchmarks/datasets.py), cv=5, "
+        f"Datasets: {', '.join(names)}; seeds {list(seeds)}; the fixed 70/30 protocol split "
+        "(benchmarks/datasets.py), cv=5, "
         "selection for log loss (20 bags); one library per (dataset, seed), selection restricted "
         "to each mix. Differences are paired over (dataset, seed); se = standard error.",
         "",
