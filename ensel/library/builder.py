@@ -268,7 +268,7 @@ def _fit_task(task: RunSpec | DetectorSpec, shared: tuple):
         predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
         return PackedRun.pack(predictions, fitted)
     result = fit_run(task, data, random_state)
-    return PackedRun.pack(result.predictions, result.fitted)
+    return PackedRun.pack(result.predictions, result.fitted, result.costs)
 
 
 def _run_all(executor: Executor, todo: list, shared, store_for, verbose: int) -> None:
