@@ -26,7 +26,9 @@ from ensel._candidates import (
 from ensel.metrics import (
     Metric,
     check_labels,
+    check_predictions,
     check_probabilities,
+    check_targets,
     positive_class_layout,
     resolve_metric,
 )
@@ -110,6 +112,9 @@ class EnsembleSelection:
     ----------
     metric : one of ``ensel.metrics.METRICS``, a :class:`~ensel.metrics.Metric`, or a callable
         ``func(y_true, proba) -> float`` (maximised; see :func:`ensel.metrics.make_metric`).
+        A regression metric (``ensel.metrics.REGRESSION_METRICS``: rmse, mae, r2, or a Metric
+        with ``task="regression"``) selects over real predictions ``P`` (M, N) against real
+        targets ``y``.
     n_iter : greedy steps after initialisation (per bag).
     replacement : allow a member to be added more than once (§4.2.1).
     sorted_init : start from the best ``N`` members, ``N <= max_init`` chosen on the hillclimb
@@ -179,9 +184,9 @@ class EnsembleSelection:
     # ------------------------------------------------------------------ public API
 
     def fit(self, P, y, cost=None) -> EnsembleSelection:
-        """Select from ``P`` ((M, N) positive-class or (M, N, C) probabilities) against ``y``.
-        ``cost``: what predicting with each member costs (a :class:`PredictCost` or per-member
-        costs), needed with ``max_cost``."""
+        """Select from ``P`` ((M, N) positive-class or (M, N, C) probabilities, or (M, N) real
+        predictions for a regression metric) against ``y``. ``cost``: what predicting with each
+        member costs (a :class:`PredictCost` or per-member costs), needed with ``max_cost``."""
         self._check_params()
         metric = resolve_metric(self.metric)
         P, y, block_rows = self._check_inputs(P, y)
@@ -210,13 +215,17 @@ class EnsembleSelection:
         pool = np.sort(by_score[: max(1, math.ceil(self.prune_fraction * n_members))])
 
         fast = not self.exact and fast_available(metric)
+        # the built-in regression metrics do not change when targets and predictions move
+        # together: centre both so that float32 keeps the digits that differ between members
+        shift = float(y.mean()) if fast and metric.task == "regression" else 0.0
+        y_work = y - shift if shift else y
         if block_rows is None:
             # the fast kernels read float32: convert once, not once per bag
-            work = P.astype(np.float32) if fast else P
+            work = (P - shift if shift else P).astype(np.float32) if fast else P
             rows_of, scorer_of = work.__getitem__, partial(candidate_scorer, exact=self.exact)
         else:  # too large for copies: read the bag's rows a block at a time
             dtype = np.float32 if fast else np.float64
-            rows_of = partial(RowView, P, dtype=dtype)
+            rows_of = partial(RowView, P, dtype=dtype, shift=shift)
             scorer_of = partial(
                 streamed_scorer, exact=self.exact, block_rows=block_rows, chunk_bytes=chunk_bytes
             )
@@ -231,7 +240,9 @@ class EnsembleSelection:
             budget = None
             if self.max_cost is not None:
                 budget = _Budget(cost.needs[members], cost.item_cost, paid, self.max_cost)
-            run = self._hillclimb(metric, rows, y, gain[members], scorer_of, chunk_bytes, budget)
+            run = self._hillclimb(
+                metric, rows, y_work, gain[members], scorer_of, chunk_bytes, budget
+            )
             bag_weights[b, members] = run.counts / run.counts.sum()
             if paid is not None:
                 paid |= cost.needs[members[run.counts > 0]].any(axis=0)
@@ -262,8 +273,16 @@ class EnsembleSelection:
                 f"P must have shape ({self.n_members_}, n_samples{tail}) like the matrix given "
                 f"to fit; got {P.shape}"
             )
-        check_probabilities(P, name="P")
+        if self._task_ == "regression":
+            check_predictions(P, name="P")
+        else:
+            check_probabilities(P, name="P")
         return self._blend(P)
+
+    def predict(self, P) -> np.ndarray:
+        """The ensemble's prediction (the weighted average of the members' rows of ``P``): real
+        values for a regression metric, probabilities otherwise, as :meth:`predict_proba`."""
+        return self.predict_proba(P)
 
     # ------------------------------------------------------------------ internals
 
@@ -377,6 +396,9 @@ class EnsembleSelection:
         its copies would exceed the memory budget, P as given (memory-mapped, say) and the
         members to read at a time."""
         P = P if isinstance(P, np.ndarray) and P.dtype.kind == "f" else np.asarray(P, float)
+        self._task_ = resolve_metric(self.metric).task
+        if self._task_ == "regression":
+            return self._check_regression_inputs(P, y)
         if P.ndim not in (2, 3):
             raise ValueError(
                 "P must be (n_members, n_samples) positive-class probabilities or "
@@ -406,6 +428,32 @@ class EnsembleSelection:
                 f"y holds a single class ({int(y[0]) if len(y) else 'none'}); "
                 "selection needs cases of at least two classes"
             )
+        return P, y, block_rows
+
+    def _check_regression_inputs(self, P, y) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """``_check_inputs`` for a regression metric: real predictions (M, N), real targets."""
+        if P.ndim != 2:
+            raise ValueError(
+                "a regression metric selects over real predictions P of shape "
+                f"(n_members, n_samples); got shape {P.shape}"
+            )
+        if P.shape[0] == 0:
+            raise ValueError("the library is empty: P has no members; build at least one model")
+        self._ndim_, self._tail_ = 2, ()
+        budget = self.memory_budget if self.memory_budget is not None else _default_budget()
+        self._budget = budget
+        streamed = P.size * COPY_BYTES > budget
+        if not streamed:
+            P = np.asarray(P, dtype=np.float64)
+        y = check_targets(y, name="y")
+        if len(y) != P.shape[1]:
+            raise ValueError(
+                f"P has {P.shape[1]} samples per member but y has {len(y)} targets; "
+                "they must describe the same hillclimb cases"
+            )
+        block_rows = max(1, budget // (BLOCK_COPIES * 4 * P.shape[1])) if streamed else None
+        for start in range(0, len(P), block_rows or len(P)):
+            check_predictions(np.asarray(P[start : start + (block_rows or len(P))]), name="P")
         return P, y, block_rows
 
 

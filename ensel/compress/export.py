@@ -8,6 +8,7 @@ columns in training order as strings (``str(value)``; an unseen category is an a
 block, as in ``MimicClassifier.predict_proba``). Outputs: ``probabilities``, float
 ``(n, n_classes)``, and ``label`` (the most probable class). The column lists and the classes
 are in the model's metadata (``numeric_columns``, ``categorical_columns``, ``classes``, JSON).
+A regression mimic's one output is ``prediction``, float ``(n,)``, in the target's units.
 """
 
 from __future__ import annotations
@@ -101,6 +102,49 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
         ]
         if not last:
             nodes.append(helper.make_node(activation, [f"a{i}"], [out]))
+    if hasattr(mimic, "target_mean_"):  # a regression mimic: back to the target's units
+        nodes += [
+            helper.make_node(
+                "Mul", ["logits", const("target_scale", np.float32([mimic.target_scale_]))],
+                ["scaled"],
+            ),
+            helper.make_node(
+                "Add", ["scaled", const("target_mean", np.float32([mimic.target_mean_]))],
+                ["prediction_column"],
+            ),
+            helper.make_node(
+                "Reshape", ["prediction_column", const("flat", np.array([-1], np.int64))],
+                ["prediction"],
+            ),
+        ]  # fmt: skip
+        outputs = [helper.make_tensor_value_info("prediction", TensorProto.FLOAT, ["n"])]
+        props = {"target_mean": json.dumps(mimic.target_mean_)}
+        doc = "ensel regression mimic net: raw rows in, predicted values out"
+    else:
+        nodes, outputs = _class_outputs(mimic, nodes, const, helper, TensorProto)
+        props = {"classes": json.dumps([_plain(c) for c in mimic.classes_])}
+        doc = "ensel mimic net (dissertation §4.4): raw rows in, class probabilities out"
+    graph = helper.make_graph(nodes, "ensel_mimic", inputs, outputs, initializer=inits)
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.onnx.ml", ML_OPSET)],
+        producer_name="ensel",
+        doc_string=doc,
+    )
+    helper.set_model_props(
+        model,
+        {
+            "numeric_columns": json.dumps(list(enc.numeric)),
+            "categorical_columns": json.dumps(list(enc.categorical)),
+            **props,
+        },
+    )
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save_model(model, os.fspath(path))
+
+
+def _class_outputs(mimic, nodes, const, helper, TensorProto):
+    """A classifier mimic's ``Softmax`` probabilities and arg-max ``label`` outputs."""
     classes, label_type = _class_tensor(mimic.classes_)
     nodes += [
         helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1),
@@ -113,23 +157,7 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
         ),
         helper.make_tensor_value_info("label", label_type, ["n"]),
     ]
-    graph = helper.make_graph(nodes, "ensel_mimic", inputs, outputs, initializer=inits)
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.onnx.ml", ML_OPSET)],
-        producer_name="ensel",
-        doc_string="ensel mimic net (dissertation §4.4): raw rows in, class probabilities out",
-    )
-    helper.set_model_props(
-        model,
-        {
-            "numeric_columns": json.dumps(list(enc.numeric)),
-            "categorical_columns": json.dumps(list(enc.categorical)),
-            "classes": json.dumps([_plain(c) for c in mimic.classes_]),
-        },
-    )
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save_model(model, os.fspath(path))
+    return nodes, outputs
 
 
 def _class_tensor(classes: np.ndarray):

@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import TrainingData, as_frame, check_columns, prepare
+from ..data import as_frame, check_columns
 from ..errors import StoreError
-from ..metrics import METRICS, score_batch
+from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from .executor import Executor, make_executor
 from .runs import fit_run, run_seed
 from .spec import DetectorSpec, LibrarySpec, RunSpec, load_spec
 from .store import PackedRun, PredictionStore
+from .training import TrainingData, prepare
 
 __all__ = ["Library", "build_library"]
 
@@ -51,6 +52,7 @@ class Library:
         others = [r for r in store.records if store.records[r]["status"] != "ok"]
         self.failures = store.members(others, statuses=("failed", "timeout"))
         self.hillclimb_index, self.y = store.hillclimb()
+        self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])
         self._columns = store.header["columns"]
         self._categories = store.header.get("categories", {})
@@ -70,7 +72,8 @@ class Library:
 
     def predict(self, X, ids=None) -> np.ndarray:
         """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
-        class for binary problems, ``(m, n, C)`` otherwise, members in the order given."""
+        class for binary problems, ``(m, n, C)`` otherwise, members in the order given; for
+        regression ``(m, n)`` predicted values."""
         frame = check_columns(as_frame(X), self._columns, self._categories)
         wanted = list(self.members["id"]) if ids is None else list(ids)
         index = pd.Index(self.members["id"])
@@ -78,20 +81,28 @@ class Library:
         if unknown:
             raise ValueError(f"unknown member id(s) {unknown[:5]}; see Library.members['id']")
         rows = index.get_indexer(wanted)
-        out = np.empty((len(wanted), len(frame), self.classes.size))
+        regression = self.task == "regression"
+        out = np.empty((len(wanted), len(frame), 1 if regression else self.classes.size))
         for run_id, positions in pd.Series(range(len(wanted))).groupby(
             self.members["run"].to_numpy()[rows]
         ):
             fitted = self._fitted(run_id)
             offsets = rows[positions.to_numpy()] - self._first_row(run_id)
             out[positions.to_numpy()] = fitted.predict(frame)[offsets]
+        if regression:
+            return out[..., 0]
         return out[..., 1] if self.classes.size == 2 else out
 
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics members are scored on: the eight, or rmse, mae and r2 for regression."""
+        return REGRESSION_METRICS if self.task == "regression" else METRICS
+
     def member_scores(self, P: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Every member's hillclimb score on each of the eight metrics (computed once)."""
+        """Every member's hillclimb score on each of ``metric_names`` (computed once)."""
         if self._scores is None:
             P = np.asarray(self.predictions) if P is None else P
-            self._scores = {name: score_batch(name, self.y, P) for name in METRICS}
+            self._scores = {name: score_batch(name, self.y, P) for name in self.metric_names}
         return self._scores
 
     def _fitted(self, run_id: str):
@@ -124,9 +135,12 @@ def build_library(
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
-    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. ``groups`` keeps
-    rows of one group (one person in panel data) in one fold. ``store``: a directory that keeps
-    everything (a temporary one if None); building again into it reuses every finished run.
+    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. A spec with
+    ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
+    ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
+    ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
+    directory that keeps everything (a temporary one if None); building again into it reuses
+    every finished run.
     ``time_limit`` (seconds per run, all folds; default the spec's) stops runs that take too
     long; they, and runs that fail, are recorded in ``Library.failures`` and skipped.
     ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
@@ -146,6 +160,7 @@ def build_library(
             groups=groups,
             hillclimb_fraction=hillclimb_fraction,
             random_state=random_state,
+            task=library_spec.task,
         )
         return _build(data, library_spec, cv, store, executor, random_state, retry_failed, verbose)
     finally:
@@ -171,10 +186,13 @@ def _build(
         store = Path(tmp.name) / "store"
     writer = PredictionStore(store, _header(data, cv))
     detectors, background = None, None
+    detector_specs = library_spec.detectors
+    if data.task == "regression":  # margin, dispersion and open-set detectors need classes
+        detector_specs = tuple(d for d in detector_specs if not d.requires_y)
     try:
-        if library_spec.detectors:
+        if detector_specs:
             detectors, background = _detector_store(data, writer.path, random_state)
-        tasks = _missing(detectors, library_spec.detectors, retry_failed) if detectors else []
+        tasks = _missing(detectors, detector_specs, retry_failed) if detectors else []
         tasks += _missing(writer, library_spec.runs, retry_failed)
 
         def store_for(task):
@@ -191,7 +209,7 @@ def _build(
             )
         writer.consolidate(order)
         if detectors is not None:
-            detector_order = [d.run_id for d in library_spec.detectors]
+            detector_order = [d.run_id for d in detector_specs]
             if detectors.ok_runs(detector_order):  # the library works without them
                 detectors.consolidate(detector_order)
     finally:
@@ -225,6 +243,7 @@ def _detector_store(data, path: Path, random_state: int) -> tuple[PredictionStor
         pd.util.hash_pandas_object(background, index=False).sum()
     )
     header.update(
+        task="classification",
         classes=["data", "background"],
         n_hillclimb=2 * n_hill,
         hillclimb=np.r_[data.hillclimb, np.full(n_hill, -1)],
@@ -243,6 +262,7 @@ def _detector_library(path: Path) -> Library | None:
 def _header(data: TrainingData, cv: int | None) -> dict:
     return {
         "fingerprint": data.fingerprint(),
+        "task": data.task,
         "classes": [c.item() if hasattr(c, "item") else c for c in data.classes],
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
@@ -264,7 +284,8 @@ def _fit_task(task: RunSpec | DetectorSpec, shared: tuple):
         from ..risk.combined import fit_detector
 
         detector = task.make(run_seed(task, random_state))
-        risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
+        y = None if data.task == "regression" else data.y
+        risk, fitted = fit_detector(detector, data.X, y, data.folds, background)
         predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
         return PackedRun.pack(predictions, fitted)
     result = fit_run(task, data, random_state)

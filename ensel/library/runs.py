@@ -19,12 +19,20 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator
-from ..data import TrainingData
 from .families import get_family, missing_requirements
 from .spec import RunSpec
+from .training import TrainingData
 from .views import make_view, transform
 
-__all__ = ["FittedRun", "RunResult", "fit_run", "predict_stages", "run_seed"]
+__all__ = [
+    "FittedRun",
+    "RunResult",
+    "TargetTransformRun",
+    "fit_run",
+    "measure_cost",
+    "predict_stages",
+    "run_seed",
+]
 
 COST_ROWS = 1000
 """Rows the builder times a run's prediction on (the held-out rows, repeated where fewer), so
@@ -37,6 +45,13 @@ def run_seed(run: RunSpec, random_state: int) -> int:
     """The seed of a run: fixed by the build's seed and the run's id, shared by its siblings."""
     digest = hashlib.sha256(f"{random_state}:{run.run_id}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def native_categorical(data: TrainingData) -> dict[int, int]:
+    """``{column index: number of categories}`` of the categorical columns in the native view
+    (numeric columns first, then the categorical ones, as ``make_view`` orders them)."""
+    offset = len(data.columns.numeric)
+    return {offset + j: len(c) for j, c in enumerate(data.columns.categories)}
 
 
 @dataclass
@@ -100,32 +115,68 @@ class RunResult:
     costs: dict = field(default_factory=dict)  # see measure_cost
 
 
+@dataclass
+class TargetTransformRun:
+    """A regression run fitted to ``log1p(y)``: it predicts ``expm1`` of the inner run's output
+    (a spec entry's ``target: log1p``)."""
+
+    inner: object
+
+    @property
+    def cumulative(self) -> bool:
+        return bool(getattr(self.inner, "cumulative", False))
+
+    def predict(self, X, stages=None) -> dict[str, np.ndarray]:
+        inner = self.inner.predict(X) if stages is None else predict_stages(self.inner, X, stages)
+        with np.errstate(over="ignore"):
+            return {k: np.expm1(v) for k, v in inner.items()}
+
+
+def _target_transform(params: dict, y: np.ndarray, run: RunSpec):
+    """``(params without 'target', y as the run learns it, wrapper of its fitted runs)``."""
+    target = params.pop("target", "none")
+    if target == "none":
+        return params, y, lambda fitted: fitted
+    if y.min() <= -1:
+        raise ValueError(
+            f"run {run.run_id}: target log1p needs y > -1, but y goes down to {y.min():g}; "
+            "drop 'target: log1p' from the spec entry"
+        )
+    return params, np.log1p(y), TargetTransformRun
+
+
 def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     """Fit ``run`` on every fold and return its out-of-fold hillclimb predictions."""
-    family = get_family(run.family)
+    family = get_family(run.family, run.task)
     missing = missing_requirements(family)
     if missing:
         raise ImportError(
             f"family {family.name!r} needs {', '.join(missing)}: pip install {' '.join(missing)}"
         )
     seed = run_seed(run, random_state)
-    params = run.param_dict
+    params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
     hill = data.hillclimb
     hill_folds = data.folds[hill]
     n_stages = len(run.stages or (None,))
+    extra = {"categorical": native_categorical(data)} if family.categorical else {}
+    if extra and run.view != "native":
+        extra["categorical"] = {}
     variants = ["none", *[c for c in run.calibrations if c in family.variants]]
-    oof = {v: np.empty((n_stages, hill.size, data.n_classes)) for v in variants}
+    oof = {v: np.empty((n_stages, hill.size, data.n_outputs)) for v in variants}
     siblings = []
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
         view = make_view(run.view, data.columns).fit(data.X.iloc[train])
-        fitted = family.fit(
-            transform(view, data.X.iloc[train]),
-            data.y[train],
-            n_classes=data.n_classes,
-            params=params,
-            stages=run.stages,
-            random_state=seed,
+        fitted = wrap(
+            family.fit(
+                transform(view, data.X.iloc[train]),
+                y_fit[train],
+                n_classes=data.n_classes,
+                params=params,
+                stages=run.stages,
+                random_state=seed,
+                **extra,
+            )
         )
         held = hill_folds == k
         predicted = fitted.predict(transform(view, data.X.iloc[hill[held]]))
@@ -158,7 +209,7 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
             members.append(pred)
     predictions = np.stack(members).astype(np.float32)
     if not np.isfinite(predictions).all():
-        raise FloatingPointError(f"run {run.run_id} produced non-finite probabilities")
+        raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
     return RunResult(predictions, FittedRun(run, siblings, sibling_of_group, calibrators), costs)
 
 

@@ -17,6 +17,10 @@ A spec looks like::
           momentum: {uniform: [0, 0.9]}
         samples: 20                          # 20 draws, quasi-Monte Carlo by default
         stages: [16, 64, 256]
+
+A regression spec says ``task: regression``; its families are the regressors of
+``families/regression.py`` (by the same plain names), it has no calibration variants, and an
+entry may declare ``target: [none, log1p]`` (runs that learn ``log1p(y)`` and predict back).
 """
 
 from __future__ import annotations
@@ -37,12 +41,17 @@ from .families import VIEWS, Family, get_family
 
 __all__ = ["BUILTIN_SPECS", "DetectorSpec", "LibrarySpec", "RunSpec", "SpecError", "load_spec"]
 
-BUILTIN_SPECS = ("tiny", "default", "caruana2006")
+BUILTIN_SPECS = ("tiny", "default", "caruana2006", "regression", "tiny_regression")
 CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")
-ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler")
-TOP_KEYS = ("name", "description", "seed", "time_limit", "families", "detectors")
+ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler", "target")
+TOP_KEYS = ("name", "description", "seed", "time_limit", "task", "families", "detectors")
+TASKS = ("classification", "regression")
+TARGET_TRANSFORMS = ("none", "log1p")
+"""A regression entry's ``target:``: the run learns ``log1p(y)`` and predicts ``expm1`` of its
+output; the choice is stored as the run's parameter ``target`` (so it shows on the leaderboard
+and changes the run id)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class RunSpec:
     stages: tuple[int, ...] | None
     calibrations: tuple[str, ...]
 
+    task: str = "classification"
+
     @property
     def param_dict(self) -> dict[str, Any]:
         return dict(self.params)
@@ -63,11 +74,10 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         """A stable id from everything that defines the run (a changed entry is a new run)."""
-        key = json.dumps(
-            [self.family, self.params, self.view, self.stages, self.calibrations],
-            sort_keys=True,
-            default=str,
-        )
+        parts = [self.family, self.params, self.view, self.stages, self.calibrations]
+        if self.task != "classification":  # classification ids stay as they were
+            parts.append(self.task)
+        key = json.dumps(parts, sort_keys=True, default=str)
         return f"{self.family}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
 
     @property
@@ -101,6 +111,13 @@ class DetectorSpec:
     def members(self) -> list[tuple[None, str]]:
         return [(None, "none")]
 
+    @property
+    def requires_y(self) -> bool:
+        """True for detectors that need class labels (margin, dispersion, open set)."""
+        from ..risk import get_detector
+
+        return bool(get_detector(self.family).requires_y)
+
     def make(self, random_state: int):
         """The unfitted detector, seeded when it takes a ``random_state``."""
         from ..risk import get_detector
@@ -118,6 +135,7 @@ class LibrarySpec:
     time_limit: float | None
     source: str
     detectors: tuple[DetectorSpec, ...] = ()
+    task: str = "classification"
 
     @property
     def n_members(self) -> int:
@@ -125,8 +143,9 @@ class LibrarySpec:
 
 
 def load_spec(spec: str | Path | dict | LibrarySpec) -> LibrarySpec:
-    """A validated spec from a built-in name (``tiny``, ``default``, ``caruana2006``), a YAML
-    path, or an already-parsed dict."""
+    """A validated spec from a built-in name (``tiny``, ``default``, ``caruana2006``, and for
+    numeric targets ``regression`` and ``tiny_regression``), a YAML path, or an already-parsed
+    dict."""
     if isinstance(spec, LibrarySpec):
         return spec
     if isinstance(spec, dict):
@@ -166,9 +185,12 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
     time_limit = doc.get("time_limit")
     if time_limit is not None and (not isinstance(time_limit, int | float) or time_limit <= 0):
         raise SpecError(f"{source}: key 'time_limit' must be a positive number of seconds")
+    task = doc.get("task", "classification")
+    if task not in TASKS:
+        raise SpecError(f"{source}: key 'task' is {task!r}; allowed: {list(TASKS)}")
     runs: list[RunSpec] = []
     for i, entry in enumerate(entries):
-        runs.extend(_expand(entry, f"{source}: families[{i}]", seed + i))
+        runs.extend(_expand(entry, f"{source}: families[{i}]", seed + i, task))
     unique = list(dict.fromkeys(runs))
     return LibrarySpec(
         name=str(doc.get("name", Path(source).stem)),
@@ -176,6 +198,7 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
         time_limit=time_limit,
         source=source,
         detectors=_detectors(doc.get("detectors"), source),
+        task=task,
     )
 
 
@@ -210,14 +233,14 @@ def _detectors(entries: Any, source: str) -> tuple[DetectorSpec, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _expand(entry: Any, where: str, seed: int) -> list[RunSpec]:
+def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> list[RunSpec]:
     if not isinstance(entry, dict) or "family" not in entry:
         raise SpecError(f"{where}: each entry is a mapping with a 'family' key")
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
         raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {list(ENTRY_KEYS)}")
     try:
-        family = get_family(entry["family"])
+        family = get_family(entry["family"], task)
     except ValueError as exc:
         raise SpecError(f"{where}: key 'family': {exc}") from None
     where = f"{where} ({family.name})"
@@ -235,26 +258,50 @@ def _expand(entry: Any, where: str, seed: int) -> list[RunSpec]:
         raise SpecError(f"{where}: key 'view' is {view!r}; allowed: {list(VIEWS)}")
     stages = _stages(entry.get("stages"), family, where)
     calibrations = _calibrations(entry.get("calibration", ["none"]), family, where)
+    targets = _targets(entry.get("target"), task, where)
+    if task == "regression" and calibrations != ("none",):
+        raise SpecError(
+            f"{where}: key 'calibration': regression has no calibration variants; remove the key"
+        )
     grid = {k: v for k, v in params.items() if not isinstance(v, dict)}
     ranges = {k: v for k, v in params.items() if isinstance(v, dict)}
     draws = _draws(ranges, entry, where, seed)
     runs = []
     names = list(grid)
     values = [v if isinstance(v, list) else [v] for v in grid.values()]
-    for draw in draws:
-        for combo in itertools.product(*values):
-            full = dict(family.params)
-            full.update(zip(names, combo, strict=True))
-            full.update(draw)
-            if family.validate is not None:
-                try:
-                    family.validate(full, stages)
-                except ValueError as exc:
-                    raise SpecError(f"{where}: {exc}") from None
-            runs.append(
-                RunSpec(family.name, tuple(sorted(full.items())), view, stages, calibrations)
-            )
+    for draw, combo, target in itertools.product(draws, itertools.product(*values), targets):
+        full = dict(family.params)
+        full.update(zip(names, combo, strict=True))
+        full.update(draw)
+        if family.validate is not None:
+            try:
+                family.validate(full, stages)
+            except ValueError as exc:
+                raise SpecError(f"{where}: {exc}") from None
+        if target not in (None, "none"):  # absent means none: ids of plain runs stay short
+            full["target"] = target
+        runs.append(
+            RunSpec(family.name, tuple(sorted(full.items())), view, stages, calibrations, task)
+        )
     return runs
+
+
+def _targets(target: Any, task: str, where: str) -> list[str | None]:
+    """The entry's target transforms (regression only); ``[None]`` for a classification entry."""
+    if task != "regression":
+        if target is not None:
+            raise SpecError(f"{where}: key 'target' applies to regression specs only")
+        return [None]
+    target = ["none"] if target is None else [target] if isinstance(target, str) else target
+    if (
+        not isinstance(target, list)
+        or not target
+        or any(t not in TARGET_TRANSFORMS for t in target)
+    ):
+        raise SpecError(
+            f"{where}: key 'target' is {target!r}; allowed values: {list(TARGET_TRANSFORMS)}"
+        )
+    return list(dict.fromkeys(target))
 
 
 def _stages(stages: Any, family: Family, where: str) -> tuple[int, ...] | None:

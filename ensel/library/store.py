@@ -158,6 +158,8 @@ class PredictionStore:
         differ += [
             k for k in ("classes", "n_hillclimb", "cv") if self.header.get(k) != header.get(k)
         ]
+        if self.header.get("task", "classification") != header.get("task", "classification"):
+            differ.append("task")
         if differ:
             raise StoreError(
                 f"the store at {self.path} was built for other data or folds (differs in: "
@@ -298,15 +300,17 @@ class PredictionStore:
         parts = [self.run_predictions(r) for r in runs]
         n_hill = int(self.header["n_hillclimb"])
         n_classes = len(self.header["classes"])
+        regression = self.header.get("task") == "regression"  # one real value per member
         n_members = sum(p.shape[0] for p in parts)
-        shape = (n_members, n_hill) if n_classes == 2 else (n_members, n_hill, n_classes)
+        flat = n_classes == 2 or regression
+        shape = (n_members, n_hill) if flat else (n_members, n_hill, n_classes)
         token = hashlib.sha1(json.dumps([runs, n_members, time.time_ns()]).encode()).hexdigest()
         final = self.path / f"predictions-{token[:12]}.npy"
         tmp = final.with_name(f".{final.stem}.tmp.npy")
         matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
         row = 0
         for p in parts:
-            matrix[row : row + p.shape[0]] = p[..., 1] if n_classes == 2 else p
+            matrix[row : row + p.shape[0]] = p[..., 0] if regression else p[..., 1] if flat else p
             row += p.shape[0]
         matrix.flush()
         del matrix

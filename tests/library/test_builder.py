@@ -126,7 +126,7 @@ def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
     spec = {"families": [{"family": "tree", "params": {"max_depth": 3}, "calibration": ["platt"]}]}
     lib = build_library(X, y, spec=spec, cv=3, verbose=0)
     fitted = lib.store.load_fitted(lib.members["run"][0])
-    from ensel.data import prepare
+    from ensel.library.training import prepare
     from ensel.library.views import transform
 
     folds = prepare(X, y, cv=3).folds
@@ -142,7 +142,7 @@ def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
 
 
 def test_held_out_split_and_calibration_groups_respect_groups():
-    from ensel.data import HOLDOUT, prepare
+    from ensel.library.training import HOLDOUT, prepare
 
     rng = np.random.default_rng(1)
     people = np.repeat(np.arange(60), 5)  # panel data: 60 people, 5 rows each
@@ -160,8 +160,8 @@ def test_held_out_split_and_calibration_groups_respect_groups():
 
 
 def test_a_store_has_one_writer(cancer, tmp_path):
-    from ensel.data import prepare
     from ensel.library.store import PredictionStore
+    from ensel.library.training import prepare
 
     X, y = cancer
     header = builder_module._header(prepare(X, y, cv=3), 3)
