@@ -10,7 +10,7 @@ member averages its siblings, each passed through its own group's calibrator.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..calibration import CALIBRATORS, ColumnCalibrator
+from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
 from .families import get_family, missing_requirements
+from .kinds import run_seed
 from .spec import RunSpec
 from .training import TrainingData
 from .views import make_view, transform
@@ -39,12 +40,6 @@ COST_ROWS = 1000
 that per-call overhead does not dominate the cost per row of small folds."""
 COST_REPEATS = 2
 """Timings per stage; the fastest counts (the machine may be shared)."""
-
-
-def run_seed(run: RunSpec, random_state: int) -> int:
-    """The seed of a run: fixed by the build's seed and the run's id, shared by its siblings."""
-    digest = hashlib.sha256(f"{random_state}:{run.run_id}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 def native_categorical(data: TrainingData) -> dict[int, int]:
@@ -197,14 +192,9 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
             if method not in CALIBRATORS:
                 members.append(oof[method][s_idx])
                 continue
-            f = oof["none"][s_idx]
-            pred = np.empty_like(f)
-            cals = []
-            for g in range(n_groups):
-                inside = groups == g
-                cal = ColumnCalibrator(method).fit(f[~inside], y_hill[~inside])
-                pred[inside] = cal.predict(f[inside])
-                cals.append(cal)
+            pred, cals = cross_fit(
+                functools.partial(ColumnCalibrator, method), oof["none"][s_idx], y_hill, groups
+            )
             calibrators[(s_idx, method)] = cals
             members.append(pred)
     predictions = np.stack(members).astype(np.float32)

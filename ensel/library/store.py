@@ -27,7 +27,6 @@ import pickle
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StoreError
-from .runs import FittedRun
-from .spec import RunSpec
+from .kinds import PackedRun, RunLike
 
 __all__ = ["PackedRun", "PredictionStore", "member_id"]
 
@@ -47,22 +45,6 @@ STATUSES = ("ok", "failed", "timeout")
 def member_id(run_id: str, stage: int | None, calibration: str) -> str:
     """``<run id>[/s<stage>]/<calibration>``, e.g. ``adaboost-0a1b2c3d4e5f/s64/platt``."""
     return f"{run_id}/s{stage}/{calibration}" if stage is not None else f"{run_id}/{calibration}"
-
-
-@dataclass
-class PackedRun:
-    """A finished run as a worker sends it: hillclimb predictions and the fitted siblings
-    already pickled (see :meth:`pack`), so the client only moves and writes bytes."""
-
-    predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
-    fitted: bytes
-    costs: dict | None = None  # predict cost per sibling (ensel.library.runs.measure_cost)
-
-    @classmethod
-    def pack(cls, predictions: np.ndarray, fitted, costs: dict | None = None) -> PackedRun:
-        """Pickle ``fitted`` in the store's format (what :meth:`PredictionStore.load_fitted`
-        reads back)."""
-        return cls(predictions, pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL), costs)
 
 
 def _atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
@@ -214,7 +196,7 @@ class PredictionStore:
 
     # ------------------------------------------------------------------ writing runs
 
-    def write_run(self, run: RunSpec, result: PackedRun, seconds: float) -> None:
+    def write_run(self, run: RunLike, result: PackedRun, seconds: float) -> None:
         """Commit a finished run: predictions and fitted bundle first, the manifest line last."""
         rid = run.run_id
         preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
@@ -223,7 +205,7 @@ class PredictionStore:
         _atomic_write(self.path / "runs" / f"{rid}.pkl", lambda fh: fh.write(fitted))
         self._append(_record(run, "ok", "", seconds, result.costs))
 
-    def write_failure(self, run: RunSpec, status: str, error: str, seconds: float) -> None:
+    def write_failure(self, run: RunLike, status: str, error: str, seconds: float) -> None:
         """Record a run that failed or ran out of time, so the build goes on without it."""
         self._append(_record(run, status, error, seconds))
 
@@ -249,7 +231,7 @@ class PredictionStore:
                 f"{self.manifest_path.name} to refit it"
             ) from None
 
-    def load_fitted(self, run_id: str) -> FittedRun:
+    def load_fitted(self, run_id: str):
         """The fitted siblings of a run. This unpickles: open only stores you trust."""
         path = self.path / "runs" / f"{run_id}.pkl"
         try:
@@ -350,7 +332,7 @@ class PredictionStore:
 
 
 def _record(
-    run: RunSpec, status: str, error: str, seconds: float, costs: dict | None = None
+    run: RunLike, status: str, error: str, seconds: float, costs: dict | None = None
 ) -> dict:
     return {
         "run": run.run_id,
