@@ -138,3 +138,19 @@ def test_family_takes_missing_values_through_its_view(name, n_classes):
         assert p.shape[-2:] == (80, n_classes), variant
         assert np.isfinite(p).all()
         np.testing.assert_allclose(p.sum(axis=-1), 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_predicting_some_stages_equals_slicing_all(name):
+    """``predict(X, stages=idx)`` computes only the stages asked for, in the order asked,
+    and gives what predicting every stage and slicing gives (issue 15: only kept members)."""
+    family = _available(name)
+    X, y = _data(2, seed=2)
+    run = _fit(family, X[:180], y[:180], 2)
+    every = run.predict(X[180:])
+    n_stages = len(family.test_stages or (None,))
+    for idx in ([n_stages - 1], [0], list(range(n_stages))[::-1]):
+        some = run.predict(X[180:], stages=idx)
+        assert set(some) == set(every)
+        for variant in every:
+            np.testing.assert_allclose(some[variant], every[variant][idx], atol=1e-12)
