@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from .data import as_frame
 from .library import Library, build_library
+from .library.spec import load_spec
 from .metrics import METRICS, greater_is_better, resolve_metric, score
 from .report import collect
 from .risk.combined import DetectorSet
@@ -60,10 +63,15 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         4.1-4.2: on our benchmark's smaller libraries pruning to 10-50% moved the mean
         normalised score by less than the spread between outer folds (docs/benchmarks.md).
     store : directory that keeps the library (resumable); None uses a temporary one.
-    n_jobs, backend, client, time_limit, random_state, verbose : as in
-        :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
-        (``client``: a scheduler address keeps the estimator clonable, or a
-        ``distributed.Client``; see docs/distributed.md).
+    time_limit : seconds for the whole ``fit`` (None: no limit), as AutoML tools take it. The
+        library is built in an anytime order within the budget less a reserve for selection,
+        the detectors' combination and loading the chosen members (see
+        :func:`ensel.library.build_library`); ``fit`` returns within about 10% of it.
+    run_time_limit : seconds per training run (all folds); None takes the spec's cap.
+    n_jobs : worker processes for the build; -1 (the default) uses every core.
+    backend, client, random_state, verbose : as in :func:`ensel.library.build_library`;
+        ``backend="dask"`` builds on a dask cluster (``client``: a scheduler address keeps the
+        estimator clonable, or a ``distributed.Client``; see docs/distributed.md).
     """
 
     def __init__(
@@ -81,10 +89,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         max_init: int = 25,
         prune_fraction: float = 1.0,
         store=None,
-        n_jobs: int = 1,
+        n_jobs: int = -1,
         backend: str = "joblib",
         client=None,
         time_limit: float | None = None,
+        run_time_limit: float | None = None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -105,6 +114,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.backend = backend
         self.client = client
         self.time_limit = time_limit
+        self.run_time_limit = run_time_limit
         self.random_state = random_state
         self.verbose = verbose
 
@@ -117,6 +127,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
         """Build (or reuse) the library, combine its members, keep those with weight."""
+        started = time.monotonic()
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
@@ -126,8 +137,6 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         if self.calibrate not in CALIBRATE:
             raise ValueError(f"calibrate={self.calibrate!r}: use one of {CALIBRATE}")
         metric = resolve_metric(self.metric)
-        lib = self._library(X, y, groups)
-        P = np.asarray(lib.predictions)
         options = {
             "n_iter": self.n_iter,
             "n_bags": self.n_bags,
@@ -138,6 +147,25 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             "prune_fraction": self.prune_fraction,
             "random_state": self.random_state,
         }
+        speed = None
+        if self.time_limit is not None:
+            if (
+                isinstance(self.time_limit, bool)
+                or not isinstance(self.time_limit, int | float)
+                or not self.time_limit > 0
+            ):
+                raise ValueError(
+                    f"time_limit={self.time_limit!r}: give the fit's budget in seconds (> 0)"
+                )
+            speed = _Background(selection_speed, self.strategy, metric, options)
+        lib = self._library(X, y, groups, started)
+        P = np.asarray(lib.predictions)
+        self.budget_ = {}
+        if speed is not None:
+            speed = speed.result(default=SELECTION_SPEED)
+            after = 0.5 + 0.02 * self.time_limit  # detectors' combination, members, report
+            left = self.time_limit - (time.monotonic() - started) - after
+            options, self.budget_ = selection_within(options, left, speed, P.shape)
         weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
         self.classes_ = lib.classes
         self.leaderboard_ = _leaderboard(lib, P, weights)
@@ -164,9 +192,27 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         }
         self.report_data_ = collect(lib, P, weights, metric, options)
         self.detectors_ = _detector_set(lib, self.random_state)
+        self.fit_seconds_ = time.monotonic() - started
         return self
 
-    def _library(self, X, y, groups) -> Library:
+    def _build_budget(self, X, y, started: float) -> float | None:
+        """The seconds the library build may take: ``time_limit`` less what ``fit`` has spent
+        and the reserve for what follows the build (``fit_reserve``)."""
+        if self.time_limit is None:
+            return None
+        try:
+            n_members = load_spec(self.library).n_members
+        except Exception:  # an unusual spec: the build reports it
+            n_members = 500
+        n_rows = len(X) if self.cv is not None else max(1, int(0.2 * len(X)))
+        n_classes = int(pd.Series(np.asarray(y).ravel()).nunique())
+        options = {"n_bags": self.n_bags, "n_iter": self.n_iter, "bag_fraction": self.bag_fraction}
+        units = _selection_units(n_members, n_rows, n_classes, options)
+        selection = selection_seconds(units, options, SELECTION_SPEED)
+        reserve = fit_reserve(self.time_limit, selection)
+        return max(self.time_limit - reserve - (time.monotonic() - started), 1.0)
+
+    def _library(self, X, y, groups, started: float) -> Library:
         if isinstance(self.library, Library):
             return self.library
         if (
@@ -185,7 +231,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             client=self.client,
             random_state=self.random_state,
             groups=groups,
-            time_limit=self.time_limit,
+            time_limit=self._build_budget(X, y, started),
+            run_time_limit=self.run_time_limit,
             verbose=self.verbose,
         )
 
@@ -316,6 +363,100 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
         return model
+
+
+RESERVE_SHARE = 0.4
+"""At most this share of a fit's time budget is kept back from the library build."""
+SELECTION_SPEED = 5e-8
+"""Seconds per unit of selection work assumed before it is measured (``selection_speed``
+measured 3.7e-8 to 4.6e-8 on a shared 2-core machine under load)."""
+STEP_SECONDS = 3e-4
+"""Seconds of overhead per selection step (one bag, one step), whatever the library's size."""
+
+
+def _selection_units(n_members: int, n_rows: int, n_classes: int, options: dict) -> float:
+    """The work of ensemble selection: members x rows x classes x bags x steps x bag share."""
+    share = options["bag_fraction"] if options["n_bags"] > 1 else 1.0
+    columns = 1 if n_classes <= 2 else n_classes
+    return n_members * n_rows * columns * max(options["n_bags"], 1) * options["n_iter"] * share
+
+
+class _Background:
+    """``fn(*args)`` run in a thread; ``result`` waits for it (``default`` if it raised)."""
+
+    def __init__(self, fn, *args) -> None:
+        self._out: list = []
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        try:
+            self._out.append(fn(*args))
+        except Exception:
+            pass
+
+    def result(self, default):
+        self._thread.join()
+        return self._out[0] if self._out else default
+
+
+def selection_seconds(units: float, options: dict, speed: float) -> float:
+    """Estimated seconds of a selection of ``units`` work (``_selection_units``)."""
+    return speed * units + STEP_SECONDS * max(options["n_bags"], 1) * options["n_iter"]
+
+
+def selection_speed(strategy: str, metric, options: dict) -> float:
+    """Seconds per unit of selection work (``_selection_units``) on this machine now, from a
+    small selection after a tiny one that compiles or loads the selection kernels (paid once
+    per process anyway). ``fit`` runs it in a thread beside the library build."""
+    rng = np.random.default_rng(0)
+    P = (0.01 + 0.98 * rng.random((32, 2000))).astype(np.float32)
+    y = rng.integers(0, 2, 2000)
+    small = {**options, "n_bags": 2, "n_iter": 10, "prune_fraction": 1.0}
+    STRATEGIES[strategy](P[:4, :100], y[:100], metric, {**small, "n_iter": 2})  # warm up
+    start = time.monotonic()
+    STRATEGIES[strategy](P, y, metric, small)
+    return (time.monotonic() - start) / _selection_units(32, 2000, 2, small)
+
+
+def fit_reserve(time_limit: float, selection: float) -> float:
+    """Seconds of a fit's ``time_limit`` kept back from the library build for what follows:
+    selection (``selection_seconds``, estimated for the whole spec), then the detectors'
+    combination, loading the chosen members and the report (1 s + 5% of the budget); at most
+    ``RESERVE_SHARE`` of the budget (selection is then fitted into the time left, see
+    ``selection_within``)."""
+    return min(RESERVE_SHARE * time_limit, 1.0 + 0.05 * time_limit + selection)
+
+
+def selection_within(
+    options: dict, seconds: float, speed: float, shape: tuple[int, ...]
+) -> tuple[dict, dict]:
+    """Selection ``options`` whose work fits in ``seconds`` at ``speed`` on predictions of
+    ``shape``, and what was changed: first the library is pruned to its best members by
+    hillclimb score (``prune_fraction``, §4.3.6: the top 10-20% lose little), down to 8
+    members; then fewer bags, then fewer steps (at least 10)."""
+    n_members, n_rows = shape[0], shape[1]
+    n_classes = shape[2] if len(shape) == 3 else 2
+    out = dict(options)
+
+    def cost(members: int) -> float:
+        return selection_seconds(_selection_units(members, n_rows, n_classes, out), out, speed)
+
+    report = {"selection_seconds_estimated": cost(n_members), "selection_seconds_allowed": seconds}
+    if cost(n_members) <= seconds:
+        return out, report
+    members = n_members
+    while members > min(n_members, 8) and cost(members) > seconds:
+        members = max(min(n_members, 8), int(members * 0.8))
+    out["prune_fraction"] = min(options["prune_fraction"], members / n_members)
+    while cost(members) > seconds and out["n_bags"] > 1:
+        out["n_bags"] = max(1, out["n_bags"] // 2)
+    while cost(members) > seconds and out["n_iter"] > 10:
+        out["n_iter"] = max(10, out["n_iter"] // 2)
+    report.update(
+        {k: out[k] for k in ("prune_fraction", "n_bags", "n_iter") if out[k] != options[k]}
+    )
+    return out, report
 
 
 def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:

@@ -261,3 +261,47 @@ def test_fits_and_predicts_data_with_missing_values_as_it_is(cv):
     with pytest.warns(UserWarning, match="column 'lab' is numeric"):
         risk = model.risk(X_new)
     assert np.isfinite(risk.to_numpy()).all() and ((risk >= 0) & (risk <= 1)).all().all()
+
+
+class _Prior:
+    def __init__(self, p):
+        self.p = p
+
+    def predict(self, X, stages=None):
+        return {"none": np.tile(self.p, (1, len(X), 1))}
+
+
+def _fit_prior(X, y, *, n_classes, params, stages, random_state):
+    import time
+
+    if params["seconds"]:
+        time.sleep(params["seconds"])  # stopped by the budget's alarm (n_jobs=1)
+    counts = np.bincount(y, minlength=n_classes) + params["k"]
+    return _Prior(counts / counts.sum())
+
+
+def test_time_limit_is_the_whole_fit(cancer, monkeypatch):
+    """A budget test with a slow fake family: ``fit`` returns within 10% of ``time_limit``
+    with an ensemble of what finished, and says which runs the budget cut short."""
+    import time
+
+    from ensel.library.families import FAMILIES, Family
+
+    family = Family(name="prior", fit=_fit_prior, params={"k": 1.0, "seconds": 0}, view="native")
+    monkeypatch.setitem(FAMILIES, "prior", family)
+    spec = {
+        "families": [
+            {"family": "prior", "params": {"k": [1.0, 2.0], "seconds": [0, 120]}},
+            {"family": "logreg", "params": {"ridge": [1.0, 10.0]}, "calibration": ["platt"]},
+        ]
+    }
+    X_train, X_test, y_train, _ = cancer
+    start = time.monotonic()
+    model = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1, time_limit=10).fit(
+        X_train, y_train
+    )
+    elapsed = time.monotonic() - start
+    assert elapsed < 10 * 1.1 and model.fit_seconds_ <= elapsed
+    board = model.leaderboard()
+    assert {"prior", "logreg"} <= set(board["family"])
+    assert model.predict_proba(X_test).shape == (len(X_test), 2)

@@ -399,3 +399,107 @@ def test_resume_after_a_killed_build_loses_and_refits_nothing(tmp_path, monkeypa
             assert (path / "runs" / name).stat().st_mtime_ns == stamp
     fresh = build_library(X, y, spec="tiny", cv=3, n_jobs=1, verbose=0)
     np.testing.assert_array_equal(np.asarray(resumed.predictions), np.asarray(fresh.predictions))
+
+
+# ------------------------------------------------------------------ time budget
+
+
+@dataclass
+class _PriorRun:
+    p: np.ndarray
+
+    def predict(self, X, stages=None):
+        return {"none": np.tile(self.p, (1, len(X), 1))}
+
+
+FITTED: list = []
+
+
+def _fit_fast(X, y, *, n_classes, params, stages, random_state):
+    FITTED.append(params["k"])
+    return _PriorRun(
+        (np.bincount(y, minlength=n_classes) + params["k"]) / (y.size + 2 * params["k"])
+    )
+
+
+def _fit_slow(X, y, *, n_classes, params, stages, random_state):
+    if params["seconds"]:
+        time.sleep(params["seconds"])  # interrupted by the budget's alarm (n_jobs=1)
+    return _fit_fast(X, y, n_classes=n_classes, params={"k": 1.0}, stages=None, random_state=0)
+
+
+@pytest.fixture
+def fast_and_slow(monkeypatch):
+    for name, fit, params in (
+        ("fast", _fit_fast, {"k": 1.0}),
+        ("slow", _fit_slow, {"seconds": 60}),
+    ):
+        monkeypatch.setitem(
+            FAMILIES, name, Family(name=name, fit=fit, params=params, view="native")
+        )
+    FITTED.clear()
+    return {
+        "families": [
+            {"family": "fast", "params": {"k": [1.0, 2.0, 3.0, 4.0]}},
+            {"family": "slow", "params": {"seconds": [60, 61]}},
+        ]
+    }
+
+
+def test_a_time_budget_ends_the_build_on_time_and_a_later_build_resumes(
+    cancer, fast_and_slow, tmp_path
+):
+    """A slow family cannot finish within the budget: the build returns on time with the fast
+    members, the slow runs are recorded as cut short by the budget, and a second build into the
+    same store fits only them (the fast ones are reused)."""
+    X, y = cancer
+    start = time.monotonic()
+    lib = build_library(
+        X, y, spec=fast_and_slow, cv=3, store=tmp_path / "s", n_jobs=1, time_limit=5, verbose=0
+    )
+    assert time.monotonic() - start < 5 * 1.1 + 0.5
+    assert set(lib.members["family"]) == {"fast"} and len(lib.members) == 4
+    assert sorted(lib.failures["status"]) == ["budget", "budget"]
+    assert all("time budget" in e for e in lib.failures["error"])
+    assert len(FITTED) == 4 * 3  # four fast runs of three folds each
+    FITTED.clear()
+    # the slow family now returns at once for the same parameters (the same run ids)
+    FAMILIES["slow"] = Family(
+        name="slow", fit=_fit_quick_slow, params={"seconds": 60}, view="native"
+    )
+    again = build_library(X, y, spec=fast_and_slow, cv=3, store=tmp_path / "s", n_jobs=1, verbose=0)
+    assert len(again.members) == 6 and len(again.failures) == 0
+    assert FITTED == [1.0] * 2 * 3  # only the two slow runs were fitted, over three folds
+
+
+def _fit_quick_slow(X, y, *, n_classes, params, stages, random_state):
+    return _fit_fast(X, y, n_classes=n_classes, params={"k": 1.0}, stages=None, random_state=0)
+
+
+def test_budget_order_is_round_robin_over_families_strongest_and_cheapest_first():
+    from ensel.library.schedule import anytime_order
+    from ensel.library.spec import load_spec
+
+    spec = load_spec("default")
+    tasks = [("families", r) for r in spec.runs] + [
+        ("detectors", d) for d in spec.section("detectors")
+    ]
+    order = [tasks[i] for i in anytime_order(tasks, n_rows=5000)]
+    assert sorted(map(id, order)) == sorted(map(id, tasks))  # a permutation
+    first = [run.family if section == "families" else section for section, run in order[:10]]
+    assert first[:4] == ["lightgbm", "xgboost", "random_forest", "logreg"]
+    assert "detectors" in first  # the detectors take part early
+    lgbm = [
+        dict(r.params)["num_leaves"] for s, r in order if s == "families" and r.family == "lightgbm"
+    ]
+    assert lgbm[0] == 7  # cheapest first
+    tail = {run.family for _, run in order[-15:]}
+    assert tail <= {"svm", "knn"}  # kernel SVMs and k-NN last on large data
+    linear = [
+        i
+        for i, (s, r) in enumerate(order)
+        if s == "families" and dict(r.params).get("kernel") == "linear"
+    ]
+    assert max(linear) < len(order) - 15
+    small = [tasks[i][1].family for i in anytime_order(tasks, n_rows=500)[:16]]
+    assert "svm" in small and "knn" in small
