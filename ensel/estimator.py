@@ -8,6 +8,7 @@ import os
 import pickle
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +167,12 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             after = 0.5 + 0.02 * self.time_limit  # detectors' combination, members, report
             left = self.time_limit - (time.monotonic() - started) - after
             options, self.budget_ = selection_within(options, left, speed, P.shape)
+            runs = lib.failures.drop_duplicates("run")
+            self.budget_.update(
+                build_seconds=time.monotonic() - started,
+                runs_ok=int(lib.members["run"].nunique()),
+                runs_not_finished=runs["status"].value_counts().to_dict(),
+            )
         weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
         self.classes_ = lib.classes
         self.leaderboard_ = _leaderboard(lib, P, weights)
@@ -193,6 +200,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.report_data_ = collect(lib, P, weights, metric, options)
         self.detectors_ = _detector_set(lib, self.random_state)
         self.fit_seconds_ = time.monotonic() - started
+        self.ensel_version_ = _version()
         return self
 
     def _build_budget(self, X, y, started: float) -> float | None:
@@ -362,11 +370,25 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             model = pickle.load(fh)
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        saved = getattr(model, "ensel_version_", "before 0.1.0")
+        if saved != _version():
+            warnings.warn(
+                f"{path} was saved by ensel {saved} and is loaded by ensel {_version()}: a "
+                "saved model is a pickle and is only guaranteed to load and predict the same "
+                "with the ensel (and scikit-learn, xgboost, lightgbm) versions that saved it; "
+                "refit it if predictions fail",
+                UserWarning,
+                stacklevel=2,
+            )
         return model
 
 
-RESERVE_SHARE = 0.4
+RESERVE_SHARE = 0.25
 """At most this share of a fit's time budget is kept back from the library build."""
+SELECTION_SHARE = 0.15
+"""At most this share of a fit's time budget is reserved for selection before the build (a
+budget that ends early builds few members, and ``selection_within`` fits selection into the
+time left after the build)."""
 SELECTION_SPEED = 5e-8
 """Seconds per unit of selection work assumed before it is measured (``selection_speed``
 measured 3.7e-8 to 4.6e-8 on a shared 2-core machine under load)."""
@@ -425,6 +447,7 @@ def fit_reserve(time_limit: float, selection: float) -> float:
     combination, loading the chosen members and the report (1 s + 5% of the budget); at most
     ``RESERVE_SHARE`` of the budget (selection is then fitted into the time left, see
     ``selection_within``)."""
+    selection = min(selection, SELECTION_SHARE * time_limit)
     return min(RESERVE_SHARE * time_limit, 1.0 + 0.05 * time_limit + selection)
 
 
@@ -457,6 +480,16 @@ def selection_within(
         {k: out[k] for k in ("prune_fraction", "n_bags", "n_iter") if out[k] != options[k]}
     )
     return out, report
+
+
+def _version() -> str:
+    """The installed ensel version (stamped on fitted models)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ensel")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -21,7 +22,8 @@ import pandas as pd
 from ..errors import StoreError
 from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
-from .executor import Executor, make_executor
+from ._worker import describe
+from .executor import Executor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .members import FittedMembers
@@ -275,7 +277,13 @@ def _build(
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, len(data.X))]
         shared = (data, contexts, fits, random_state)
+        first = _first_run(tasks) if deadline is not None else None
+        if first is not None:  # fitted here while the worker processes start
+            tasks.remove(first)
+            first_run = _Background(_fit_task, first, shared)
         _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap)
+        if first is not None:
+            first_run.commit(first, stores, deadline)
         order = [r.run_id for r in library_spec.runs]
         if not writer.ok_runs(order):
             failed = writer.members(order, statuses=FAILED)
@@ -440,6 +448,52 @@ def _run_all(
     finally:
         if progress is not None:
             progress.close()
+
+
+QUICK_FAMILIES = ("logreg", "naive_bayes", "tree", "linear")
+"""Under a time budget the cheapest run of the first of these families in the spec is fitted in
+the calling process while the worker processes start, so that even a budget that ends before
+any worker finishes a run leaves a library."""
+
+
+def _first_run(tasks: list) -> tuple | None:
+    """The quick run to fit in this process first (see ``QUICK_FAMILIES``), or None."""
+    for family in QUICK_FAMILIES:
+        runs = [t for t in tasks if t[0] == "families" and t[1].family == family]
+        if runs:
+            return min(runs, key=lambda t: _cost(t[1]))
+    return None
+
+
+class _Background:
+    """One task run in a thread of this process; ``commit`` waits for it and stores it."""
+
+    def __init__(self, fn, task, shared) -> None:
+        self.outcome: tuple | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, task, shared), daemon=True)
+        self._start = time.perf_counter()
+        self._thread.start()
+
+    def _run(self, fn, task, shared) -> None:
+        try:
+            self.outcome = ("ok", fn(task, shared), "")
+        except Exception as exc:  # recorded like a failed run
+            self.outcome = ("failed", None, describe(exc))
+
+    def commit(self, task: tuple, stores: dict, deadline: float) -> None:
+        self._thread.join(timeout=max(deadline - time.monotonic(), 0.5))
+        seconds = time.perf_counter() - self._start
+        section, run = task
+        if self._thread.is_alive():  # left to end on its own; its result is not kept
+            status, value, error = "budget", None, budget_message(seconds)
+        else:
+            status, value, error = self.outcome or ("failed", None, "no outcome")
+        if status == "ok":
+            stores[section].write_run(run, value, seconds)
+        else:
+            stores[section].write_failure(run, status, error, seconds)
+            if status != "budget":
+                log.warning("run %s %s: %s", run.run_id, status, error)
 
 
 def _cost(run) -> float:
