@@ -27,7 +27,9 @@ SPEC = {
 @pytest.fixture(scope="module")
 def model():
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
-    return EnsembleSelectionClassifier(library=SPEC, metric="roc", cv=3, n_bags=5).fit(X, y)
+    return EnsembleSelectionClassifier(library=SPEC, n_jobs=1, metric="roc", cv=3, n_bags=5).fit(
+        X, y
+    )
 
 
 def test_report_has_every_section(model):
@@ -58,7 +60,7 @@ def test_the_ensemble_comparison_is_out_of_fold(model):
 
 def test_multiclass_report_says_reliability_is_binary():
     X, y = load_iris(return_X_y=True)
-    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3).fit(X, y)
+    clf = EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, n_bags=3).fit(X, y)
     assert "drawn for binary problems" in render(clf)
 
 
