@@ -20,6 +20,7 @@ from pathlib import Path
 
 MODEL_FILE = "model.pkl"
 LEADERBOARD_FILE = "leaderboard.csv"
+LIBRARY_DIR = "library"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -125,8 +126,9 @@ def fit(args: argparse.Namespace) -> str:
     model.save(args.out / MODEL_FILE)
     model.leaderboard().to_csv(args.out / LEADERBOARD_FILE, index=False)
     return (
-        f"fitted {len(model.members_)} of {len(model.leaderboard_)} members; hillclimb "
-        f"{args.metric} {model.hillclimb_score_:.4f}; model in {args.out / MODEL_FILE}"
+        f"{len(model.members_)} of the library's {len(model.leaderboard_)} members have weight "
+        f"in the ensemble; hillclimb {args.metric} {model.hillclimb_score_:.4f}; model in "
+        f"{args.out / MODEL_FILE}"
     )
 
 
@@ -152,7 +154,7 @@ def _fit_model(args: argparse.Namespace, X, y, groups, cv, client):
         metric=args.metric,
         strategy=args.strategy,
         cv=cv,
-        store=args.out / "library",
+        store=args.out / LIBRARY_DIR,
         n_jobs=args.n_jobs,
         backend="joblib" if client is None else "dask",
         client=client,
@@ -178,16 +180,15 @@ def predict(args: argparse.Namespace) -> str:
     frame = _read_csv(args.data)
     proba = model.predict_proba(frame)
     out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
-    out["prediction"] = model.classes_[proba.argmax(axis=1)]
     note = ""
-    if args.with_risk or args.reject is not None:
-        risk = model.risk(frame)
-        if args.reject is not None:
-            refused = (risk["combined"] > args.reject).to_numpy()
-            out["prediction"] = out["prediction"].astype(object).where(~refused, None)
-            note = f" ({int(refused.sum())} refused: combined risk above {args.reject})"
-        if args.with_risk:
-            out = pd.concat([out, risk.add_prefix("risk_")], axis=1)
+    if args.reject is None:
+        out["prediction"] = model.classes_[proba.argmax(axis=1)]
+    else:  # the model's reject option: thresholds checked, rows of unknown risk refused
+        out["prediction"] = model.predict(frame, reject=args.reject)
+        refused = int(out["prediction"].isna().sum())
+        note = f" ({refused} refused: combined risk above {args.reject} or unknown)"
+    if args.with_risk:
+        out = pd.concat([out, model.risk(frame).add_prefix("risk_")], axis=1)
     out.to_csv(args.out, index=False)
     return f"wrote {len(out)} predictions to {args.out}{note}"
 
@@ -195,7 +196,9 @@ def predict(args: argparse.Namespace) -> str:
 def report(args: argparse.Namespace) -> str:
     from .report import write_report
 
-    write_report(_load(args.model_dir), args.html)
+    store = args.model_dir / LIBRARY_DIR  # where 'ensel fit' put the library, if it is there
+    library = store if (store / "store.json").is_file() else None
+    write_report(_load(args.model_dir), args.html, library=library)
     return f"wrote {args.html}"
 
 

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
             f"rows median {near.median():.2f}; the same rows moved 2 sd median "
             f"{far.median():.2f}, {refused} of {len(shifted)} refused at reject=0.5"
         )
-    write_report(model, args.report)
+    write_report(model, args.report, library=lib)
     print(f"report: {args.report.resolve()}")
 
 

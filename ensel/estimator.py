@@ -17,7 +17,6 @@ from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from .data import as_frame
 from .library import Library, build_library
 from .metrics import METRICS, greater_is_better, resolve_metric, score
-from .report import collect
 from .risk.combined import DetectorSet
 from .risk.reject import RejectRule, reject_mask
 from .strategies import STRATEGIES
@@ -35,30 +34,32 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     library : a built-in spec name (``"tiny"``, ``"default"``, ``"caruana2006"``), a spec path
         or dict, a built :class:`~ensel.library.Library`, or the path of a prediction store.
     metric : the metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
-        Default ``"mxe"``: §4.3.5 finds RMS and MXE competitive proxies for every target metric,
-        and on our benchmark (docs/benchmarks.md, five real datasets) selecting for MXE had the
-        best mean normalised score over all eight targets, above selecting for each target
-        directly; it also rewards calibrated probabilities.
+        Default ``"mxe"``: §4.3.5 finds RMS and MXE competitive proxies for every target metric;
+        in the first (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real
+        datasets) selecting for MXE had the best mean normalised score over all eight targets;
+        it also rewards calibrated probabilities.
     cv : folds of embedded cross-validation (§4.3.4); None holds out a hillclimb split.
     strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
         (Bayesian model averaging), as compared in §4.3.2.
     calibrate : ``"auto"`` Platt-scales the ensemble when ``metric`` does not itself reward
-        calibration (anything but rms and mxe); True always, False never. The calibrator is
+        calibration (a metric whose ``Metric.kind`` is not ``"probability"``, i.e. anything
+        but rms and mxe); True always, False never. The calibrator is
         cross-fitted on the hillclimb predictions to report log loss with and without it
         (``calibration_report_``) and then fitted on all of them.
 
     Attributes: ``members_`` (members with weight), ``weights_``, ``classes_``,
     ``leaderboard_``, ``comparison_`` (the ensemble's out-of-fold hillclimb score on every
     metric, cross-fitted where calibrated, against the best member's), ``hillclimb_score_``,
-    ``calibrator_``, ``calibration_report_``, ``report_data_`` (for :mod:`ensel.report`).
+    ``calibrator_``, ``calibration_report_``, ``fitted_members_`` (the members with weight and
+    their fitted runs, :class:`~ensel.library.FittedMembers`), ``library_path_`` (the store the
+    library lives in, for :mod:`ensel.report`; None when it was temporary).
     n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init : selection options (§4.2);
         the defaults are the dissertation's (20 bags of half the library, sorted
         initialisation, selection with replacement).
     prune_fraction : select only from the best ``prune_fraction`` of the library by its
         members' hillclimb scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule
         of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
-        4.1-4.2: on our benchmark's smaller libraries pruning to 10-50% moved the mean
-        normalised score by less than the spread between outer folds (docs/benchmarks.md).
+        4.1-4.2; no pruning experiment on our libraries has been run yet to set it otherwise.
     store : directory that keeps the library (resumable); None uses a temporary one.
     n_jobs, backend, client, time_limit, random_state, verbose : as in
         :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
@@ -155,7 +156,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             }
             for name in METRICS
         }
-        self.report_data_ = collect(lib, P, weights, metric, options)
+        self.library_path_ = None if lib.temporary else str(Path(lib.store.path).resolve())
         self.detectors_ = _detector_set(lib, self.random_state)
         return self
 
@@ -186,7 +187,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         """Platt-scale the ensemble where ``calibrate`` asks for it; log loss of the hillclimb
         predictions before and after, cross-fitted so the 'after' is honest."""
         wanted = self.calibrate is True or (
-            self.calibrate == "auto" and metric.name not in ("rms", "mxe")
+            self.calibrate == "auto" and metric.kind != "probability"
         )
         if not wanted:
             return None, {}, _full(hill, self.classes_.size)
@@ -282,9 +283,9 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         """Every library member: family, params, calibration, stage, its hillclimb score on
         all eight metrics and its weight in the ensemble, best on ``metric`` first."""
         check_is_fitted(self, "leaderboard_")
-        name = resolve_metric(self.metric).name
-        key = name if name in self.leaderboard_ else "weight"
-        ascending = name in ("rms", "mxe")
+        metric = resolve_metric(self.metric)
+        key = metric.name if metric.name in self.leaderboard_ else "weight"
+        ascending = key != "weight" and not metric.greater_is_better
         return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
 
     def save(self, path: str | os.PathLike) -> None:
