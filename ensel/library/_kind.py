@@ -14,7 +14,7 @@ __all__ = ["MODELS", "fit_models"]
 def fit_models(run: RunSpec, data: TrainingData, context: None, random_state: int) -> PackedRun:
     """One model run over its folds, its fitted siblings pickled on the worker."""
     result = fit_run(run, data, random_state)
-    return PackedRun.pack(result.predictions, result.fitted)
+    return PackedRun.pack(result.predictions, result.fitted, result.costs)
 
 
 MODELS = register_kind(Kind("families", parse=parse_families, fit=fit_models, order=1))

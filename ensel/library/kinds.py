@@ -57,12 +57,13 @@ class PackedRun:
 
     predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
     fitted: bytes
+    costs: dict | None = None  # predict cost per sibling (ensel.library.runs.measure_cost)
 
     @classmethod
-    def pack(cls, predictions: np.ndarray, fitted) -> PackedRun:
+    def pack(cls, predictions: np.ndarray, fitted, costs: dict | None = None) -> PackedRun:
         """Pickle ``fitted`` in the store's format (what ``PredictionStore.load_fitted`` reads
         back)."""
-        return cls(predictions, pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL))
+        return cls(predictions, pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL), costs)
 
 
 @dataclass(frozen=True)

@@ -203,7 +203,7 @@ class PredictionStore:
         fitted = result.fitted
         _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
         _atomic_write(self.path / "runs" / f"{rid}.pkl", lambda fh: fh.write(fitted))
-        self._append(_record(run, "ok", "", seconds))
+        self._append(_record(run, "ok", "", seconds, result.costs))
 
     def write_failure(self, run: RunLike, status: str, error: str, seconds: float) -> None:
         """Record a run that failed or ran out of time, so the build goes on without it."""
@@ -253,6 +253,7 @@ class PredictionStore:
             if rec is None or rec["status"] not in statuses:
                 continue
             for stage, cal in _member_keys(rec):
+                alone = _member_predict_ms(rec, stage)
                 rows.append(
                     {
                         "id": member_id(rid, stage, cal),
@@ -265,10 +266,11 @@ class PredictionStore:
                         "status": rec["status"],
                         "error": rec["error"],
                         "fit_seconds": rec["fit_seconds"],
+                        "predict_ms": alone,
                     }
                 )
         columns = ["id", "run", "family", "params", "view", "calibration", "stage", "status"]
-        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds"])
+        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds", "predict_ms"])
         return frame.astype({"stage": "Int64"})
 
     # ------------------------------------------------------------------ the matrix
@@ -329,7 +331,9 @@ class PredictionStore:
         return matrix, runs
 
 
-def _record(run: RunLike, status: str, error: str, seconds: float) -> dict:
+def _record(
+    run: RunLike, status: str, error: str, seconds: float, costs: dict | None = None
+) -> dict:
     return {
         "run": run.run_id,
         "family": run.family,
@@ -340,7 +344,26 @@ def _record(run: RunLike, status: str, error: str, seconds: float) -> dict:
         "status": status,
         "error": error,
         "fit_seconds": round(seconds, 3),
+        "predict_ms": costs or None,
     }
+
+
+def _member_predict_ms(record: dict, stage: int | None) -> float:
+    """Milliseconds per 1,000 rows for one sibling to predict this member alone (its view and
+    its stage, with the smaller ones for a cumulative run); NaN where the build recorded none."""
+    costs = record.get("predict_ms")
+    if not costs:
+        return float("nan")
+    stages = record["stages"] or [None]
+    i = stages.index(stage)
+    if costs["cumulative"]:
+        upto = [c for s, c in zip(stages, costs["stages"], strict=True) if _le(s, stage)]
+        return costs["view"] + max(upto)
+    return costs["view"] + costs["stages"][i]
+
+
+def _le(a, b) -> bool:
+    return a is None or b is None or a <= b
 
 
 def _member_keys(record: dict) -> list[tuple[int | None, str]]:
