@@ -22,7 +22,7 @@ from .metrics import METRICS, REGRESSION_METRICS, greater_is_better, resolve_met
 from .report import collect
 from .strategies import STRATEGIES
 
-__all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor"]
+__all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor", "load_model"]
 
 CALIBRATE = ("auto", True, False)
 CALIBRATION_FOLDS = 5
@@ -502,3 +502,9 @@ def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFra
         board[name] = scores
     board["weight"] = weights
     return board
+
+
+def load_model(path: str | os.PathLike) -> EnsembleSelectionClassifier | EnsembleSelectionRegressor:
+    """Read a classifier or a regressor written by ``save`` (this unpickles: load only files
+    you trust)."""
+    return _EnsembleSelectionBase.load(path)
