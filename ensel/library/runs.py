@@ -31,6 +31,13 @@ def run_seed(run: RunSpec, random_state: int) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
+def native_categorical(data: TrainingData) -> dict[int, int]:
+    """``{column index: number of categories}`` of the categorical columns in the native view
+    (numeric columns first, then the categorical ones, as ``make_view`` orders them)."""
+    offset = len(data.columns.numeric)
+    return {offset + j: len(c) for j, c in enumerate(data.columns.categories)}
+
+
 @dataclass
 class FittedRun:
     """The fitted siblings of a run (a view and a family run per fold) and the calibrators of its
@@ -106,6 +113,9 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     hill = data.hillclimb
     hill_folds = data.folds[hill]
     n_stages = len(run.stages or (None,))
+    extra = {"categorical": native_categorical(data)} if family.categorical else {}
+    if extra and run.view != "native":
+        extra["categorical"] = {}
     variants = ["none", *[c for c in run.calibrations if c in family.variants]]
     oof = {v: np.empty((n_stages, hill.size, data.n_outputs)) for v in variants}
     siblings = []
@@ -120,6 +130,7 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
                 params=params,
                 stages=run.stages,
                 random_state=seed,
+                **extra,
             )
         )
         held = hill_folds == k

@@ -69,6 +69,10 @@ class Family:
     test_params: Mapping[str, Any] = field(default_factory=dict)  # small and fast, for tests
     test_stages: tuple[int, ...] | None = None
     validate: Callable[[dict[str, Any], tuple[int, ...] | None], None] | None = None
+    categorical: bool = False
+    """The family splits (or embeds) categorical columns natively: on the native view its fit
+    function also receives ``categorical={column index: number of categories}`` (the codes are
+    0..n-1, unseen categories -1, missing NaN)."""
     task: str = "classification"  # or "regression": fitted to a real y, runs predict (s, n, 1)
 
 
