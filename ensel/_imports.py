@@ -14,6 +14,8 @@ EXTRAS = {
     "onnxruntime": "compress",
     "dask": "dask",
     "distributed": "dask",
+    "pgmpy": "bayesnet",
+    "networkx": "bayesnet",
 }
 """The ``pip install ensel[extra]`` that provides each optional module."""
 

@@ -52,7 +52,7 @@ def test_fit_predict_with_string_labels(cancer, fitted):
     # the model keeps only members with weight, and the weights sum to one
     assert (fitted.weights_ > 0).all() and fitted.weights_.sum() == pytest.approx(1.0)
     assert len(fitted.members_) == (fitted.leaderboard()["weight"] > 0).sum()
-    assert set(fitted.runs_) == set(fitted.members_["run"])
+    assert set(fitted.fitted_members_.runs) == set(fitted.members_["run"])
 
 
 def test_ensemble_is_the_weighted_average_of_its_members_then_platt(cancer, fitted):
@@ -60,14 +60,24 @@ def test_ensemble_is_the_weighted_average_of_its_members_then_platt(cancer, fitt
     lib_free = fitted.calibrator_ is not None  # roc does not reward calibration: auto is on
     assert lib_free
     raw = sum(
-        w * fitted.runs_[run].predict(X_test)[off]
+        w * fitted.fitted_members_.runs[run].predict(X_test)[off]
         for w, run, off in zip(
-            fitted.weights_, fitted.members_["run"], fitted._offsets, strict=True
+            fitted.weights_, fitted.members_["run"], fitted.fitted_members_.offsets, strict=True
         )
     )
     np.testing.assert_allclose(fitted.predict_proba(X_test), fitted.calibrator_.predict(raw))
     report = fitted.calibration_report_
     assert set(report) == {"log_loss_before", "log_loss_after"}
+
+
+def test_same_seed_gives_the_same_ensemble(cancer, fitted):
+    X_train, X_test, y_train, _ = cancer
+    again = EnsembleSelectionClassifier(library=SMALL, metric="roc", cv=3, n_bags=5).fit(
+        X_train, y_train
+    )
+    assert list(again.members_["id"]) == list(fitted.members_["id"])
+    np.testing.assert_array_equal(again.weights_, fitted.weights_)
+    np.testing.assert_array_equal(again.predict_proba(X_test), fitted.predict_proba(X_test))
 
 
 def test_leaderboard_scores_every_member_on_all_eight_metrics(fitted):

@@ -56,12 +56,10 @@ def test_fit_predict_beats_the_mean_and_keeps_members_with_weight(diabetes, fitt
     assert fitted.score(X_test, y_test) == pytest.approx(score("r2", y_test, pred))
 
 
-def test_prediction_is_the_weighted_average_of_the_members(diabetes, fitted):
+def test_prediction_is_the_weighted_average_of_the_members(diabetes, fitted, lib):
     _, X_test, _, _ = diabetes
-    members = [
-        fitted.runs_[run].predict(X_test)[off][:, 0]
-        for run, off in zip(fitted.members_["run"], fitted._offsets, strict=True)
-    ]
+    members = lib.predict(X_test, ids=fitted.members_["id"])
+    assert members.shape == (len(fitted.members_), len(X_test))
     np.testing.assert_allclose(fitted.predict(X_test), np.dot(fitted.weights_, members))
 
 

@@ -22,14 +22,13 @@ from sklearn.model_selection import (
 )
 from sklearn.utils.multiclass import type_of_target
 
+from ..calibration import CROSS_FIT_GROUPS
 from ..data import Columns, as_frame, check_features
 
 __all__ = ["HOLDOUT", "TrainingData", "prepare"]
 
 HOLDOUT = -1
 """Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
-CALIBRATION_GROUPS = 5
-"""Cross-fitting groups for calibrators on a held-out hillclimb split."""
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ def prepare(
         folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
         folds[hill] = 0
         hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
-        k = int(min(CALIBRATION_GROUPS, hill_counts.min()))
+        k = int(min(CROSS_FIT_GROUPS, hill_counts.min()))
         if k < 2 or (counts - hill_counts).min() < 1:
             raise ValueError(
                 f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
@@ -171,7 +170,7 @@ def _prepare_regression(
 ) -> TrainingData:
     """``prepare`` for a real target: checked y as float64; ``cv=K`` shuffled K folds (grouped
     K folds with ``groups``), ``cv=None`` a random (or whole-group) hillclimb split whose rows
-    are split into ``CALIBRATION_GROUPS`` parts (kept for the layout; regression calibrates
+    are split into ``CROSS_FIT_GROUPS`` parts (kept for the layout; regression calibrates
     nothing)."""
     try:
         y = np.asarray(y, dtype=np.float64)
@@ -213,7 +212,7 @@ def _prepare_regression(
         folds[hill] = 0
         hill_groups = None if groups is None else groups[hill]
         hill_units = hill.size if groups is None else np.unique(hill_groups).size
-        k = int(min(CALIBRATION_GROUPS, hill_units))
+        k = int(min(CROSS_FIT_GROUPS, hill_units))
         if k < 2:
             raise ValueError(f"the hillclimb split holds fewer than 2 {what}; use more data")
         cal_groups = _plain_kfold(hill.size, k, hill_groups, random_state)

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_iris
 
+import ensel.library._kind as models_kind
 import ensel.library.builder as builder_module
 import ensel.library.runs as runs_module
 from ensel.calibration import ColumnCalibrator
@@ -337,13 +338,13 @@ def test_resume_after_a_killed_build_loses_and_refits_nothing(tmp_path, monkeypa
     stamps = {p.name: p.stat().st_mtime_ns for p in (path / "runs").glob("*.npy")}
 
     fitted = []
-    real_fit_run = builder_module.fit_run
+    real_fit_run = models_kind.fit_run
 
     def counting_fit_run(run, data, random_state):
         fitted.append(run.run_id)
         return real_fit_run(run, data, random_state)
 
-    monkeypatch.setattr(builder_module, "fit_run", counting_fit_run)
+    monkeypatch.setattr(models_kind, "fit_run", counting_fit_run)
     X, y = load_breast_cancer(return_X_y=True)
     resumed = build_library(X, y, spec="tiny", cv=3, store=path, n_jobs=1, verbose=0)
     finished = {json.loads(line)["run"] for line in before}

@@ -93,3 +93,19 @@ def test_family_handles_a_fold_without_one_class(name):
     np.testing.assert_allclose(out.sum(axis=-1), 1.0, atol=1e-9)
     assert out[..., 1].mean() < 0.15  # only smoothing puts mass on the unseen class
     assert out[..., 2].mean() > 0.2  # the last class keeps its own column
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_predicting_some_stages_equals_slicing_all(name):
+    """``predict(X, stages=idx)`` computes only the stages asked for, in the order asked,
+    and gives what predicting every stage and slicing gives (issue 15: only kept members)."""
+    family = _available(name)
+    X, y = _data(2, seed=2)
+    run = _fit(family, X[:180], y[:180], 2)
+    every = run.predict(X[180:])
+    n_stages = len(family.test_stages or (None,))
+    for idx in ([n_stages - 1], [0], list(range(n_stages))[::-1]):
+        some = run.predict(X[180:], stages=idx)
+        assert set(some) == set(every)
+        for variant in every:
+            np.testing.assert_allclose(some[variant], every[variant][idx], atol=1e-12)

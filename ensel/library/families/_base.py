@@ -32,12 +32,17 @@ naive Bayes)."""
 
 
 class Run(Protocol):
-    """A fitted training run."""
+    """A fitted training run.
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    A run may set ``cumulative = True`` when a stage needs all the work of the earlier ones
+    (boosting steps, trees, one neighbour query for every k): the library then counts the
+    predict cost of a set of its stages as that of the largest (see ``Library.predict_cost``)."""
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Variant name -> ``(n_stages, n, n_classes)`` probabilities. ``"none"`` is always there
         (the model's own probabilities); a family may add analytic variants such as boosting's
-        ``"logistic"`` correction."""
+        ``"logistic"`` correction. ``stages``: indices of the stages wanted (None: all), so that
+        a prediction computes only what the ensemble uses; a run that ignores it is sliced."""
         ...
 
 
