@@ -36,6 +36,11 @@ class _EnsembleSelectionBase(BaseEstimator):
 
     _task = "classification"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
+        return tags
+
     def _fit_members(self, X, y, groups):
         """Build the library and combine it: sets the fitted attributes both estimators share
         and returns ``(library, P, metric, weights, options)``."""
@@ -70,11 +75,13 @@ class _EnsembleSelectionBase(BaseEstimator):
         self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
         self.weights_ = weights[keep]
         self.fitted_members_ = lib.subset(self.members_["id"])
-        self.columns_ = list(lib.columns)
+        self.columns_ = list(lib.columns)  # the columns the members use
+        self.input_columns_ = list(lib.input_columns)  # the columns given to fit
+        self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
         self.categories_ = dict(lib.categories)
-        self.n_features_in_ = len(self.columns_)
+        self.n_features_in_ = len(self.input_columns_)
         if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
+            self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
         self.detectors_ = _detector_set(lib, self.random_state)
         return lib, P, metric, weights, options
 
@@ -137,7 +144,7 @@ class _EnsembleSelectionBase(BaseEstimator):
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input"
             )
-        X.columns = self.columns_
+        X.columns = getattr(self, "input_columns_", self.columns_)  # older saved models
         return X
 
     def _frame(self, X) -> pd.DataFrame:

@@ -189,3 +189,14 @@ def test_passes_scikit_learn_check_estimator():
     ]
     assert not failed
     assert len(results) > 40
+
+
+def test_missing_values_in_features(diabetes):
+    """Cells removed at random: imputing views for linear and k-NN, NaN passed to trees."""
+    X_train, X_test, y_train, y_test = diabetes
+    rng = np.random.default_rng(1)
+    holes = X_train.mask(rng.random(X_train.shape) < 0.1)
+    spec = {**SMALL, "detectors": []}
+    model = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=3).fit(holes, y_train)
+    pred = model.predict(X_test.mask(rng.random(X_test.shape) < 0.1))
+    assert np.isfinite(pred).all() and score("r2", y_test, pred) > 0.2
