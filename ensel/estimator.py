@@ -108,6 +108,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
+        return tags
+
     # ------------------------------------------------------------------ fitting
 
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
@@ -140,11 +145,13 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
         self.weights_ = weights[keep]
         self.fitted_members_ = lib.subset(self.members_["id"])
-        self.columns_ = list(lib.columns)
+        self.columns_ = list(lib.columns)  # the columns the members use
+        self.input_columns_ = list(lib.input_columns)  # the columns given to fit
+        self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
         self.categories_ = dict(lib.categories)
-        self.n_features_in_ = len(self.columns_)
+        self.n_features_in_ = len(self.input_columns_)
         if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
+            self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
         hill = np.tensordot(self.weights_, P[keep], axes=1)
         self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
         self.hillclimb_score_ = score(metric, lib.y, hill)
@@ -269,7 +276,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input"
             )
-        X.columns = self.columns_
+        X.columns = getattr(self, "input_columns_", self.columns_)  # older saved models
         return X
 
     def _frame(self, X) -> pd.DataFrame:
