@@ -234,12 +234,15 @@ def render(model, library: Library | str | os.PathLike | None = None) -> str:
         ),
     ]
     title = f"ensel report: {model.strategy} for {metric}"
-    classes = ", ".join(str(c) for c in model.classes_)
+    if hasattr(model, "classes_"):
+        target = "classes: " + ", ".join(str(c) for c in model.classes_)
+    else:
+        target = "a numeric target"
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p class='meta'>{date.today()}; library of "
-        f"{len(board)} members; classes: {html.escape(classes)}; scores are on the "
+        f"{len(board)} members; {html.escape(target)}; scores are on the "
         "out-of-fold hillclimb predictions.</p>"
         + "".join(sections)
         + f"<script>{CHECK_SCRIPT}</script></body></html>"
