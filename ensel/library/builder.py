@@ -58,6 +58,8 @@ class Library:
         self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])
         self.columns: list[str] = list(store.header["columns"])
+        self.input_columns = list(store.header.get("input_columns", self.columns))
+        self.dropped = dict(store.header.get("dropped", {}))  # column -> why it was left out
         self.categories: dict[str, list[str]] = dict(store.header.get("categories", {}))
         self._loaded: dict = {}
         self._scores: dict | None = None
@@ -293,6 +295,8 @@ def _header(data: TrainingData, cv: int | None) -> dict:
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
         "columns": list(data.X.columns),
+        "input_columns": list(data.input_columns or data.X.columns),
+        "dropped": dict(data.dropped),
         "categories": {
             col: [str(v) for v in cats]
             for col, cats in zip(data.columns.categorical, data.columns.categories, strict=True)

@@ -161,7 +161,7 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     siblings = []
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
-        view = make_view(run.view, data.columns).fit(data.X.iloc[train])
+        view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
         fitted = wrap(
             family.fit(
                 transform(view, data.X.iloc[train]),

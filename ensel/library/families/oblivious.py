@@ -96,6 +96,7 @@ register(
             "random_strength": 1.0,
         },
         view="native",
+        native_missing=True,
         stages="boosting rounds",
         requires=("catboost",),
         test_params={"depth": 3, "learning_rate": 0.3},
