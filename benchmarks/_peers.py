@@ -143,7 +143,9 @@ def run_autogluon(
     regression); pass e.g. "log_loss" or "roc_auc" to match what you compare. AutoGluon has no
     global seed: ``seed`` sets numpy's and the models' ``model_random_seed``. Data travel as CSV
     (categorical columns read back as strings, only empty cells missing); the saved predictor
-    is measured and deleted."""
+    is measured and deleted. OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless
+    set), as in every benchmark process (see ``benchmarks/__init__.py``). With ``verbosity``
+    > 0 AutoGluon's log is in ``info["log"]``."""
     classes = _check(train, target, problem_type)
     python = autogluon_python()
     features = [c for c in train.columns if c != target]
@@ -170,6 +172,7 @@ def run_autogluon(
         "MKL_NUM_THREADS": threads,
         "OPENBLAS_NUM_THREADS": threads,
         "CUDA_VISIBLE_DEVICES": "",
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
     }
     env.pop("PYTHONPATH", None)
     with tempfile.TemporaryDirectory(prefix="ensel-autogluon-") as tmp:
@@ -192,6 +195,8 @@ def run_autogluon(
             tail = (done.stderr or done.stdout)[-3000:]
             raise RuntimeError(f"AutoGluon runner failed (exit {done.returncode}):\n{tail}")
         record = json.loads(lines[-1].removeprefix("RESULT "))
+        if verbosity > 0:  # AutoGluon's own log, for checking what it fitted and with what
+            record["log"] = done.stderr + done.stdout.replace(lines[-1], "")
         predictions = np.load(job_dir / "pred.npy")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return PeerResult(
@@ -296,3 +301,39 @@ def run_peer(name: str, *args, **kwargs) -> PeerResult:
     if name not in PEERS:
         raise ValueError(f"unknown peer {name!r}; valid peers: {', '.join(sorted(PEERS))}")
     return PEERS[name](*args, **kwargs)
+
+
+def main() -> None:
+    """``python -m benchmarks._peers [--time-limit 60]``: install the AutoGluon environment if
+    needed, then fit both peers on Pima (seed 0) and print what each took and scored."""
+    import argparse
+
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    from benchmarks.datasets import train_test
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--num-cpus", type=int, default=2)
+    args = parser.parse_args()
+    X_tr, X_te, y_tr, y_te, _ = train_test("pima", 0)
+    train, test = X_tr.assign(type=y_tr), X_te.assign(type=y_te)
+    print(f"AutoGluon environment: {autogluon_python().parent.parent}")
+    for name, kwargs in (
+        ("hgb", {}),
+        ("autogluon", {"time_limit": args.time_limit, "eval_metric": "log_loss"}),
+    ):
+        got = run_peer(
+            name, train, test, "type", "binary", seed=0, num_cpus=args.num_cpus, **kwargs
+        )
+        print(
+            f"{got.peer}: fit {got.fit_seconds:.1f} s, predict {got.predict_seconds:.3f} s, "
+            f"{got.model_mb:.1f} MB, CPU {got.cpu_seconds:.1f} s, test log loss "
+            f"{log_loss(y_te, got.predictions, labels=got.classes):.4f}, AUC "
+            f"{roc_auc_score(y_te == got.classes[1], got.predictions[:, 1]):.4f}, load average "
+            f"{os.getloadavg()[0]:.1f}; {got.info.get('best_model', '')}"
+        )
+
+
+if __name__ == "__main__":
+    main()

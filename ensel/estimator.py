@@ -13,17 +13,18 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .calibration import ColumnCalibrator
-from .data import as_frame, check_columns
+from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
+from .data import as_frame
 from .library import Library, build_library
 from .metrics import METRICS, greater_is_better, resolve_metric, score
 from .report import collect
+from .risk.combined import DetectorSet
+from .risk.reject import RejectRule, reject_mask
 from .strategies import STRATEGIES
 
 __all__ = ["EnsembleSelectionClassifier"]
 
 CALIBRATE = ("auto", True, False)
-CALIBRATION_FOLDS = 5
 
 
 class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
@@ -107,6 +108,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
+        return tags
+
     # ------------------------------------------------------------------ fitting
 
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
@@ -138,13 +144,14 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         keep = np.flatnonzero(weights > 0)
         self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
         self.weights_ = weights[keep]
-        self.runs_ = {r: lib._fitted(r) for r in self.members_["run"].unique()}
-        self._offsets = _offsets_in_runs(lib.members, keep)
-        self.columns_ = list(lib._columns)
-        self.categories_ = dict(lib._categories)
-        self.n_features_in_ = len(self.columns_)
+        self.fitted_members_ = lib.subset(self.members_["id"])
+        self.columns_ = list(lib.columns)  # the columns the members use
+        self.input_columns_ = list(lib.input_columns)  # the columns given to fit
+        self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
+        self.categories_ = dict(lib.categories)
+        self.n_features_in_ = len(self.input_columns_)
         if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
+            self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
         hill = np.tensordot(self.weights_, P[keep], axes=1)
         self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
         self.hillclimb_score_ = score(metric, lib.y, hill)
@@ -191,13 +198,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         if not wanted:
             return None, {}, _full(hill, self.classes_.size)
         proba = _full(hill, self.classes_.size)
-        rng = np.random.default_rng(self.random_state)
-        groups = rng.permutation(y.size) % CALIBRATION_FOLDS
-        crossed = np.empty_like(proba)
-        for g in range(CALIBRATION_FOLDS):
-            inside = groups == g
-            cal = ColumnCalibrator("platt").fit(proba[~inside], y[~inside])
-            crossed[inside] = cal.predict(proba[inside])
+        groups = cross_fit_groups(y.size, self.random_state)
+        crossed, _ = cross_fit(lambda: ColumnCalibrator("platt"), proba, y, groups)
         report = {
             "log_loss_before": score("mxe", y, proba),
             "log_loss_after": score("mxe", y, crossed),
@@ -209,13 +211,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """``(n, n_classes)`` probabilities of the ensemble."""
         check_is_fitted(self, "weights_")
-        frame = self._frame(X)
-        total = np.zeros((len(frame), self.classes_.size))
-        for run_id, fitted in self.runs_.items():
-            rows = self.members_["run"].to_numpy() == run_id
-            predicted = fitted.predict(frame)[self._offsets[rows]]
-            total += np.tensordot(self.weights_[rows], predicted, axes=1)
-        return self._finish(total)
+        members = self.fitted_members_.predict(self._named(X))
+        return self._finish(np.tensordot(self.weights_, members, axes=1))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
         """The ensemble's ``(n, n_classes)`` probabilities from the predictions of *every*
@@ -242,8 +239,6 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         labels = self.classes_[np.argmax(proba, axis=1)]
         if reject is None:
             return labels
-        from .risk.reject import RejectRule, reject_mask
-
         risk = self.risk(X)["combined"].to_numpy()
         if isinstance(reject, RejectRule):
             refuse = reject.reject(risk, proba)
@@ -270,16 +265,23 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         proba = _full(proba, self.classes_.size)
         return proba if self.calibrator_ is None else self.calibrator_.predict(proba)
 
+    def _named(self, X):
+        """X as given, or an array as a DataFrame of the training columns (in their order)
+        after a check of its width."""
+        if isinstance(X, pd.DataFrame):
+            return X
+        X = as_frame(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        X.columns = getattr(self, "input_columns_", self.columns_)  # older saved models
+        return X
+
     def _frame(self, X) -> pd.DataFrame:
-        if not isinstance(X, pd.DataFrame):
-            X = as_frame(X)
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                    f"{self.n_features_in_} features as input"
-                )
-            X.columns = self.columns_
-        return check_columns(as_frame(X), self.columns_, self.categories_)
+        """X as a checked DataFrame of the training columns, in their order."""
+        return self.fitted_members_.frame(self._named(X))
 
     # ------------------------------------------------------------------ reporting and files
 
@@ -321,12 +323,6 @@ def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:
     return np.column_stack([1.0 - proba, proba]) if proba.ndim == 1 else proba
 
 
-def _offsets_in_runs(members: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
-    """Each kept member's position among its run's members."""
-    position = members.groupby("run").cumcount().to_numpy()
-    return position[keep]
-
-
 def _best(scores: pd.Series, metric: str) -> float:
     return float(scores.max() if greater_is_better(metric) else scores.min())
 
@@ -336,9 +332,7 @@ def _detector_set(lib: Library, random_state: int):
     dets = lib.detectors
     if dets is None:
         return None
-    from .risk.combined import DetectorSet
-
-    fitted = [dets._fitted(r) for r in dets.members["run"]]
+    fitted = list(dets.subset().runs.values())  # one member per detector run
     return DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -22,14 +22,13 @@ from sklearn.model_selection import (
 )
 from sklearn.utils.multiclass import type_of_target
 
-from ..data import Columns, as_frame, check_features
+from ..calibration import CROSS_FIT_GROUPS
+from ..data import Columns, as_frame, check_features, clean_columns
 
 __all__ = ["HOLDOUT", "TrainingData", "prepare"]
 
 HOLDOUT = -1
 """Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
-CALIBRATION_GROUPS = 5
-"""Cross-fitting groups for calibrators on a held-out hillclimb split."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +46,8 @@ class TrainingData:
     folds: np.ndarray
     groups: np.ndarray
     task: str = "classification"  # "regression": y is the real target, classes is empty
+    input_columns: tuple[str, ...] = ()  # the columns given, before any was left out
+    dropped: dict[str, str] = field(default_factory=dict)  # column -> why it was left out
 
     @property
     def n_classes(self) -> int:
@@ -101,6 +102,7 @@ def prepare(
     ``task="regression"``: y is a real target, and the folds are plain (or grouped) K folds."""
     frame = as_frame(X)
     check_features(frame)
+    input_columns = tuple(frame.columns)
     y_arr = np.asarray(y)
     if y_arr.ndim == 2 and y_arr.shape[1] == 1:
         warnings.warn(
@@ -114,10 +116,15 @@ def prepare(
         raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
     if y_arr.shape[0] != frame.shape[0]:
         raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
+    if task != "regression" and pd.isna(y_arr).any():
+        raise ValueError(
+            f"y has missing labels (NaN/None) in {int(pd.isna(y_arr).sum())} of "
+            f"{y_arr.size} rows; drop those rows first"
+        )
+    frame, dropped = clean_columns(frame)
     if task == "regression":
-        return _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
-    if pd.isna(y_arr).any():
-        raise ValueError("y has missing labels; drop those rows first")
+        data = _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
+        return replace(data, input_columns=input_columns, dropped=dropped)
     kind = type_of_target(y_arr) if y_arr.dtype != object else "labels"
     if kind.startswith("continuous"):
         raise ValueError(
@@ -151,7 +158,7 @@ def prepare(
         folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
         folds[hill] = 0
         hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
-        k = int(min(CALIBRATION_GROUPS, hill_counts.min()))
+        k = int(min(CROSS_FIT_GROUPS, hill_counts.min()))
         if k < 2 or (counts - hill_counts).min() < 1:
             raise ValueError(
                 f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
@@ -163,7 +170,16 @@ def prepare(
             if k < 2:
                 raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
         cal_groups = _kfold(y_enc[hill], k, hill_groups, random_state)
-    return TrainingData(frame, y_enc, classes, Columns.infer(frame), folds, cal_groups)
+    return TrainingData(
+        frame,
+        y_enc,
+        classes,
+        Columns.infer(frame),
+        folds,
+        cal_groups,
+        input_columns=input_columns,
+        dropped=dropped,
+    )
 
 
 def _prepare_regression(
@@ -171,7 +187,7 @@ def _prepare_regression(
 ) -> TrainingData:
     """``prepare`` for a real target: checked y as float64; ``cv=K`` shuffled K folds (grouped
     K folds with ``groups``), ``cv=None`` a random (or whole-group) hillclimb split whose rows
-    are split into ``CALIBRATION_GROUPS`` parts (kept for the layout; regression calibrates
+    are split into ``CROSS_FIT_GROUPS`` parts (kept for the layout; regression calibrates
     nothing)."""
     try:
         y = np.asarray(y, dtype=np.float64)
@@ -211,7 +227,7 @@ def _prepare_regression(
         folds[hill] = 0
         hill_groups = None if groups is None else groups[hill]
         hill_units = hill.size if groups is None else np.unique(hill_groups).size
-        k = int(min(CALIBRATION_GROUPS, hill_units))
+        k = int(min(CROSS_FIT_GROUPS, hill_units))
         if k < 2:
             raise ValueError(f"the hillclimb split holds fewer than 2 {what}; use more data")
         cal_groups = _plain_kfold(hill.size, k, hill_groups, random_state)

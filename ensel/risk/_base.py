@@ -10,8 +10,11 @@ detector handles them (CERT sends them down both branches, C4.5 style).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import Columns, as_frame
 
-__all__ = ["DETECTORS", "Detector", "FeatureSpace", "get_detector", "register"]
+__all__ = ["DETECTORS", "Detector", "FeatureSpace", "get_detector", "load_all", "register"]
 
 DETECTORS: dict[str, type[Detector]] = {}
 """Registered detector classes by short name (``"cert_forest"``, ``"box"``, ...)."""
@@ -40,11 +43,17 @@ def register(name: str):
     return decorate
 
 
+def load_all() -> None:
+    """Import every detector module of this package so that each registers its detectors."""
+    package = __name__.rpartition(".")[0]
+    for m in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if not m.name.startswith("_"):
+            importlib.import_module(f"{package}.{m.name}")
+
+
 def get_detector(name: str) -> type[Detector]:
     """The detector class registered as ``name``; a ValueError lists the valid names."""
-    from . import _load_all
-
-    _load_all()
+    load_all()
     try:
         return DETECTORS[name]
     except KeyError:

@@ -29,8 +29,9 @@ class _ConstantRun:
     n_stages: int
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        out = np.zeros((self.n_stages, X.shape[0], self.n_classes))
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        n = self.n_stages if stages is None else len(stages)
+        out = np.zeros((n, X.shape[0], self.n_classes))
         out[:, :, self.label] = 1.0
         return {"none": out}
 
@@ -46,9 +47,12 @@ class _BoostedRun:
     stages: tuple[int, ...]
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        out = np.empty((len(self.stages), X.shape[0], self.n_classes))
-        for i, s in enumerate(self.stages):
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default), each predicted with its
+        own number of rounds."""
+        wanted = list(range(len(self.stages)) if stages is None else stages)
+        out = np.empty((len(wanted), X.shape[0], self.n_classes))
+        for i, s in enumerate(self.stages[j] for j in wanted):
             if self.kind == "xgboost":
                 p = self.model.predict_proba(X, iteration_range=(0, s))
             else:
@@ -85,8 +89,8 @@ class _CategoricalRun:
     inner: _BoostedRun
     columns: list[int]
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        return self.inner.predict(categorical_codes(X, self.columns))
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        return self.inner.predict(categorical_codes(X, self.columns), stages=stages)
 
 
 def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None):
@@ -175,6 +179,7 @@ def _validate(name: str):
 register(
     Family(
         name="xgboost",
+        native_missing=True,
         fit=fit_xgboost,
         params={
             "max_depth": 6,
@@ -198,6 +203,7 @@ register(
 register(
     Family(
         name="lightgbm",
+        native_missing=True,
         fit=fit_lightgbm,
         params={
             "num_leaves": 31,

@@ -37,19 +37,31 @@ class _HistRun:
     stages: tuple[int, ...]
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        out = np.empty((len(self.stages), X.shape[0], self.n_classes))
-        wanted = {s: i for i, s in enumerate(self.stages)}
+    cumulative = True  # staged prediction: a stage needs the iterations of earlier ones
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default), iterating only up to
+        the largest of them."""
+        index = range(len(self.stages)) if stages is None else stages
+        chosen = [self.stages[i] for i in index]
+        out = np.empty((len(chosen), X.shape[0], self.n_classes))
+        wanted: dict[int, list[int]] = {}
+        for i, s in enumerate(chosen):
+            wanted.setdefault(s, []).append(i)
         last = None
+        stop = min(max(chosen), self.model.n_iter_)
         with threadpool_limits(1, user_api="openmp"):
             for it, p in enumerate(self.model.staged_predict_proba(X), start=1):
                 last = p
-                if it in wanted:
-                    out[wanted[it]] = full_proba(p, self.classes, self.n_classes)
+                for i in wanted.get(it, []):
+                    out[i] = full_proba(p, self.classes, self.n_classes)
+                if it >= stop:
+                    break
         # stages past the iterations trained (a fold that converged): the last model
-        for s, i in wanted.items():
+        for s, rows in wanted.items():
             if s > self.model.n_iter_:
-                out[i] = full_proba(last, self.classes, self.n_classes)
+                for i in rows:
+                    out[i] = full_proba(last, self.classes, self.n_classes)
         return {"none": out}
 
 
@@ -144,6 +156,7 @@ register(
             "max_features": 1.0,
         },
         view="native",
+        native_missing=True,
         stages="boosting iterations",
         test_params={"max_leaf_nodes": 7, "learning_rate": 0.3, "min_samples_leaf": 5},
         test_stages=(2, 5),
@@ -157,6 +170,7 @@ register(
         fit=fit_extra_trees,
         params={"max_features": "sqrt", "criterion": "gini", "min_samples_leaf": 1},
         view="native",
+        native_missing=True,
         stages="trees",
         test_params={"max_features": 0.5},
         test_stages=(4, 8),

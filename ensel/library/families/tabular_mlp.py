@@ -89,10 +89,12 @@ class _TabularRun:
     classes: np.ndarray  # the labels the net's outputs stand for (a fold may lack one)
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the snapshots of index ``stages`` (all by default)."""
         numeric, index = self.prep.transform(X)
-        out = np.empty((len(self.snapshots), numeric.shape[0], self.n_classes))
-        for i, snap in enumerate(self.snapshots):
+        snapshots = self.snapshots if stages is None else [self.snapshots[i] for i in stages]
+        out = np.empty((len(snapshots), numeric.shape[0], self.n_classes))
+        for i, snap in enumerate(snapshots):
             h = np.hstack(
                 [numeric] + [table[index[:, j]] for j, table in enumerate(snap.embeddings)]
             ).astype(np.float32)
@@ -225,6 +227,7 @@ register(
             "label_smoothing": 0.0,
         },
         view="native",
+        native_missing=True,
         stages="epochs",
         requires=("torch",),
         test_params={"hidden": 32, "batch_size": 32},
