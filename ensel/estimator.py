@@ -17,12 +17,13 @@ from sklearn.utils.validation import check_is_fitted
 from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from .data import as_frame
 from .library import Library, build_library
+from .library.grow import GrowSpec
 from .library.spec import load_spec
 from .metrics import METRICS, REGRESSION_METRICS, greater_is_better, resolve_metric, score
 from .report import collect
 from .risk.combined import DetectorSet
 from .risk.reject import RejectRule, reject_mask
-from .strategies import STRATEGIES
+from .strategies import STRATEGIES, choose_selection
 
 __all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor", "load_model"]
 
@@ -69,6 +70,10 @@ class _EnsembleSelectionBase(BaseEstimator):
             "prune_fraction": self.prune_fraction,
             "random_state": self.random_state,
         }
+        self.selection_comparison_ = []
+        if getattr(self, "tune_selection", False) and self.strategy == "es":
+            options, self.selection_comparison_ = choose_selection(P, lib.y, metric, options)
+        self.selection_options_ = dict(options)
         weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
         self.leaderboard_ = _leaderboard(lib, P, weights)
         keep = np.flatnonzero(weights > 0)
@@ -113,7 +118,20 @@ class _EnsembleSelectionBase(BaseEstimator):
             groups=groups,
             time_limit=self.time_limit,
             verbose=self.verbose,
+            grow=self._grow_spec(),
         )
+
+    def _grow_spec(self):
+        """``grow`` for the builder (classifiers only), selecting for this estimator's metric."""
+        grow = getattr(self, "grow", None)
+        if grow is None or grow is False or isinstance(grow, GrowSpec):
+            return grow
+        name = self.metric if isinstance(self.metric, str) else "mxe"
+        if isinstance(grow, dict):
+            return {"metric": name, **grow}
+        if isinstance(grow, int) and not isinstance(grow, bool) and grow > 0:
+            return {"trials": grow, "metric": name}
+        return grow  # the builder's error message names what is wrong
 
     def _weighted_sum(self, X) -> np.ndarray:
         """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout."""
@@ -216,6 +234,15 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
         4.1-4.2: on our benchmark's smaller libraries pruning to 10-50% moved the mean
         normalised score by less than the spread between outer folds (docs/benchmarks.md).
+    tune_selection : choose the selection options per fit by a nested out-of-fold comparison on
+        the hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
+        library pruned to its best half or fifth, no bagging, no sorted initialisation); the
+        comparison is kept in ``selection_comparison_`` and the chosen options in
+        ``selection_options_``. Costs 15 extra selections.
+    grow : after building the library, propose new members where the ensemble gains (optuna;
+        :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+        "time": 120}``; growth selects for ``metric`` (for log loss when ``metric`` is a
+        callable). None: no growth.
     store : directory that keeps the library (resumable); None uses a temporary one.
     n_jobs, backend, client, time_limit, random_state, verbose : as in
         :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
@@ -237,6 +264,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         sorted_init: bool = True,
         max_init: int = 25,
         prune_fraction: float = 1.0,
+        tune_selection: bool = False,
+        grow=None,
         store=None,
         n_jobs: int = 1,
         backend: str = "joblib",
@@ -257,6 +286,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         self.sorted_init = sorted_init
         self.max_init = max_init
         self.prune_fraction = prune_fraction
+        self.tune_selection = tune_selection
+        self.grow = grow
         self.store = store
         self.n_jobs = n_jobs
         self.backend = backend
