@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
-from .data import as_frame
+from .data import named
 from .library import Library, build_library
 from .library.grow import GrowSpec
 from .library.spec import load_spec
@@ -163,16 +163,8 @@ class _EnsembleSelectionBase(BaseEstimator):
     def _named(self, X):
         """X as given, or an array as a DataFrame of the training columns (in their order)
         after a check of its width."""
-        if isinstance(X, pd.DataFrame):
-            return X
-        X = as_frame(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input"
-            )
-        X.columns = getattr(self, "input_columns_", self.columns_)  # older saved models
-        return X
+        columns = getattr(self, "input_columns_", self.columns_)  # older saved models
+        return named(X, columns, who=type(self).__name__)
 
     def _frame(self, X) -> pd.DataFrame:
         """X as a checked DataFrame of the training columns, in their order."""
