@@ -11,6 +11,14 @@ pins ``torch>=2.10,<2.14`` and uses ``xgboost-cpu`` on Linux, so best_quality's 
 (the "zeroshot" portfolio: LightGBM, CatBoost, XGBoost, random forest, extra trees, FastAI's
 and AutoGluon's torch MLPs) is available. Should the check ever fail, the install goes on
 without the ``fastai`` extra (no FastAI net) and says so.
+
+Ray (the ``ray`` extra, part of a full ``pip install autogluon``) is left out on purpose: on this
+shared 2-core machine starting it took 50 of a 60-second budget (load average 17). Without it
+AutoGluon fits bagged folds one after another with ``num_cpus`` threads and runs its DyStack
+check in-process; when that check fits nothing in its quarter of a short budget, AutoGluon 1.6.3
+then fails with "Learner is already fit" and ``run_autogluon`` raises a ``RuntimeError`` saying
+no model was fitted. ``fit_kwargs={"dynamic_stacking": False, "num_stack_levels": 1}`` (what
+AutoGluon's own log suggests) skips the check and keeps best_quality's bagging and stacking.
 """
 
 from __future__ import annotations
@@ -193,6 +201,13 @@ def run_autogluon(
         lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
         if done.returncode != 0 or not lines:
             tail = (done.stderr or done.stdout)[-3000:]
+            log = done.stderr + done.stdout
+            if "No models were trained successfully" in log or "Learner is already fit" in log:
+                raise RuntimeError(
+                    f"AutoGluon fitted no model within time_limit={time_limit} s "
+                    f"(load average {os.getloadavg()[0]:.1f}); give it more time or pass "
+                    "fit_kwargs={'dynamic_stacking': False, 'num_stack_levels': 1}"
+                )
             raise RuntimeError(f"AutoGluon runner failed (exit {done.returncode}):\n{tail}")
         record = json.loads(lines[-1].removeprefix("RESULT "))
         if verbosity > 0:  # AutoGluon's own log, for checking what it fitted and with what

@@ -210,6 +210,8 @@ def _prepare_regression(
         if not isinstance(cv, int | np.integer) or cv < 2:
             raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
         if units < cv:
+            if n == 1:
+                raise ValueError(f"y has 1 sample, fewer than cv={cv} folds; give more rows")
             raise ValueError(f"y has {units} {what}, fewer than cv={cv} folds; lower cv")
         folds = _plain_kfold(n, cv, groups, random_state)
         cal_groups = folds[folds != HOLDOUT]
