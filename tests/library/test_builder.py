@@ -477,29 +477,36 @@ def _fit_quick_slow(X, y, *, n_classes, params, stages, random_state):
 
 
 def test_budget_order_is_round_robin_over_families_strongest_and_cheapest_first():
-    from ensel.library.schedule import anytime_order
+    from ensel.library.schedule import STRENGTH, anytime_order, relative_cost
     from ensel.library.spec import load_spec
 
     spec = load_spec("default")
-    tasks = [("families", r) for r in spec.runs] + [
-        ("detectors", d) for d in spec.section("detectors")
-    ]
+    tasks = [("families", r) for r in spec.runs]
+    tasks += [("detectors", d) for d in spec.section("detectors")]
     order = [tasks[i] for i in anytime_order(tasks, n_rows=5000)]
     assert sorted(map(id, order)) == sorted(map(id, tasks))  # a permutation
-    first = [run.family if section == "families" else section for section, run in order[:10]]
-    assert first[:4] == ["lightgbm", "xgboost", "random_forest", "logreg"]
-    assert "detectors" in first  # the detectors take part early
-    lgbm = [
-        dict(r.params)["num_leaves"] for s, r in order if s == "families" and r.family == "lightgbm"
-    ]
-    assert lgbm[0] == 7  # cheapest first
-    tail = {run.family for _, run in order[-15:]}
-    assert tail <= {"svm", "knn"}  # kernel SVMs and k-NN last on large data
-    linear = [
-        i
-        for i, (s, r) in enumerate(order)
-        if s == "families" and dict(r.params).get("kernel") == "linear"
-    ]
-    assert max(linear) < len(order) - 15
-    small = [tasks[i][1].family for i in anytime_order(tasks, n_rows=500)[:16]]
-    assert "svm" in small and "knn" in small
+
+    def name(task):
+        return task[1].family if task[0] == "families" else task[0]
+
+    def deferred(task):
+        _, run = task
+        return run.family in ("svm", "knn") and dict(run.params).get("kernel") != "linear"
+
+    kept = [t for t in order if not deferred(t)]
+    families = sorted({name(t) for t in kept if t[0] == "families"}, key=STRENGTH.index)
+    first_round = [name(t) for t in kept[: len(families) + 1]]
+    assert [f for f in first_round if f != "detectors"] == families  # strongest first
+    assert "detectors" in first_round  # the detectors take part from the first round
+    for family in families:  # cheapest run of each family first
+        costs = [
+            relative_cost(r.family, dict(r.params), r.stages)
+            for s, r in order
+            if s == "families" and r.family == family
+        ]
+        assert costs == sorted(costs), family
+    last = [i for i, t in enumerate(order) if deferred(t)]
+    assert last and min(last) == len(order) - len(last)  # kernel SVMs and k-NN last
+    small = [tasks[i] for i in anytime_order(tasks, n_rows=500)]
+    groups = {name(t) for t in small}  # on small data they take their turn in the first round
+    assert min(i for i, t in enumerate(small) if deferred(t)) < len(groups)
