@@ -4,7 +4,7 @@ seconds) and AutoGluon best_quality given the same budget.
 
     python -m benchmarks.bench_budget [--quick] [--datasets doctor_aus,chile,biopsy_na]
         [--budgets 30,60,120] [--long 300] [--peers hgb,autogluon] [--seed 0]
-        [--records PATH] [--resume]
+        [--records PATH] [--resume] [--report-only]
 
 Protocol: allowed real datasets that have missing values of their own (biopsy_na: V6; chile:
 income, education, statusquo, age) and DoctorAUS (none), each as it is ("own") and with 20% of
@@ -123,7 +123,8 @@ def jobs(args) -> list[dict]:
 
 
 def key(job: dict) -> str:
-    return f"{job['kind']}|{job['dataset']}|{job['variant']}|{job.get('budget')}"
+    budget = None if job["kind"] == "done_when" else job.get("budget")
+    return f"{job['kind']}|{job['dataset']}|{job['variant']}|{budget}"
 
 
 def run_job(job: dict, args) -> dict:
@@ -160,18 +161,28 @@ def _fmt(value, spec: str = ".3f") -> str:
     return format(value, spec)
 
 
-def report(records: list[dict], args, command: str) -> None:
+def report(records: list[dict], args, command: str, planned: list[dict] | None = None) -> None:
     lines = [
         "",
         machine_line(command),
         "",
         "The machine is shared with other jobs (load averages 1/5/15 min before and after each "
         "job are in the table): wall times and the quality reached within a budget are "
-        "pessimistic for a dedicated 2-core machine. ensel runs the default spec (with its "
-        "detectors) and returns within its budget; HistGradientBoosting takes no budget (its "
-        "fit seconds are given); AutoGluon best_quality gets the same budget and 2 CPUs.",
+        "pessimistic for a dedicated 2-core machine. Wall seconds are what the caller waited: "
+        "for ensel its `fit`; for the peers their subprocess with data written as CSV, imports "
+        "and prediction; own fit s is the peer's own fit time. ensel runs the default spec (with its "
+        "detectors); HistGradientBoosting takes no budget; AutoGluon best_quality gets the same "
+        "budget and 2 CPUs.",
         "",
     ]
+    if planned is not None:
+        measured = {key(r) for r in records}
+        missing = [key(j) for j in planned if key(j) not in measured]
+        lines += [
+            f"Jobs run: {len(planned) - len(missing)} of {len(planned)} planned"
+            + (f"; not run (the run was stopped): {', '.join(missing)}." if missing else "."),
+            "",
+        ]
     done = [r for r in records if r["kind"] == "done_when"]
     for r in done:
         if r.get("error"):
@@ -187,8 +198,8 @@ def report(records: list[dict], args, command: str) -> None:
         ]
     lines += [
         "| dataset | variant | rows | missing | budget s | method | wall s | wall/budget "
-        "| test AUC | test log loss | load before | load after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| own fit s | test AUC | test log loss | load before | load after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         if r["kind"] == "done_when":
@@ -198,15 +209,16 @@ def report(records: list[dict], args, command: str) -> None:
         if r.get("error"):
             lines.append(
                 f"| {r['dataset']} | {r['variant']} | - | - | {budget or '-'} | {method} | "
-                f"failed: {r['error']} | - | - | - | {r['load_before']} | - |"
+                f"failed: {r['error']} | - | - | - | - | {r['load_before']} | - |"
             )
             continue
         ratio = r["wall"] / budget if budget else None
-        wall = r["wall"] if r["kind"] != "hgb" else r.get("fit", r["wall"])
+        wall = r["wall"]
         lines.append(
             f"| {r['dataset']} | {r['variant']} | {r.get('rows', '-')} | "
             f"{_fmt(r.get('missing_share'), '.1%')} | {budget or '-'} | {method} | "
-            f"{wall:.1f} | {_fmt(ratio, '.2f')} | {_fmt(r.get('auc'))} | "
+            f"{wall:.1f} | {_fmt(ratio, '.2f')} | {_fmt(r.get('fit'), '.1f')} | "
+            f"{_fmt(r.get('auc'))} | "
             f"{_fmt(r.get('logloss'))} | {r['load_before']} | {r['load_after']} |"
         )
     ensel = [r for r in records if r["kind"] == "ensel" and not r.get("error")]
@@ -303,6 +315,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=Path, default=Path("/tmp/ensel-bench-budget.jsonl"))
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--no-done-when", action="store_true")
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite the table and plot from --records"
+    )
     args = parser.parse_args(argv)
     command = "python -m benchmarks.bench_budget " + " ".join(argv or sys.argv[1:])
     if args.quick:
@@ -317,10 +332,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.no_done_when:
         todo = [j for j in todo if j["kind"] != "done_when"]
     records = []
-    if args.resume and args.records.exists():
+    if args.resume and args.records.exists() and not args.report_only:
         records = [json.loads(line) for line in args.records.read_text().splitlines() if line]
-    elif args.records.exists():
+    elif args.records.exists() and not args.report_only:
         args.records.unlink()
+    if args.report_only:
+        records = [json.loads(line) for line in args.records.read_text().splitlines() if line]
+        plot(records)
+        report(records, args, "python -m benchmarks.bench_budget", todo)
+        return
     finished = {key(r) for r in records}
     for job in todo:
         if key(job) in finished:
@@ -338,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
         with open(args.records, "a") as fh:
             fh.write(json.dumps(record, default=str) + "\n")
         plot(records)
-        report(records, args, command)
+        report(records, args, command, todo)
     df = pd.DataFrame([{k: v for k, v in r.items() if k != "budget_cut"} for r in records])
     if df.empty:
         return
