@@ -170,9 +170,9 @@ def report(records: list[dict], args, command: str, planned: list[dict] | None =
         "job are in the table): wall times and the quality reached within a budget are "
         "pessimistic for a dedicated 2-core machine. Wall seconds are what the caller waited: "
         "for ensel its `fit`; for the peers their subprocess with data written as CSV, imports "
-        "and prediction; own fit s is the peer's own fit time. ensel runs the default spec (with its "
-        "detectors); HistGradientBoosting takes no budget; AutoGluon best_quality gets the same "
-        "budget and 2 CPUs.",
+        "and prediction; own fit s is the peer's own fit time. ensel runs the default spec "
+        "(with its detectors); HistGradientBoosting takes no budget; AutoGluon best_quality gets "
+        "the same budget and 2 CPUs.",
         "",
     ]
     if planned is not None:
