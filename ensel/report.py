@@ -1,7 +1,9 @@
 """A self-contained static HTML report of a fitted ensemble: the ensemble against the best single
 member on all eight metrics, the composition by family, the hillclimb curve with and without
 replacement (Figure 4.1), reliability diagrams and prediction histograms of the strongest members
-before and after calibration (chapter 3), and the leaderboard.
+before and after calibration (chapter 3), and the leaderboard. For a regressor: its metrics, and
+instead of reliability diagrams, predicted against actual values and residuals against
+predictions (out of fold).
 
 Everything is computed when the report is asked for: the comparison, composition and leaderboard
 from what the model keeps, the curves and diagrams from its library's hillclimb predictions (the
@@ -211,11 +213,59 @@ def _histogram_plot(variants: dict[str, np.ndarray]) -> str:
     return _svg(fig, "histogram of predictions")
 
 
+def _predicted_vs_actual_plot(pred: np.ndarray, y: np.ndarray) -> str:
+    fig, ax = _figure(width=4.4, height=3.8)
+    ax.scatter(y, pred, s=6, alpha=0.5, color=PALETTE[0], linewidths=0, label="hillclimb rows")
+    low, high = float(min(y.min(), pred.min())), float(max(y.max(), pred.max()))
+    ax.plot([low, high], [low, high], color="#555", linestyle="--", linewidth=1.0, label="ideal")
+    ax.set_xlabel("actual value")
+    ax.set_ylabel("ensemble prediction (out of fold)")
+    ax.legend(fontsize="small", loc="upper left")
+    return _svg(fig, "predicted against actual values")
+
+
+def _residual_plot(pred: np.ndarray, y: np.ndarray) -> str:
+    fig, ax = _figure(width=4.4, height=3.8)
+    residual = y - pred
+    ax.scatter(pred, residual, s=6, alpha=0.5, color=PALETTE[3], linewidths=0, label="residual")
+    ax.axhline(0.0, color="#555", linestyle="--", linewidth=1.0)
+    order = np.argsort(pred)
+    if pred.size >= 20:  # the residuals' running mean shows a bias that depends on the level
+        window = max(5, pred.size // 20)
+        smooth = np.convolve(residual[order], np.ones(window) / window, mode="valid")
+        centre = pred[order][window // 2 : window // 2 + smooth.size]
+        ax.plot(centre, smooth, color=PALETTE[1], linewidth=1.6, label=f"mean of {window}")
+    ax.set_xlabel("ensemble prediction (out of fold)")
+    ax.set_ylabel("actual - predicted")
+    ax.legend(fontsize="small", loc="upper left")
+    return _svg(fig, "residuals against predictions")
+
+
+def _residuals(model) -> str:
+    """A regressor's out-of-fold ensemble predictions against the hillclimb targets (kept by the
+    model, so no library is needed)."""
+    pred = np.asarray(model.hillclimb_predictions_, dtype=float)
+    y = np.asarray(model.hillclimb_targets_, dtype=float)
+    rmse = float(np.sqrt(np.mean((y - pred) ** 2)))
+    bias = float(np.mean(y - pred))
+    note = (
+        f"<p>{y.size} hillclimb rows; RMSE {rmse:.4g}, mean residual {bias:.4g} "
+        "(each row predicted by members that did not see it).</p>"
+    )
+    return note + (
+        "<div class='row'>"
+        + _predicted_vs_actual_plot(pred, y)
+        + _residual_plot(pred, y)
+        + "</div>"
+    )
+
+
 # ------------------------------------------------------------------ the page
 
 
 def render(model, library: Library | str | os.PathLike | None = None) -> str:
-    """The report of a fitted EnsembleSelectionClassifier, as one HTML string.
+    """The report of a fitted EnsembleSelectionClassifier or EnsembleSelectionRegressor, as one
+    HTML string.
 
     ``library``: the library the model was selected from (a Library or its store path); by
     default the store the model was built on, if it still exists. Without one the hillclimb
@@ -227,7 +277,11 @@ def render(model, library: Library | str | os.PathLike | None = None) -> str:
         _section("Ensemble vs the best single member", _comparison(model)),
         _section("Composition by family", _composition(model)),
         _section("Hillclimb curve (Figure 4.1)", _curves(model, lib, metric)),
-        _section("Calibration of the strongest members", _calibration(lib)),
+        (
+            _section("Calibration of the strongest members", _calibration(lib))
+            if hasattr(model, "classes_")
+            else _section("Predicted against actual, and residuals", _residuals(model))
+        ),
         _section(
             f"Leaderboard ({len(board)} members, {len(model.members_)} with weight)",
             _leaderboard(board),

@@ -131,3 +131,32 @@ def test_cli_report(model, tmp_path, capsys):
     assert main(["report", str(tmp_path), "--html", str(tmp_path / "r.html")]) == 0
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert np.isfinite(model.hillclimb_score_)
+
+
+def test_regression_report_plots_residuals(tmp_path, capsys):
+    from sklearn.datasets import load_diabetes
+
+    from ensel import EnsembleSelectionRegressor
+
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    spec = {
+        "task": "regression",
+        "families": [{"family": "linear"}, {"family": "knn", "stages": [5, 20]}],
+    }
+    reg = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=3, store=tmp_path / "lib")
+    reg.fit(X, y)
+    page = render(reg)
+    for title in ("Ensemble vs the best single member", "Hillclimb curve (Figure 4.1)",
+                  "Predicted against actual, and residuals", "Leaderboard"):  # fmt: skip
+        assert title in page
+    assert "Calibration of the strongest members" not in page
+    assert "a numeric target" in page and all(f"<td>{m}</td>" in page for m in ("rmse", "mae"))
+    assert 'aria-label="predicted against actual values"' in page
+    assert 'aria-label="residuals against predictions"' in page
+    # comparison, composition, curve, predicted vs actual, residuals
+    assert page.count('<svg class="plot"') == 5
+    reg.save(tmp_path / "model.pkl")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "model.pkl").rename(tmp_path / "m" / "model.pkl")
+    assert main(["report", str(tmp_path / "m"), "--html", str(tmp_path / "r.html")]) == 0
+    assert "Predicted against actual" in (tmp_path / "r.html").read_text()
