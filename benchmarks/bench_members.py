@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from benchmarks._report import machine_line, write_section
+from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks.datasets import CLASSIFICATION, load, protocol_split
 from ensel.library import build_library
 from ensel.library.spec import load_spec
@@ -265,7 +265,7 @@ def main(argv=None) -> None:
     table = pd.DataFrame(rows)
     summary = paired(table, "current default (2006 grid + xgb/lgbm)")
     load_after = os.getloadavg()
-    text = summary.to_markdown(index=False, floatfmt=".4f")
+    text = markdown_table(summary, ".4f", index=False)
     print(text)
     command = "python -m benchmarks.bench_members" + (" --quick" if args.quick else "")
     lines = [
@@ -283,8 +283,8 @@ def main(argv=None) -> None:
         "",
         "Per pair:",
         "",
-        table.pivot_table(index=["dataset", "seed"], columns="mix", values="logloss").to_markdown(
-            floatfmt=".4f"
+        markdown_table(
+            table.pivot_table(index=["dataset", "seed"], columns="mix", values="logloss")
         ),
         "",
     ]
