@@ -189,9 +189,10 @@ def prune_tree(tree: Tree, Z: np.ndarray, w: np.ndarray, loss: str = "brier") ->
     """Reduced-error pruning (Quinlan 1987) on held-out rows ``Z`` with weights ``w``.
 
     The held-out background is exact too: a node expects ``w.sum() * bg / bg[root]`` background
-    points. Bottom-up, a subtree becomes a leaf when the leaf's loss on the held-out data is no
-    larger than the subtree's. ``loss`` is "brier" (chaos forest, report §3) or "error"
-    (misclassification, Hooker §4)."""
+    points. Bottom-up, a subtree becomes a leaf when that lowers the loss on the held-out data:
+    strictly for "brier" (chaos forest, report §3: a split stays unless removing it improves
+    the Brier score), and when it is no larger for "error" (misclassification, Hooker §4, as
+    Quinlan's reduced-error pruning)."""
     held_fg = node_weights(tree, Z, w)
     held_bg = float(np.sum(w)) * tree.bg / tree.bg[0]
     left, right = _prune(tree.left, tree.right, tree.value, held_fg, held_bg, LOSSES[loss])
@@ -213,20 +214,28 @@ def fit_forest(
     random_state=None,
 ) -> tuple[Forest, list[Tree]]:
     """Bagged trees (Breiman 1996; report §4.1): each tree sees a bootstrap sample of the rows
-    as weights. With ``prune``, a random ``structure_fraction`` of each bootstrap sample grows
-    the tree and the rest prunes it (chaos forest, report §3). All random draws are made here,
+    as weights. With ``prune``, the rows are split at random: a bootstrap sample of a
+    ``structure_fraction`` of the rows grows the tree, one of the other rows prunes it (report
+    §3: "half of the training data in each bootstrap sample are used for constructing the tree
+    structure ... the half not used for tree construction is used to estimate the error"), so
+    no row both grows a tree and judges its pruning. All random draws are made here,
     in order, so that the forest does not depend on ``n_jobs``."""
     rng = np.random.default_rng(random_state)
     n = Z.shape[0]
     jobs = []
     for _ in range(n_estimators):
-        sample = rng.integers(0, n, n) if bootstrap else rng.permutation(n)
         if prune is None:
+            sample = rng.integers(0, n, n) if bootstrap else np.arange(n)
             w_grow, w_prune = np.bincount(sample, minlength=n).astype(float), None
-        else:
+        else:  # rows, not draws, are split: no row both grows and prunes
             n_grow = min(max(1, round(structure_fraction * n)), n - 1) if n > 1 else 1
-            w_grow = np.bincount(sample[:n_grow], minlength=n).astype(float)
-            w_prune = np.bincount(sample[n_grow:], minlength=n).astype(float)
+            rows = rng.permutation(n)
+            grows, prunes = rows[:n_grow], rows[n_grow:]
+            if bootstrap:  # each half a bootstrap sample of its own rows, of its own size
+                grows = grows[rng.integers(0, len(grows), len(grows))]
+                prunes = prunes[rng.integers(0, len(prunes), len(prunes))]
+            w_grow = np.bincount(grows, minlength=n).astype(float)
+            w_prune = np.bincount(prunes, minlength=n).astype(float)
         jobs.append((w_grow, w_prune, int(rng.integers(2**63))))
 
     def one(w_grow, w_prune, seed):
@@ -665,7 +674,7 @@ def _prune(left, right, value, held_fg, held_bg, loss):  # pragma: no cover - co
             sub[i] = as_leaf
             continue
         below = sub[left[i]] + sub[right[i]]
-        if as_leaf <= below:
+        if as_leaf < below or (loss == 0 and as_leaf == below):
             left[i] = -1
             right[i] = -1
             sub[i] = as_leaf
