@@ -117,7 +117,7 @@ def available_detectors() -> list[str]:
     ``ensel.risk.CombinedRisk`` exists; prints a note for each expected one that is missing."""
     import ensel.risk as risk
 
-    risk._load_all()
+    risk.load_all()
     names = [n for n in ORDER if n in risk.DETECTORS]
     names += sorted(set(risk.DETECTORS) - set(ORDER))
     try:
@@ -134,7 +134,7 @@ def available_detectors() -> list[str]:
 def requires_y(name: str) -> bool:
     import ensel.risk as risk
 
-    risk._load_all()  # a worker process starts with an empty registry
+    risk.load_all()  # a worker process starts with an empty registry
     return name != "combined" and risk.DETECTORS[name].requires_y
 
 
@@ -142,7 +142,7 @@ def build(name: str, bounds, seed: int):
     """Detector ``name`` with default parameters, ``random_state=seed`` and ``bounds``."""
     import ensel.risk as risk
 
-    risk._load_all()  # a worker process starts with an empty registry
+    risk.load_all()  # a worker process starts with an empty registry
     det = risk.CombinedRisk() if name == "combined" else risk.DETECTORS[name]()
     params = det.get_params()
     if "random_state" in params:

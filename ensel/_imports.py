@@ -14,6 +14,9 @@ EXTRAS = {
     "onnxruntime": "compress",
     "dask": "dask",
     "distributed": "dask",
+    "pgmpy": "bayesnet",
+    "networkx": "bayesnet",
+    "matplotlib": "report",
 }
 """The ``pip install ensel[extra]`` that provides each optional module."""
 

@@ -120,6 +120,19 @@ def mean_squared_error(P, a, inv):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, fastmath=True, **_JIT)
+def mean_absolute_error(P, a, inv):  # pragma: no cover - compiled
+    """Mean of ``|a + P[m] * inv|`` per row, where ``a = S / k1 - target``."""
+    M, N = P.shape
+    out = np.empty(M)
+    for m in prange(M):
+        s = 0.0
+        for n in range(N):
+            s += abs(a[n] + P[m, n] * inv)
+        out[m] = s / N
+    return out
+
+
+@njit(parallel=True, fastmath=True, **_JIT)
 def mean_log_loss(P, offset, sign, inv, eps):  # pragma: no cover - compiled
     """Mean of ``-log(clip(offset + sign * P[m] * inv, eps, 1 - eps))`` per row.
 

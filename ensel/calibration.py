@@ -8,13 +8,18 @@ rows renormalised (Zadrozny & Elkan 2002).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 __all__ = [
     "CALIBRATORS",
+    "CROSS_FIT_GROUPS",
     "ColumnCalibrator",
     "IsotonicCalibrator",
     "PlattCalibrator",
+    "cross_fit",
+    "cross_fit_groups",
     "logistic_correction",
     "pav",
 ]
@@ -151,6 +156,36 @@ class ColumnCalibrator:
         np.divide(out, total, out=out, where=total > 0)
         out[total[:, 0] <= 0] = 1.0 / self.n_classes_
         return out
+
+
+CROSS_FIT_GROUPS = 5
+"""Groups of cross-fitted calibration wherever no folds are given: a library's held-out
+hillclimb split, the estimator's final Platt step and the combination of risk detectors."""
+
+
+def cross_fit_groups(n: int, random_state=None) -> np.ndarray:
+    """A random assignment of ``n`` rows to ``CROSS_FIT_GROUPS`` groups of (nearly) equal size."""
+    return np.random.default_rng(random_state).permutation(n) % CROSS_FIT_GROUPS
+
+
+def cross_fit(make: Callable[[], object], f: np.ndarray, y: np.ndarray, groups: np.ndarray):
+    """Cross-fitted calibration: for each group ``g`` of ``groups`` (ids 0..G-1), a calibrator
+    ``make()`` fitted on the rows of the other groups predicts the rows of ``g``, so no row's
+    calibrated prediction comes from a calibrator that saw it.
+
+    Returns ``(predictions, calibrators)``: the out-of-group predictions (the shape of ``f``,
+    float64) and the calibrator of each group, in group order (a member of a library predicts
+    new rows through them, §4.3.4)."""
+    f = np.asarray(f, dtype=np.float64)
+    y = np.asarray(y)
+    out = np.empty_like(f)
+    calibrators = []
+    for g in range(int(groups.max()) + 1):
+        inside = groups == g
+        cal = make().fit(f[~inside], y[~inside])
+        out[inside] = cal.predict(f[inside])
+        calibrators.append(cal)
+    return out, calibrators
 
 
 def logistic_correction(votes: np.ndarray) -> np.ndarray:

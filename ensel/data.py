@@ -1,30 +1,32 @@
-"""Checked training data for a library build: features as a DataFrame with known column kinds,
-labels encoded 0..C-1, the fold of every row and a fingerprint that ties a store to its data."""
+"""The input layer: user data as a DataFrame with string column names, the kinds of its columns
+(numeric or categorical, with their categories), the checks every caller shares (empty data,
+odd cell types, infinities, columns and categories unseen in training), and the policy for
+messy columns: missing values are allowed everywhere, numeric columns with stray text tokens
+are read as numbers, all-missing and constant columns are left out, id-like ones are warned. It
+imports nothing else of ensel."""
 
 from __future__ import annotations
 
-import hashlib
+import logging
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from sklearn.exceptions import DataConversionWarning
-from sklearn.model_selection import (
-    GroupShuffleSplit,
-    StratifiedGroupKFold,
-    StratifiedKFold,
-    StratifiedShuffleSplit,
-)
-from sklearn.utils.multiclass import type_of_target
 
-__all__ = ["Columns", "TrainingData", "prepare"]
+__all__ = [
+    "Columns",
+    "as_frame",
+    "check_columns",
+    "check_features",
+    "clean_columns",
+    "coerce_numeric_text",
+    "named",
+    "select_columns",
+]
 
-HOLDOUT = -1
-"""Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
-CALIBRATION_GROUPS = 5
-"""Cross-fitting groups for calibrators on a held-out hillclimb split."""
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,54 +47,6 @@ class Columns:
 
 def _is_categorical(col: pd.Series) -> bool:
     return not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)
-
-
-@dataclass(frozen=True)
-class TrainingData:
-    """What every training run sees: features, encoded labels, folds and calibration groups.
-
-    ``folds[i]`` is the sibling that predicts row ``i`` for the hillclimb set (0..K-1) or
-    ``HOLDOUT`` for rows that only train; ``groups`` assigns each hillclimb row to the
-    cross-fitting group whose calibrator predicts it."""
-
-    X: pd.DataFrame
-    y: np.ndarray
-    classes: np.ndarray
-    columns: Columns
-    folds: np.ndarray
-    groups: np.ndarray
-
-    @property
-    def n_classes(self) -> int:
-        return self.classes.size
-
-    @property
-    def hillclimb(self) -> np.ndarray:
-        """Indices of the rows whose out-of-sample predictions form the hillclimb set."""
-        return np.flatnonzero(self.folds != HOLDOUT)
-
-    @property
-    def n_siblings(self) -> int:
-        return int(self.folds.max()) + 1
-
-    def fingerprint(self) -> dict[str, str]:
-        """Hashes of the data, the labels and the folds (a store refuses others)."""
-        h = hashlib.sha256()
-        h.update(repr(list(map(str, self.X.columns))).encode())
-        h.update(repr([str(t) for t in self.X.dtypes]).encode())
-        h.update(pd.util.hash_pandas_object(self.X, index=False).to_numpy().tobytes())
-        return {
-            "X": h.hexdigest()[:16],
-            "y": _hash(self.y, self.classes.astype(str)),
-            "folds": _hash(self.folds, self.groups),
-        }
-
-
-def _hash(*arrays: np.ndarray) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()[:16]
 
 
 def as_frame(X) -> pd.DataFrame:
@@ -116,45 +70,191 @@ def as_frame(X) -> pd.DataFrame:
     return frame.infer_objects() if arr.dtype == object else frame
 
 
+def _is_missing(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def check_features(X: pd.DataFrame) -> None:
-    """Raise a clear error for empty data, missing values or infinities."""
+    """Raise a clear error for empty data, cells that are neither numbers nor strings, or
+    infinities. Missing values (NaN, None, pd.NA) are allowed everywhere."""
     if X.shape[1] == 0:
         raise ValueError(f"X has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if X.shape[0] == 0:
         raise ValueError(f"X has 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
     for col in X.columns:
         if X[col].dtype == object:
-            odd = X[col].map(lambda v: not isinstance(v, str | int | float | bool | np.generic))
+            odd = X[col].map(
+                lambda v: (
+                    not isinstance(v, str | int | float | bool | np.generic) and not _is_missing(v)
+                )
+            )
             if odd.any():
                 bad = type(X[col][odd.idxmax()]).__name__
                 raise TypeError(
                     f"X column {col!r} holds a {bad}: argument must be a string or a number"
                 )
-    missing = [c for c in X.columns if X[c].isna().any()]
-    if missing:
-        raise ValueError(
-            f"X has missing values (NaN/None) in column(s) {missing[:10]}; "
-            "impute or drop them first"
-        )
     numeric = X.select_dtypes(include=[np.number], exclude=[bool])
-    infinite = [c for c in numeric.columns if not np.isfinite(numeric[c].to_numpy(float)).all()]
+    infinite = [c for c in numeric.columns if np.isinf(numeric[c].to_numpy(float)).any()]
     if infinite:
-        raise ValueError(f"X has infinite values in column(s) {infinite[:10]}; replace them first")
+        raise ValueError(
+            f"X has infinite values in column(s) {infinite[:10]}; replace them (by NaN, which "
+            "counts as missing) first"
+        )
 
 
-def check_columns(
-    frame: pd.DataFrame, columns: list[str], categories: dict[str, list[str]]
-) -> pd.DataFrame:
+MAX_STRAY_TOKENS = 3
+"""A text column is numeric with stray tokens when at most this many distinct cells fail to
+parse as numbers and at least half of its non-missing cells do parse."""
+ID_MIN_ROWS = 20
+"""Columns with a distinct value in every one of at least this many rows are warned as ids."""
+
+
+def _stray_tokens(col: pd.Series) -> tuple[pd.Series, list[str]] | None:
+    """``col`` parsed as numbers and the tokens that did not parse, when ``col`` is a numeric
+    column read as text because of a few stray tokens ("?", "NA", "-"); None otherwise."""
+    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return None
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return None
+    present = col[col.notna()]
+    if present.empty or not all(isinstance(v, str | int | float | np.number) for v in present):
+        return None
+    text = present.astype(str).str.strip()
+    parsed = pd.to_numeric(text, errors="coerce")
+    failed = parsed.isna()
+    tokens = sorted(set(text[failed]))
+    if not tokens or len(tokens) > MAX_STRAY_TOKENS or failed.mean() > 0.5:
+        return None
+    out = pd.Series(np.nan, index=col.index, dtype=np.float64)
+    out[present.index] = parsed.to_numpy(np.float64)
+    return out, tokens
+
+
+def _warn_tokens(name: str, tokens: list[str], n_cells: int, stacklevel: int) -> None:
+    warnings.warn(
+        f"column {name!r} is numeric but holds the non-numeric token(s) {tokens} in "
+        f"{n_cells} cell(s); those cells are treated as missing",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def coerce_numeric_text(frame: pd.DataFrame, stacklevel: int = 4) -> pd.DataFrame:
+    """``frame`` (a copy) with each numeric column read as text because of a few stray tokens
+    ("?", "NA", "-") made numeric, its tokens missing; a warning names the column and tokens."""
+    frame = frame.copy()
+    for name in frame.columns:
+        found = _stray_tokens(frame[name])
+        if found is not None:
+            numbers, tokens = found
+            n_cells = int(numbers.isna().sum() - frame[name].isna().sum())
+            _warn_tokens(name, tokens, n_cells, stacklevel=stacklevel)
+            frame[name] = numbers
+    return frame
+
+
+def clean_columns(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Training columns as they will be used, and the columns left out with the reason.
+
+    - A numeric column read as text because of a few stray tokens ("?", "NA", "-") becomes
+      numeric, its tokens missing (a warning names the column and the tokens).
+    - A column missing in every row is dropped with a warning; a constant column (one value, no
+      missing cell) is dropped with a log note. Neither says anything about the label. When
+      every column would go, all are kept (the caller's other checks then speak).
+    - A text or integer column with a distinct value in every row (of at least ``ID_MIN_ROWS``)
+      is warned as a likely id; it is kept (the one-hot views pool its rare levels).
+    """
+    frame = coerce_numeric_text(frame, stacklevel=5)
+    dropped: dict[str, str] = {}
+    n = len(frame)
+    for name in frame.columns:
+        col = frame[name]
+        n_missing = int(col.isna().sum())
+        if n_missing == n:
+            dropped[name] = "missing in every row"
+        elif n_missing == 0 and col.nunique(dropna=True) == 1:
+            dropped[name] = "constant"
+    if len(dropped) == frame.shape[1]:
+        dropped = {}
+    empty = [c for c, why in dropped.items() if why == "missing in every row"]
+    if empty:
+        warnings.warn(
+            f"column(s) {empty[:10]} are missing in every training row; they are left out",
+            UserWarning,
+            stacklevel=3,
+        )
+    constant = [c for c, why in dropped.items() if why == "constant"]
+    if constant:
+        log.info("constant column(s) %s are left out", constant[:10])
+    frame = frame.drop(columns=list(dropped))
+    if n >= ID_MIN_ROWS:
+        for name in frame.columns:
+            col = frame[name]
+            integer = pd.api.types.is_integer_dtype(col) and not pd.api.types.is_bool_dtype(col)
+            if (integer or _is_categorical(col)) and col.nunique(dropna=True) == n:
+                warnings.warn(
+                    f"column {name!r} has a distinct value in every row: it looks like an id; "
+                    "drop it unless it carries information (an id that follows the label leaks)",
+                    UserWarning,
+                    stacklevel=3,
+                )
+    return frame, dropped
+
+
+def named(X, columns, *, who: str):
+    """X as given when it is a DataFrame; any other input as a DataFrame whose columns take the
+    training ``columns`` names, in order, after a check that it has as many columns (the
+    scikit-learn convention: an array's columns are the training columns by position). ``who``
+    names the fitted object in the error, e.g. ``"EnsembleSelectionClassifier"``."""
+    if isinstance(X, pd.DataFrame):
+        return X
+    frame = as_frame(X)
+    if frame.shape[1] != len(columns):
+        raise ValueError(
+            f"X has {frame.shape[1]} features, but {who} is expecting {len(columns)} features "
+            "as input"
+        )
+    frame.columns = list(columns)
+    return frame
+
+
+def select_columns(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """``frame`` reduced to the training ``columns`` in their order; a clear error for missing
-    columns, a warning for categories never seen in training (they are encoded as unknown)."""
+    columns (extra columns are ignored)."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(
             f"X lacks column(s) {missing[:10]} seen in training; expected columns "
             f"{columns[:10]}{'...' if len(columns) > 10 else ''}"
         )
+    return frame[columns]
+
+
+def check_columns(
+    frame: pd.DataFrame, columns: list[str], categories: dict[str, list[str]]
+) -> pd.DataFrame:
+    """``frame`` reduced to the training ``columns`` in their order; a clear error for missing
+    columns, a warning for categories never seen in training (they are encoded as unknown) and
+    for numeric columns that arrive as text (their non-numeric tokens become missing values).
+    Missing cells are allowed anywhere."""
+    frame = select_columns(frame, columns)
+    for col in columns:
+        if col in categories:
+            continue
+        values = frame[col]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue
+        parsed = pd.to_numeric(values.where(values.notna()).astype(str).str.strip(), "coerce")
+        tokens = sorted(set(values[parsed.isna() & values.notna()].astype(str)))
+        if tokens:
+            _warn_tokens(col, tokens[:10], int((parsed.isna() & values.notna()).sum()), 3)
+        frame = frame.assign(**{col: parsed.to_numpy(np.float64)})
     for col, known in categories.items():
-        unseen = sorted(set(frame[col].astype(str)) - set(known))
+        values = frame[col]
+        unseen = sorted(set(values[values.notna()].astype(str)) - set(known))
         if unseen:
             warnings.warn(
                 f"column {col!r} has categories never seen in training: {unseen[:5]}; "
@@ -162,104 +262,4 @@ def check_columns(
                 UserWarning,
                 stacklevel=3,
             )
-    return frame[columns]
-
-
-def prepare(
-    X,
-    y,
-    *,
-    cv: int | None,
-    groups=None,
-    hillclimb_fraction: float = 0.2,
-    random_state: int = 0,
-) -> TrainingData:
-    """Check X and y and assign folds: ``cv=K`` stratified K folds (grouped when ``groups`` is
-    given: rows of one group never straddle folds), ``cv=None`` a stratified hillclimb split."""
-    frame = as_frame(X)
-    check_features(frame)
-    y_arr = np.asarray(y)
-    if y_arr.ndim == 2 and y_arr.shape[1] == 1:
-        warnings.warn(
-            "A column-vector y was passed when a 1d array was expected; it was flattened to "
-            "shape (n_samples,)",
-            DataConversionWarning,
-            stacklevel=3,
-        )
-        y_arr = y_arr.ravel()
-    if y_arr.ndim != 1:
-        raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
-    if y_arr.shape[0] != frame.shape[0]:
-        raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
-    if pd.isna(y_arr).any():
-        raise ValueError("y has missing labels; drop those rows first")
-    kind = type_of_target(y_arr) if y_arr.dtype != object else "labels"
-    if kind.startswith("continuous"):
-        raise ValueError(
-            f"Unknown label type: {kind}. y holds real numbers; ensel classifies, so give it "
-            "class labels"
-        )
-    classes, y_enc = np.unique(y_arr, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(
-            f"y has a single class, 1 class ({classes[0]!r}); need at least two classes"
-        )
-    counts = np.bincount(y_enc)
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape != y_arr.shape:
-            raise ValueError(f"groups has shape {groups.shape}; it must match y {y_arr.shape}")
-    if cv is not None:
-        if not isinstance(cv, int | np.integer) or cv < 2:
-            raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
-        if counts.min() < cv:
-            raise ValueError(
-                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, fewer than cv={cv} "
-                "folds; lower cv or use cv=None"
-            )
-        folds = _kfold(y_enc, cv, groups, random_state)
-        cal_groups = folds[folds != HOLDOUT]
-    else:
-        if not 0.0 < hillclimb_fraction < 1.0:
-            raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
-        hill = _holdout(y_enc, hillclimb_fraction, groups, random_state)
-        folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
-        folds[hill] = 0
-        hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
-        k = int(min(CALIBRATION_GROUPS, hill_counts.min()))
-        if k < 2 or (counts - hill_counts).min() < 1:
-            raise ValueError(
-                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
-                f"out a stratified hillclimb split of {hillclimb_fraction:.0%}; use more data or cv"
-            )
-        hill_groups = None if groups is None else groups[hill]
-        if hill_groups is not None:
-            k = min(k, np.unique(hill_groups).size)
-            if k < 2:
-                raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
-        cal_groups = _kfold(y_enc[hill], k, hill_groups, random_state)
-    return TrainingData(frame, y_enc, classes, Columns.infer(frame), folds, cal_groups)
-
-
-def _holdout(y: np.ndarray, fraction: float, groups, random_state: int) -> np.ndarray:
-    """Sorted indices of a held-out hillclimb split: stratified, or by whole groups."""
-    if groups is None:
-        splitter = StratifiedShuffleSplit(1, test_size=fraction, random_state=random_state)
-        _, hill = next(splitter.split(np.zeros(y.size), y))
-    else:
-        splitter = GroupShuffleSplit(1, test_size=fraction, random_state=random_state)
-        _, hill = next(splitter.split(np.zeros(y.size), y, groups))
-    return np.sort(hill)
-
-
-def _kfold(y: np.ndarray, k: int, groups, random_state: int) -> np.ndarray:
-    folds = np.empty(y.size, dtype=np.int64)
-    if groups is None:
-        splitter = StratifiedKFold(k, shuffle=True, random_state=random_state)
-        splits = splitter.split(np.zeros(y.size), y)
-    else:
-        splitter = StratifiedGroupKFold(k, shuffle=True, random_state=random_state)
-        splits = splitter.split(np.zeros(y.size), y, groups)
-    for i, (_, test) in enumerate(splits):
-        folds[test] = i
-    return folds
+    return frame

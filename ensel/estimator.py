@@ -1,6 +1,7 @@
-"""EnsembleSelectionClassifier: the whole method as a scikit-learn classifier. It wires the
-library builder, a combination strategy and an optional final Platt step together, and keeps
-only the members with non-zero weight, so the fitted model is compact."""
+"""EnsembleSelectionClassifier and EnsembleSelectionRegressor: the whole method as scikit-learn
+estimators. A shared base wires the library builder and a combination strategy together and
+keeps only the members with non-zero weight, so the fitted model is compact; the classifier adds
+class labels and an optional final Platt step, the regressor predicts real values."""
 
 from __future__ import annotations
 
@@ -10,23 +11,199 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .calibration import ColumnCalibrator
-from .data import as_frame, check_columns
+from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
+from .data import named
 from .library import Library, build_library
-from .metrics import METRICS, greater_is_better, resolve_metric, score
-from .report import collect
-from .strategies import STRATEGIES
+from .library.grow import GrowSpec
+from .library.spec import load_spec
+from .metrics import METRICS, REGRESSION_METRICS, greater_is_better, resolve_metric, score
+from .risk.combined import DetectorSet
+from .risk.reject import RejectRule, reject_mask
+from .strategies import STRATEGIES, choose_selection
 
-__all__ = ["EnsembleSelectionClassifier"]
+__all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor", "load_model"]
 
 CALIBRATE = ("auto", True, False)
-CALIBRATION_FOLDS = 5
 
 
-class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
+class _EnsembleSelectionBase(BaseEstimator):
+    """What the classifier and the regressor share: building (or reusing) the library,
+    combining its members by a strategy, keeping those with weight, the weighted sum of their
+    test-time predictions, risk, the leaderboard, save and load. Subclasses set ``_task``."""
+
+    _task = "classification"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
+        return tags
+
+    def _fit_members(self, X, y, groups):
+        """Build the library and combine it: sets the fitted attributes both estimators share
+        and returns ``(library, P, metric, weights, options)``."""
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
+        metric = resolve_metric(self.metric, task=self._task)
+        lib = self._library(X, y, groups)
+        if lib.task != self._task:
+            raise ValueError(
+                f"the library was built for {lib.task}, but {type(self).__name__} does "
+                f"{self._task}; use a {self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        P = np.asarray(lib.predictions)
+        options = {
+            "n_iter": self.n_iter,
+            "n_bags": self.n_bags,
+            "bag_fraction": self.bag_fraction,
+            "replacement": self.replacement,
+            "sorted_init": self.sorted_init,
+            "max_init": self.max_init,
+            "prune_fraction": self.prune_fraction,
+            "random_state": self.random_state,
+        }
+        self.selection_comparison_ = []
+        if getattr(self, "tune_selection", False) and self.strategy == "es":
+            options, self.selection_comparison_ = choose_selection(P, lib.y, metric, options)
+        self.selection_options_ = dict(options)
+        weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
+        self.leaderboard_ = _leaderboard(lib, P, weights)
+        keep = np.flatnonzero(weights > 0)
+        self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
+        self.weights_ = weights[keep]
+        self.fitted_members_ = lib.subset(self.members_["id"])
+        self.columns_ = list(lib.columns)  # the columns the members use
+        self.input_columns_ = list(lib.input_columns)  # the columns given to fit
+        self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
+        self.categories_ = dict(lib.categories)
+        self.n_features_in_ = len(self.input_columns_)
+        if isinstance(X, pd.DataFrame):
+            self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
+        self.detectors_ = _detector_set(lib, self.random_state)
+        self.library_path_ = None if lib.temporary else str(Path(lib.store.path).resolve())
+        return lib, P, metric, weights, options
+
+    def _library(self, X, y, groups) -> Library:
+        if isinstance(self.library, Library):
+            return self.library
+        if (
+            isinstance(self.library, str | os.PathLike)
+            and (Path(self.library) / "store.json").is_file()
+        ):
+            return Library.open(self.library)
+        spec = load_spec(self.library)
+        if spec.task != self._task:  # say so before any training
+            raise ValueError(
+                f"library spec {spec.name!r} is for {spec.task}, but {type(self).__name__} "
+                f"does {self._task}; use a {self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        return build_library(
+            X,
+            y,
+            spec=spec,
+            cv=self.cv,
+            store=self.store,
+            n_jobs=self.n_jobs,
+            backend=self.backend,
+            client=self.client,
+            random_state=self.random_state,
+            groups=groups,
+            time_limit=self.time_limit,
+            verbose=self.verbose,
+            grow=self._grow_spec(),
+        )
+
+    def _grow_spec(self):
+        """``grow`` for the builder (classifiers only), selecting for this estimator's metric."""
+        grow = getattr(self, "grow", None)
+        if grow is None or grow is False or isinstance(grow, GrowSpec):
+            return grow
+        name = self.metric if isinstance(self.metric, str) else "mxe"
+        if isinstance(grow, dict):
+            return {"metric": name, **grow}
+        if isinstance(grow, int) and not isinstance(grow, bool) and grow > 0:
+            return {"trials": grow, "metric": name}
+        return grow  # the builder's error message names what is wrong
+
+    def _weighted_sum(self, X) -> np.ndarray:
+        """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout."""
+        check_is_fitted(self, "weights_")
+        members = self.fitted_members_.predict(self._named(X))
+        return np.tensordot(self.weights_, members, axes=1)
+
+    def risk(self, X) -> pd.DataFrame:
+        """Extrapolation risk of each row: one column per detector of the library spec (its own
+        risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
+        uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
+        check_is_fitted(self, "weights_")
+        if self.detectors_ is None:
+            raise ValueError(
+                "this model's library has no detectors; list some in the spec's 'detectors:' "
+                "section (the built-in specs have one) and fit again"
+            )
+        return self.detectors_.risks(self._frame(X))
+
+    def _refuse(self, X, reject, proba=None) -> np.ndarray:
+        """Rows to refuse under ``reject`` (see ``predict``): combined risk above the threshold
+        or NaN, or, with ``proba`` and a minimum top-class probability, below that."""
+        risk = self.risk(X)["combined"].to_numpy()
+        if isinstance(reject, RejectRule):
+            return reject.reject(risk, proba)
+        min_proba, max_risk = _reject_thresholds(reject)
+        return reject_mask(risk, max_risk, proba, min_proba if proba is not None else None)
+
+    def _named(self, X):
+        """X as given, or an array as a DataFrame of the training columns (in their order)
+        after a check of its width."""
+        columns = getattr(self, "input_columns_", self.columns_)  # older saved models
+        return named(X, columns, who=type(self).__name__)
+
+    def _frame(self, X) -> pd.DataFrame:
+        """X as a checked DataFrame of the training columns, in their order."""
+        return self.fitted_members_.frame(self._named(X))
+
+    def leaderboard(self) -> pd.DataFrame:
+        """Every library member: family, params, calibration, stage, its hillclimb score on
+        every metric of the task and its weight in the ensemble, best on ``metric`` first."""
+        check_is_fitted(self, "leaderboard_")
+        metric = resolve_metric(self.metric, task=self._task)
+        key = metric.name if metric.name in self.leaderboard_ else "weight"
+        ascending = key != "weight" and not metric.greater_is_better
+        return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
+        far faster than joblib's Python one)."""
+        check_is_fitted(self, "weights_")
+        with open(path, "wb") as fh:
+            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def __getstate__(self) -> dict:
+        """Pickled state; a live dask client (a connection) is left out, an address is kept."""
+        state = super().__getstate__()
+        if self.client is not None and not isinstance(self.client, str):
+            state = {**state, "client": None}
+        return state
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):
+        """Read a model written by :meth:`save`. This unpickles: load only files you trust."""
+        with open(path, "rb") as fh:
+            model = pickle.load(fh)
+        if not isinstance(model, cls):
+            raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        return model
+
+
+class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
     """Ensemble selection from a library of models (Caruana & Niculescu-Mizil).
 
     Parameters
@@ -34,30 +211,41 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     library : a built-in spec name (``"tiny"``, ``"default"``, ``"caruana2006"``), a spec path
         or dict, a built :class:`~ensel.library.Library`, or the path of a prediction store.
     metric : the metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
-        Default ``"mxe"``: §4.3.5 finds RMS and MXE competitive proxies for every target metric,
-        and on our benchmark (docs/benchmarks.md, five real datasets) selecting for MXE had the
-        best mean normalised score over all eight targets, above selecting for each target
-        directly; it also rewards calibrated probabilities.
+        Default ``"mxe"``: §4.3.5 finds RMS and MXE competitive proxies for every target metric;
+        in the first (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real
+        datasets) selecting for MXE had the best mean normalised score over all eight targets;
+        it also rewards calibrated probabilities.
     cv : folds of embedded cross-validation (§4.3.4); None holds out a hillclimb split.
     strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
         (Bayesian model averaging), as compared in §4.3.2.
     calibrate : ``"auto"`` Platt-scales the ensemble when ``metric`` does not itself reward
-        calibration (anything but rms and mxe); True always, False never. The calibrator is
+        calibration (a metric whose ``Metric.kind`` is not ``"probability"``, i.e. anything
+        but rms and mxe); True always, False never. The calibrator is
         cross-fitted on the hillclimb predictions to report log loss with and without it
         (``calibration_report_``) and then fitted on all of them.
 
     Attributes: ``members_`` (members with weight), ``weights_``, ``classes_``,
     ``leaderboard_``, ``comparison_`` (the ensemble's out-of-fold hillclimb score on every
     metric, cross-fitted where calibrated, against the best member's), ``hillclimb_score_``,
-    ``calibrator_``, ``calibration_report_``, ``report_data_`` (for :mod:`ensel.report`).
+    ``calibrator_``, ``calibration_report_``, ``fitted_members_`` (the members with weight and
+    their fitted runs, :class:`~ensel.library.FittedMembers`), ``library_path_`` (the store the
+    library lives in, for :mod:`ensel.report`; None when it was temporary).
     n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init : selection options (§4.2);
         the defaults are the dissertation's (20 bags of half the library, sorted
         initialisation, selection with replacement).
     prune_fraction : select only from the best ``prune_fraction`` of the library by its
         members' hillclimb scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule
         of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
-        4.1-4.2: on our benchmark's smaller libraries pruning to 10-50% moved the mean
-        normalised score by less than the spread between outer folds (docs/benchmarks.md).
+        4.1-4.2; no pruning experiment on our libraries has been run yet to set it otherwise.
+    tune_selection : choose the selection options per fit by a nested out-of-fold comparison on
+        the hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
+        library pruned to its best half or fifth, no bagging, no sorted initialisation); the
+        comparison is kept in ``selection_comparison_`` and the chosen options in
+        ``selection_options_``. Costs 15 extra selections.
+    grow : after building the library, propose new members where the ensemble gains (optuna;
+        :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+        "time": 120}``; growth selects for ``metric`` (for log loss when ``metric`` is a
+        callable). None: no growth.
     store : directory that keeps the library (resumable); None uses a temporary one.
     n_jobs, backend, client, time_limit, random_state, verbose : as in
         :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
@@ -79,6 +267,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         sorted_init: bool = True,
         max_init: int = 25,
         prune_fraction: float = 1.0,
+        tune_selection: bool = False,
+        grow=None,
         store=None,
         n_jobs: int = 1,
         backend: str = "joblib",
@@ -99,6 +289,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.sorted_init = sorted_init
         self.max_init = max_init
         self.prune_fraction = prune_fraction
+        self.tune_selection = tune_selection
+        self.grow = grow
         self.store = store
         self.n_jobs = n_jobs
         self.backend = backend
@@ -111,41 +303,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
         """Build (or reuse) the library, combine its members, keep those with weight."""
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
         if self.calibrate not in CALIBRATE:
             raise ValueError(f"calibrate={self.calibrate!r}: use one of {CALIBRATE}")
-        metric = resolve_metric(self.metric)
-        lib = self._library(X, y, groups)
-        P = np.asarray(lib.predictions)
-        options = {
-            "n_iter": self.n_iter,
-            "n_bags": self.n_bags,
-            "bag_fraction": self.bag_fraction,
-            "replacement": self.replacement,
-            "sorted_init": self.sorted_init,
-            "max_init": self.max_init,
-            "prune_fraction": self.prune_fraction,
-            "random_state": self.random_state,
-        }
-        weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
+        lib, P, metric, weights, _ = self._fit_members(X, y, groups)
         self.classes_ = lib.classes
-        self.leaderboard_ = _leaderboard(lib, P, weights)
-        keep = np.flatnonzero(weights > 0)
-        self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
-        self.weights_ = weights[keep]
-        self.runs_ = {r: lib._fitted(r) for r in self.members_["run"].unique()}
-        self._offsets = _offsets_in_runs(lib.members, keep)
-        self.columns_ = list(lib._columns)
-        self.categories_ = dict(lib._categories)
-        self.n_features_in_ = len(self.columns_)
-        if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
-        hill = np.tensordot(self.weights_, P[keep], axes=1)
+        hill = np.tensordot(weights, P, axes=1)
         self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
         self.hillclimb_score_ = score(metric, lib.y, hill)
         self.comparison_ = {
@@ -155,49 +317,19 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             }
             for name in METRICS
         }
-        self.report_data_ = collect(lib, P, weights, metric, options)
-        self.detectors_ = _detector_set(lib, self.random_state)
         return self
-
-    def _library(self, X, y, groups) -> Library:
-        if isinstance(self.library, Library):
-            return self.library
-        if (
-            isinstance(self.library, str | os.PathLike)
-            and (Path(self.library) / "store.json").is_file()
-        ):
-            return Library.open(self.library)
-        return build_library(
-            X,
-            y,
-            spec=self.library,
-            cv=self.cv,
-            store=self.store,
-            n_jobs=self.n_jobs,
-            backend=self.backend,
-            client=self.client,
-            random_state=self.random_state,
-            groups=groups,
-            time_limit=self.time_limit,
-            verbose=self.verbose,
-        )
 
     def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric):
         """Platt-scale the ensemble where ``calibrate`` asks for it; log loss of the hillclimb
         predictions before and after, cross-fitted so the 'after' is honest."""
         wanted = self.calibrate is True or (
-            self.calibrate == "auto" and metric.name not in ("rms", "mxe")
+            self.calibrate == "auto" and metric.kind != "probability"
         )
         if not wanted:
             return None, {}, _full(hill, self.classes_.size)
         proba = _full(hill, self.classes_.size)
-        rng = np.random.default_rng(self.random_state)
-        groups = rng.permutation(y.size) % CALIBRATION_FOLDS
-        crossed = np.empty_like(proba)
-        for g in range(CALIBRATION_FOLDS):
-            inside = groups == g
-            cal = ColumnCalibrator("platt").fit(proba[~inside], y[~inside])
-            crossed[inside] = cal.predict(proba[inside])
+        groups = cross_fit_groups(y.size, self.random_state)
+        crossed, _ = cross_fit(lambda: ColumnCalibrator("platt"), proba, y, groups)
         report = {
             "log_loss_before": score("mxe", y, proba),
             "log_loss_after": score("mxe", y, crossed),
@@ -209,13 +341,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """``(n, n_classes)`` probabilities of the ensemble."""
         check_is_fitted(self, "weights_")
-        frame = self._frame(X)
-        total = np.zeros((len(frame), self.classes_.size))
-        for run_id, fitted in self.runs_.items():
-            rows = self.members_["run"].to_numpy() == run_id
-            predicted = fitted.predict(frame)[self._offsets[rows]]
-            total += np.tensordot(self.weights_[rows], predicted, axes=1)
-        return self._finish(total)
+        return self._finish(self._weighted_sum(X))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
         """The ensemble's ``(n, n_classes)`` probabilities from the predictions of *every*
@@ -242,89 +368,134 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         labels = self.classes_[np.argmax(proba, axis=1)]
         if reject is None:
             return labels
-        from .risk.reject import RejectRule, reject_mask
-
-        risk = self.risk(X)["combined"].to_numpy()
-        if isinstance(reject, RejectRule):
-            refuse = reject.reject(risk, proba)
-        else:
-            min_proba, max_risk = _reject_thresholds(reject)
-            refuse = reject_mask(risk, max_risk, proba, min_proba)
-        out = labels.astype(object)
-        out[refuse] = None
-        return out
-
-    def risk(self, X) -> pd.DataFrame:
-        """Extrapolation risk of each row: one column per detector of the library spec (its own
-        risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
-        uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
-        check_is_fitted(self, "weights_")
-        if self.detectors_ is None:
-            raise ValueError(
-                "this model's library has no detectors; list some in the spec's 'detectors:' "
-                "section (the built-in specs have one) and fit again"
-            )
-        return self.detectors_.risks(self._frame(X))
+        return _refused(labels, self._refuse(X, reject, proba))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
         return proba if self.calibrator_ is None else self.calibrator_.predict(proba)
 
-    def _frame(self, X) -> pd.DataFrame:
-        if not isinstance(X, pd.DataFrame):
-            X = as_frame(X)
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                    f"{self.n_features_in_} features as input"
-                )
-            X.columns = self.columns_
-        return check_columns(as_frame(X), self.columns_, self.categories_)
 
-    # ------------------------------------------------------------------ reporting and files
+class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
+    """Ensemble selection for numeric targets: the same library builder, store, selection
+    engine and detectors as :class:`EnsembleSelectionClassifier`, with regressors (a spec with
+    ``task: regression``; the built-in ``"regression"`` by default) and a regression metric.
 
-    def leaderboard(self) -> pd.DataFrame:
-        """Every library member: family, params, calibration, stage, its hillclimb score on
-        all eight metrics and its weight in the ensemble, best on ``metric`` first."""
-        check_is_fitted(self, "leaderboard_")
-        name = resolve_metric(self.metric).name
-        key = name if name in self.leaderboard_ else "weight"
-        ascending = name in ("rms", "mxe")
-        return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
+    Parameters
+    ----------
+    library : ``"regression"`` (the default regression spec), ``"tiny_regression"``, a spec
+        path or dict with ``task: regression``, a built :class:`~ensel.library.Library`, or the
+        path of a regression prediction store.
+    metric : what selection optimises: ``"rmse"`` (default), ``"mae"``, ``"r2"``, a
+        :class:`~ensel.metrics.Metric` with ``task="regression"``, or a callable
+        ``func(y_true, y_pred) -> float`` (maximised unless it has ``greater_is_better=False``;
+        see :func:`ensel.metrics.make_metric`).
+    strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
+        (Bayesian model averaging with a Gaussian likelihood of each member's residuals).
+    cv, n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init, prune_fraction,
+    store, n_jobs, backend, client, time_limit, random_state, verbose : as for
+        :class:`EnsembleSelectionClassifier`. Folds are plain (or grouped with ``groups``) K
+        folds: there are no classes to stratify by.
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
-        far faster than joblib's Python one)."""
+    Attributes: ``members_``, ``weights_``, ``leaderboard_`` (every member's hillclimb RMSE, MAE
+    and R² and its weight), ``comparison_`` (the ensemble's out-of-fold hillclimb score on each
+    regression metric against the best member's), ``hillclimb_score_``,
+    ``hillclimb_predictions_`` and ``hillclimb_targets_`` (for residual plots),
+    ``detectors_``.
+    """
+
+    _task = "regression"
+
+    def __init__(
+        self,
+        library="regression",
+        metric="rmse",
+        cv: int | None = 5,
+        strategy: str = "es",
+        n_iter: int = 100,
+        n_bags: int = 20,
+        bag_fraction: float = 0.5,
+        replacement: bool = True,
+        sorted_init: bool = True,
+        max_init: int = 25,
+        prune_fraction: float = 1.0,
+        store=None,
+        n_jobs: int = 1,
+        backend: str = "joblib",
+        client=None,
+        time_limit: float | None = None,
+        random_state: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.library = library
+        self.metric = metric
+        self.cv = cv
+        self.strategy = strategy
+        self.n_iter = n_iter
+        self.n_bags = n_bags
+        self.bag_fraction = bag_fraction
+        self.replacement = replacement
+        self.sorted_init = sorted_init
+        self.max_init = max_init
+        self.prune_fraction = prune_fraction
+        self.store = store
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.client = client
+        self.time_limit = time_limit
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y, groups=None) -> EnsembleSelectionRegressor:
+        """Build (or reuse) the regression library, combine its members, keep those with
+        weight. ``groups`` keeps the rows of one group (one person in panel data) in one
+        fold."""
+        lib, P, metric, weights, _ = self._fit_members(X, y, groups)
+        hill = np.tensordot(weights, P.astype(np.float64), axes=1)
+        self.hillclimb_predictions_ = hill
+        self.hillclimb_targets_ = np.asarray(lib.y, dtype=np.float64)
+        self.hillclimb_score_ = score(metric, lib.y, hill)
+        self.comparison_ = {
+            name: {
+                "ensemble": score(name, lib.y, hill),
+                "best member": _best(self.leaderboard_[name], name),
+            }
+            for name in REGRESSION_METRICS
+        }
+        return self
+
+    def predict(self, X, reject=None) -> np.ndarray:
+        """``(n,)`` predicted values: the weighted average of the kept members' predictions.
+
+        ``reject`` adds the reject option of Gu & Easwaran's Eq. 10: a float ``r`` (or a
+        :class:`ensel.risk.reject.RejectRule` without ``min_confidence``) refuses rows whose
+        combined extrapolation risk exceeds ``r`` or is unknown; refused rows hold None (the
+        array is then of dtype object)."""
+        values = self._weighted_sum(X)
+        if reject is None:
+            return values
+        if isinstance(reject, tuple | list):
+            raise ValueError(
+                f"reject={reject!r}: a regressor has no class probabilities; give the largest "
+                "combined risk to accept (a float in [0, 1])"
+            )
+        return _refused(values, self._refuse(X, reject))
+
+    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
+        """The ensemble's ``(n,)`` prediction from the predictions of *every* library member
+        (``Library.predict(X)``, ``(M, n)`` in library order)."""
         check_is_fitted(self, "weights_")
-        with open(path, "wb") as fh:
-            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def __getstate__(self) -> dict:
-        """Pickled state; a live dask client (a connection) is left out, an address is kept."""
-        state = super().__getstate__()
-        if self.client is not None and not isinstance(self.client, str):
-            state = {**state, "client": None}
-        return state
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> EnsembleSelectionClassifier:
-        """Read a model written by :meth:`save`. This unpickles: load only files you trust."""
-        with open(path, "rb") as fh:
-            model = pickle.load(fh)
-        if not isinstance(model, cls):
-            raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
-        return model
+        weights = self.leaderboard_["weight"].to_numpy()
+        if member_predictions.shape[0] != weights.size:
+            raise ValueError(
+                f"member_predictions has {member_predictions.shape[0]} members; the library "
+                f"has {weights.size}"
+            )
+        return np.tensordot(weights, member_predictions, axes=1)
 
 
 def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:
     """``(n, C)`` from the library layout (positive-class ``(n,)`` for binary problems)."""
     return np.column_stack([1.0 - proba, proba]) if proba.ndim == 1 else proba
-
-
-def _offsets_in_runs(members: pd.DataFrame, keep: np.ndarray) -> np.ndarray:
-    """Each kept member's position among its run's members."""
-    position = members.groupby("run").cumcount().to_numpy()
-    return position[keep]
 
 
 def _best(scores: pd.Series, metric: str) -> float:
@@ -336,10 +507,15 @@ def _detector_set(lib: Library, random_state: int):
     dets = lib.detectors
     if dets is None:
         return None
-    from .risk.combined import DetectorSet
-
-    fitted = [dets._fitted(r) for r in dets.members["run"]]
+    fitted = list(dets.subset().runs.values())  # one member per detector run
     return DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+
+
+def _refused(predictions: np.ndarray, refuse: np.ndarray) -> np.ndarray:
+    """``predictions`` as an object array with None in the refused rows."""
+    out = predictions.astype(object)
+    out[refuse] = None
+    return out
 
 
 def _reject_thresholds(reject) -> tuple[float, float]:
@@ -358,8 +534,16 @@ def _reject_thresholds(reject) -> tuple[float, float]:
 
 
 def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFrame:
+    """Every member's description, its hillclimb score on each metric of the library's task,
+    and its weight."""
     board = lib.members[["id", "family", "params", "calibration", "stage"]].copy()
     for name, scores in lib.member_scores(P).items():
         board[name] = scores
     board["weight"] = weights
     return board
+
+
+def load_model(path: str | os.PathLike) -> EnsembleSelectionClassifier | EnsembleSelectionRegressor:
+    """Read a classifier or a regressor written by ``save`` (this unpickles: load only files
+    you trust)."""
+    return _EnsembleSelectionBase.load(path)

@@ -1,9 +1,11 @@
-"""The eight performance metrics of the dissertation (Appendix 4.C), exact batch scoring of many
-prediction vectors at once, and the normalised scores of §4.3.1.
+"""The eight performance metrics of the dissertation (Appendix 4.C), the regression metrics
+(RMSE, MAE, R²), exact batch scoring of many prediction vectors at once, and the normalised
+scores of §4.3.1.
 
 Binary problems take positive-class probabilities ``(N,)``; a two-column ``(N, 2)`` array is read
 as its second column. Multiclass problems take ``(N, C)`` probabilities and integer labels
-``0..C-1``. Batch functions take ``(M, N)`` or ``(M, N, C)`` and return ``(M,)`` scores.
+``0..C-1``. Regression metrics take real targets ``(N,)`` and real predictions ``(N,)``. Batch
+functions take ``(M, N)`` or ``(M, N, C)`` and return ``(M,)`` scores.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import numpy as np
 
 __all__ = [
     "METRICS",
+    "REGRESSION_METRICS",
+    "TASKS",
     "Metric",
     "baseline_score",
     "greater_is_better",
@@ -27,6 +31,8 @@ __all__ = [
 ]
 
 METRICS = ("acc", "fsc", "lft", "roc", "apr", "bep", "rms", "mxe")
+REGRESSION_METRICS = ("rmse", "mae", "r2")
+TASKS = ("classification", "regression")
 
 THRESHOLD = 0.5
 """ACC and FSC call a case positive when its probability is >= 0.5 (App. 4.C)."""
@@ -42,12 +48,13 @@ BatchFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 @dataclass(frozen=True)
 class Metric:
-    """A metric: a batch scorer ``(y, Q) -> (M,)``, its direction and its kind."""
+    """A metric: a batch scorer ``(y, Q) -> (M,)``, its direction, its kind and its task."""
 
     name: str
     batch: BatchFn
     greater_is_better: bool
-    kind: str  # "threshold", "rank", "probability" or "custom"
+    kind: str  # "threshold", "rank", "probability", "error" (regression) or "custom"
+    task: str = "classification"  # or "regression": real targets and predictions
 
 
 # --------------------------------------------------------------------------- binary, exact
@@ -228,48 +235,96 @@ def _builtin(name: str) -> Metric:
 _REGISTRY: dict[str, Metric] = {name: _builtin(name) for name in METRICS}
 
 
+# --------------------------------------------------------------------------- regression
+
+
+def _rmse(y: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    return np.sqrt(((Q - y) ** 2).mean(axis=1))
+
+
+def _mae(y: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    return np.abs(Q - y).mean(axis=1)
+
+
+def _r2(y: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """Coefficient of determination ``1 - SSE / SST``; with a constant target (SST = 0) 1 for a
+    perfect prediction and 0 otherwise, as scikit-learn's ``r2_score``."""
+    sse = ((Q - y) ** 2).sum(axis=1)
+    sst = float(((y - y.mean()) ** 2).sum())
+    if sst == 0.0:
+        return np.where(sse == 0.0, 1.0, 0.0)
+    return 1.0 - sse / sst
+
+
+_REGRESSION: dict[str, tuple[BatchFn, bool]] = {
+    "rmse": (_rmse, False),
+    "mae": (_mae, False),
+    "r2": (_r2, True),
+}
+for _name, (_fn, _gib) in _REGRESSION.items():
+    _REGISTRY[_name] = Metric(_name, _fn, _gib, kind="error", task="regression")
+
+
 def make_metric(
     func: Callable[[np.ndarray, np.ndarray], float],
     greater_is_better: bool = True,
     name: str | None = None,
+    task: str = "classification",
 ) -> Metric:
-    """Wrap ``func(y_true, proba) -> float`` as a metric usable wherever a metric name is.
+    """Wrap ``func(y_true, prediction) -> float`` as a metric usable wherever a metric name is.
 
-    Use ``greater_is_better=False`` for a loss. Batch scoring calls ``func`` once per row.
+    Use ``greater_is_better=False`` for a loss and ``task="regression"`` for a metric of real
+    targets and predictions. Batch scoring calls ``func`` once per row.
     """
     if not callable(func):
-        raise TypeError(f"make_metric needs a callable func(y_true, proba); got {func!r}")
+        raise TypeError(f"make_metric needs a callable func(y_true, prediction); got {func!r}")
+    if task not in TASKS:
+        raise ValueError(f"make_metric task={task!r}; use one of {TASKS}")
 
     def batch(y: np.ndarray, Q: np.ndarray) -> np.ndarray:
         return np.array([float(func(y, q)) for q in Q])
 
     label = name or getattr(func, "__name__", "custom")
-    return Metric(name=label, batch=batch, greater_is_better=greater_is_better, kind="custom")
+    return Metric(label, batch, greater_is_better, kind="custom", task=task)
 
 
-def resolve_metric(metric: str | Metric | Callable) -> Metric:
+def resolve_metric(metric: str | Metric | Callable, task: str | None = None) -> Metric:
     """Return the :class:`Metric` for a name, a Metric, or a callable.
 
-    A bare callable ``func(y_true, proba) -> float`` is maximised unless it carries an attribute
-    ``greater_is_better = False``; wrap losses with :func:`make_metric` to be explicit.
+    A bare callable ``func(y_true, prediction) -> float`` is maximised unless it carries an
+    attribute ``greater_is_better = False``; wrap losses with :func:`make_metric` to be explicit.
+    ``task`` ("classification" or "regression"), where given, is the task the metric must serve:
+    a bare callable gets it, and a named metric of the other task is refused.
     """
-    if isinstance(metric, Metric):
-        return metric
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task={task!r}; use one of {TASKS}")
     if isinstance(metric, str):
         try:
-            return _REGISTRY[metric.lower()]
+            metric = _REGISTRY[metric.lower()]
         except KeyError:
+            names = REGRESSION_METRICS if task == "regression" else METRICS
             raise ValueError(
-                f"unknown metric {metric!r}; choose one of {', '.join(METRICS)} "
-                "or pass a callable func(y_true, proba) -> float"
+                f"unknown metric {metric!r}; choose one of {', '.join(names)} "
+                "or pass a callable func(y_true, prediction) -> float"
             ) from None
-    if callable(metric):
-        return make_metric(metric, bool(getattr(metric, "greater_is_better", True)))
-    raise TypeError(f"metric must be a name, a Metric or a callable; got {type(metric).__name__}")
+    elif callable(metric) and not isinstance(metric, Metric):
+        gib = bool(getattr(metric, "greater_is_better", True))
+        return make_metric(metric, gib, task=task or "classification")
+    if not isinstance(metric, Metric):
+        raise TypeError(
+            f"metric must be a name, a Metric or a callable; got {type(metric).__name__}"
+        )
+    if task is not None and metric.task != task:
+        names = REGRESSION_METRICS if task == "regression" else METRICS
+        raise ValueError(
+            f"metric {metric.name!r} is a {metric.task} metric; {task} needs one of "
+            f"{', '.join(names)} or a callable"
+        )
+    return metric
 
 
 def greater_is_better(metric: str | Metric | Callable) -> bool:
-    """True if larger values of ``metric`` are better (False for rms and mxe)."""
+    """True if larger values of ``metric`` are better (False for rms, mxe, rmse and mae)."""
     return resolve_metric(metric).greater_is_better
 
 
@@ -348,18 +403,59 @@ def _needs_both_classes(m: Metric, y: np.ndarray, n_classes: int) -> None:
             )
 
 
+def check_targets(y_true, *, name: str = "y_true") -> np.ndarray:
+    """Return real targets as float64 after checking they are 1-D, numeric and finite."""
+    y = np.asarray(y_true)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {y.shape}")
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise ValueError(f"{name} must hold numbers for a regression metric; got dtype {y.dtype}")
+    y = y.astype(np.float64)
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinite values; drop those rows")
+    return y
+
+
+def check_predictions(P: np.ndarray, *, name: str) -> None:
+    """Raise a ValueError if the real predictions ``P`` hold NaN or inf."""
+    if not np.all(np.isfinite(P)):
+        raise ValueError(f"{name} contains NaN or infinite values; fix or drop those predictions")
+
+
+def _as_regression_batch(y_true, pred, *, batch: bool) -> tuple[np.ndarray, np.ndarray]:
+    Q = np.asarray(pred, dtype=np.float64)
+    if Q.ndim != (2 if batch else 1):
+        layout = "(M, N)" if batch else "(N,)"
+        raise ValueError(f"a regression prediction must have shape {layout}; got {Q.shape}")
+    Q = Q if batch else Q[None]
+    y = check_targets(y_true)
+    if len(y) != Q.shape[1]:
+        raise ValueError(
+            f"y_true has {len(y)} targets but the prediction has {Q.shape[1]} rows; they must match"
+        )
+    if len(y) == 0:
+        raise ValueError("y_true is empty; a metric needs at least one case")
+    check_predictions(Q, name="prediction")
+    return y, Q
+
+
 def score_batch(metric: str | Metric | Callable, y_true, P) -> np.ndarray:
     """Score every row of ``P`` ((M, N) or (M, N, C)) against ``y_true``; returns (M,)."""
     m = resolve_metric(metric)
+    if m.task == "regression":
+        return m.batch(*_as_regression_batch(y_true, P, batch=True))
     y, Q = _as_batch(y_true, P, batch=True)
     _needs_both_classes(m, y, 2 if Q.ndim == 2 else Q.shape[2])
     return m.batch(y, Q)
 
 
 def score(metric: str | Metric | Callable, y_true, proba) -> float:
-    """Score one prediction: ``proba`` is ``(N,)`` (binary) or ``(N, C)``. Natural units:
-    rms is the RMSE, mxe the mean cross-entropy in nats."""
+    """Score one prediction: ``proba`` is ``(N,)`` (binary, or real predictions for a
+    regression metric) or ``(N, C)``. Natural units: rms is the RMSE of the probabilities, mxe
+    the mean cross-entropy in nats, rmse and mae are in the target's units."""
     m = resolve_metric(metric)
+    if m.task == "regression":
+        return float(m.batch(*_as_regression_batch(y_true, proba, batch=False))[0])
     y, Q = _as_batch(y_true, proba, batch=False)
     _needs_both_classes(m, y, 2 if Q.ndim == 2 else Q.shape[2])
     return float(m.batch(y, Q)[0])
@@ -369,7 +465,8 @@ def score(metric: str | Metric | Callable, y_true, proba) -> float:
 
 
 def baseline_score(metric: str | Metric | Callable, y_true, n_classes: int = 2) -> float:
-    """Bottom of the normalised scale (§4.3.1): the best score of a constant prediction.
+    """Bottom of the normalised scale (§4.3.1): the best score of a constant prediction
+    (for a regression metric, the better of the target's mean and median).
 
     The constants are the class prior and each certain prediction (all 0 / all 1 for binary,
     each one-hot vector for multiclass). For every metric but FSC the prior wins, which is the
@@ -377,6 +474,12 @@ def baseline_score(metric: str | Metric | Callable, y_true, n_classes: int = 2) 
     threshold, and all-positive reproduces Table 4.10's FSC bottoms (e.g. ADULT 0.398).
     """
     m = resolve_metric(metric)
+    if m.task == "regression":
+        # the best constant for squared error is the mean, for absolute error the median
+        y = check_targets(y_true)
+        constants = np.array([y.mean(), np.median(y)])[:, None] * np.ones(len(y))
+        values = m.batch(y, constants)
+        return float(values.max() if m.greater_is_better else values.min())
     y = check_labels(y_true, n_classes)
     N = len(y)
     prior = np.bincount(y, minlength=n_classes) / N

@@ -26,18 +26,74 @@ from ensel._candidates import (
 from ensel.metrics import (
     Metric,
     check_labels,
+    check_predictions,
     check_probabilities,
+    check_targets,
     positive_class_layout,
     resolve_metric,
 )
 
-__all__ = ["EnsembleSelection"]
+__all__ = ["EnsembleSelection", "PredictCost", "cost_front"]
 
 COPY_BYTES = 16
 """Bytes per prediction of the in-memory path's copies: float64, float32, and a bag."""
 BLOCK_COPIES = 3
 """A streamed block is held about this many times over (its float32 copy and the kernels'
 temporaries)."""
+
+
+@dataclass(frozen=True)
+class PredictCost:
+    """What predicting with a set of members costs, when members share work.
+
+    A member needs some *items* (a preprocessing view, the trees of a boosting run up to its
+    stage, a net's weight snapshot, ...); a set of members costs the sum of ``item_cost`` over
+    the union of the items its members need, so a member whose run is already in the ensemble
+    costs only the items it adds (its extra stage), not its run again (hardware-aware ensemble
+    selection, Maier, Möller and Purucker 2024, with costs of shared work). ``needs`` is
+    ``(n_members, n_items)`` bool, ``item_cost`` ``(n_items,)`` non-negative, in any unit (the
+    estimator uses milliseconds per 1,000 rows)."""
+
+    needs: np.ndarray
+    item_cost: np.ndarray
+
+    @classmethod
+    def additive(cls, member_cost) -> PredictCost:
+        """Members that share nothing: each costs its own ``member_cost``."""
+        c = np.asarray(member_cost, dtype=float)
+        return cls(np.eye(c.size, dtype=bool), c)
+
+    @classmethod
+    def coerce(cls, cost, n_members: int) -> PredictCost:
+        """``cost`` as a PredictCost: one already, a ``(needs, item_cost)`` pair, or a
+        vector of per-member costs; a ValueError says what does not fit ``n_members``."""
+        if not isinstance(cost, PredictCost):
+            if isinstance(cost, tuple) and len(cost) == 2:
+                cost = cls(np.asarray(cost[0], dtype=bool), np.asarray(cost[1], dtype=float))
+            else:
+                cost = cls.additive(cost)
+        needs, item_cost = np.asarray(cost.needs, dtype=bool), np.asarray(cost.item_cost, float)
+        if needs.ndim != 2 or needs.shape[0] != n_members or item_cost.shape != needs.shape[1:]:
+            raise ValueError(
+                f"cost must describe the {n_members} members of P: needs (n_members, n_items) "
+                f"and item_cost (n_items,); got needs {needs.shape}, item_cost {item_cost.shape}"
+            )
+        if not (np.isfinite(item_cost).all() and (item_cost >= 0).all()):
+            raise ValueError("cost: item costs must be finite and non-negative")
+        return cls(needs, item_cost)
+
+    def of(self, members) -> float:
+        """The cost of the set ``members`` (indices or a boolean mask)."""
+        used = self.needs[np.asarray(members)]
+        return float(self.item_cost[used.any(axis=0)].sum()) if used.size else 0.0
+
+    def member_cost(self) -> np.ndarray:
+        """Each member's cost alone."""
+        return self.needs.astype(float) @ self.item_cost
+
+    def extra(self, paid: np.ndarray) -> np.ndarray:
+        """``(n_members,)``: what adding each member costs on top of the items ``paid``."""
+        return self.needs.astype(float) @ np.where(paid, 0.0, self.item_cost)
 
 
 @dataclass
@@ -56,6 +112,9 @@ class EnsembleSelection:
     ----------
     metric : one of ``ensel.metrics.METRICS``, a :class:`~ensel.metrics.Metric`, or a callable
         ``func(y_true, proba) -> float`` (maximised; see :func:`ensel.metrics.make_metric`).
+        A regression metric (``ensel.metrics.REGRESSION_METRICS``: rmse, mae, r2, or a Metric
+        with ``task="regression"``) selects over real predictions ``P`` (M, N) against real
+        targets ``y``.
     n_iter : greedy steps after initialisation (per bag).
     replacement : allow a member to be added more than once (§4.2.1).
     sorted_init : start from the best ``N`` members, ``N <= max_init`` chosen on the hillclimb
@@ -71,6 +130,12 @@ class EnsembleSelection:
         available now). Where the copies the in-memory path makes (float64 and float32, about
         16 bytes per prediction) would exceed it, ``P`` (a memory-mapped ``Library.predictions``,
         say) is read a block of members at a time instead; the result is the same.
+    max_cost : a predict-cost budget (None: no budget). ``fit`` then takes ``cost`` (a
+        :class:`PredictCost`, or per-member costs) and each greedy step picks the best
+        candidate that keeps the ensemble within ``max_cost`` (sorted initialisation stops at
+        the longest prefix that fits). A member whose work is already paid for (its run is in
+        the ensemble) costs only what it adds. Bags share one budget: items paid by an earlier
+        bag are free to the later ones, so the averaged ensemble stays within it.
     random_state : seed for the bags.
 
     Attributes
@@ -85,6 +150,7 @@ class EnsembleSelection:
     member_scores_ : (n_members,) hillclimb score of each member alone.
     score_ : hillclimb score of the returned ensemble.
     streamed_ : True if ``P`` was read a block at a time (it exceeded ``memory_budget``).
+    cost_ : predict cost of the returned ensemble (NaN when ``fit`` got no ``cost``).
     """
 
     def __init__(
@@ -99,6 +165,7 @@ class EnsembleSelection:
         prune_fraction: float = 1.0,
         exact: bool = False,
         memory_budget: int | None = None,
+        max_cost: float | None = None,
         random_state=None,
     ):
         self.metric = metric
@@ -111,17 +178,33 @@ class EnsembleSelection:
         self.prune_fraction = prune_fraction
         self.exact = exact
         self.memory_budget = memory_budget
+        self.max_cost = max_cost
         self.random_state = random_state
 
     # ------------------------------------------------------------------ public API
 
-    def fit(self, P, y) -> EnsembleSelection:
-        """Select from ``P`` ((M, N) positive-class or (M, N, C) probabilities) against ``y``."""
+    def fit(self, P, y, cost=None) -> EnsembleSelection:
+        """Select from ``P`` ((M, N) positive-class or (M, N, C) probabilities, or (M, N) real
+        predictions for a regression metric) against ``y``. ``cost``: what predicting with each
+        member costs (a :class:`PredictCost` or per-member costs), needed with ``max_cost``."""
         self._check_params()
         metric = resolve_metric(self.metric)
         P, y, block_rows = self._check_inputs(P, y)
         rng = check_random_state(self.random_state)
         n_members = len(P)
+        cost = None if cost is None else PredictCost.coerce(cost, n_members)
+        if self.max_cost is not None:
+            if cost is None:
+                raise ValueError(
+                    "max_cost needs the members' predict costs: call fit(P, y, cost=...)"
+                )
+            cheapest = float(cost.member_cost().min())
+            if cheapest > self.max_cost:
+                raise ValueError(
+                    f"max_cost={self.max_cost:g} is below the cheapest member's cost "
+                    f"{cheapest:.4g}; raise it to at least that"
+                )
+        paid = None if cost is None else np.zeros(cost.item_cost.size, dtype=bool)
 
         # exact scoring reads this much of P at a time (the rank metrics' temporaries take
         # about twenty times as much)
@@ -132,13 +215,17 @@ class EnsembleSelection:
         pool = np.sort(by_score[: max(1, math.ceil(self.prune_fraction * n_members))])
 
         fast = not self.exact and fast_available(metric)
+        # the built-in regression metrics do not change when targets and predictions move
+        # together: centre both so that float32 keeps the digits that differ between members
+        shift = float(y.mean()) if fast and metric.task == "regression" else 0.0
+        y_work = y - shift if shift else y
         if block_rows is None:
             # the fast kernels read float32: convert once, not once per bag
-            work = P.astype(np.float32) if fast else P
+            work = (P - shift if shift else P).astype(np.float32) if fast else P
             rows_of, scorer_of = work.__getitem__, partial(candidate_scorer, exact=self.exact)
         else:  # too large for copies: read the bag's rows a block at a time
             dtype = np.float32 if fast else np.float64
-            rows_of = partial(RowView, P, dtype=dtype)
+            rows_of = partial(RowView, P, dtype=dtype, shift=shift)
             scorer_of = partial(
                 streamed_scorer, exact=self.exact, block_rows=block_rows, chunk_bytes=chunk_bytes
             )
@@ -150,8 +237,15 @@ class EnsembleSelection:
         for b in range(self.n_bags):
             members = np.sort(rng.choice(pool, bag_size, replace=False)) if bagged else pool
             rows = rows_of(members)
-            run = self._hillclimb(metric, rows, y, gain[members], scorer_of, chunk_bytes)
+            budget = None
+            if self.max_cost is not None:
+                budget = _Budget(cost.needs[members], cost.item_cost, paid, self.max_cost)
+            run = self._hillclimb(
+                metric, rows, y_work, gain[members], scorer_of, chunk_bytes, budget
+            )
             bag_weights[b, members] = run.counts / run.counts.sum()
+            if paid is not None:
+                paid |= cost.needs[members[run.counts > 0]].any(axis=0)
             curves.append(run.trajectory)
             orders.append(members[run.order])
 
@@ -164,6 +258,7 @@ class EnsembleSelection:
         self.trajectory_ = padded[0] if self.n_bags == 1 else padded
         self.order_ = orders[0] if self.n_bags == 1 else orders
         self.score_ = float(metric.batch(y, self._blend(P, chunk_bytes)[None])[0])
+        self.cost_ = np.nan if cost is None else cost.of(self.weights_ > 0)
         self.n_members_ = n_members
         return self
 
@@ -178,8 +273,16 @@ class EnsembleSelection:
                 f"P must have shape ({self.n_members_}, n_samples{tail}) like the matrix given "
                 f"to fit; got {P.shape}"
             )
-        check_probabilities(P, name="P")
+        if self._task_ == "regression":
+            check_predictions(P, name="P")
+        else:
+            check_probabilities(P, name="P")
         return self._blend(P)
+
+    def predict(self, P) -> np.ndarray:
+        """The ensemble's prediction (the weighted average of the members' rows of ``P``): real
+        values for a regression metric, probabilities otherwise, as :meth:`predict_proba`."""
+        return self.predict_proba(P)
 
     # ------------------------------------------------------------------ internals
 
@@ -203,26 +306,38 @@ class EnsembleSelection:
         gain: np.ndarray,
         scorer_of: Callable,
         chunk_bytes: int,
+        budget: _Budget | None = None,
     ) -> _Run:
-        """Forward selection over the rows of P; returns the best prefix (§4.1 step 4)."""
+        """Forward selection over the rows of P; returns the best prefix (§4.1 step 4). With a
+        ``budget`` only candidates that keep the ensemble within it take part."""
         n = len(P)
         counts = np.zeros(n, dtype=np.int64)
         S = np.zeros(P.shape[1:])
         k = 0
         curve: list[float] = []
+        initialised = False
         if self.sorted_init:
             best_first = np.argsort(-gain, kind="stable")[: min(self.max_init, n)]
-            init_scores = _prefix_scores(metric, P, y, best_first, chunk_bytes)
-            k = int(np.argmax(_gain(metric, init_scores))) + 1
-            counts[best_first[:k]] = 1
-            for row in P[best_first[:k]]:
-                S = S + row  # the same sequential sum as the prefix scores'
-            curve.append(float(init_scores[k - 1]))
+            if budget is not None:
+                best_first = best_first[: budget.fitting_prefix(best_first)]
+            if best_first.size:
+                init_scores = _prefix_scores(metric, P, y, best_first, chunk_bytes)
+                k = int(np.argmax(_gain(metric, init_scores))) + 1
+                counts[best_first[:k]] = 1
+                for row in P[best_first[:k]]:
+                    S = S + row  # the same sequential sum as the prefix scores'
+                curve.append(float(init_scores[k - 1]))
+                initialised = True
+                if budget is not None:
+                    budget.add(best_first[:k])
         init_counts = counts.copy()
         scorer = scorer_of(metric, P, y)
         picks: list[int] = []
         for _ in range(self.n_iter):
             available = None if self.replacement else counts == 0
+            if budget is not None:
+                fits = budget.fits()
+                available = fits if available is None else available & fits
             if available is not None and not available.any():
                 break
             scores = scorer(S, k, available)
@@ -234,10 +349,12 @@ class EnsembleSelection:
             S = S + P[j]
             k += 1
             picks.append(j)
+            if budget is not None:
+                budget.add([j])
             curve.append(float(scores[j]))  # the score of the ensemble just formed
         trajectory = np.asarray(curve)
         best = int(np.argmax(_gain(metric, trajectory)))
-        start = 1 if self.sorted_init else 0  # the first entry of the curve is the initial ensemble
+        start = 1 if initialised else 0  # the first entry of the curve is the initial ensemble
         best_counts = init_counts + np.bincount(picks[: best + 1 - start], minlength=n)
         order = np.r_[
             np.flatnonzero(init_counts)[np.argsort(-gain[init_counts > 0], kind="stable")], picks
@@ -252,6 +369,16 @@ class EnsembleSelection:
         def is_int(v) -> bool:
             return isinstance(v, Integral) and not isinstance(v, bool)
 
+        check(
+            "max_cost",
+            self.max_cost is None
+            or (
+                isinstance(self.max_cost, Real)
+                and not isinstance(self.max_cost, bool)
+                and self.max_cost >= 0
+            ),
+            "None or a cost >= 0",
+        )
         check(
             "memory_budget",
             self.memory_budget is None or (is_int(self.memory_budget) and self.memory_budget >= 1),
@@ -269,6 +396,9 @@ class EnsembleSelection:
         its copies would exceed the memory budget, P as given (memory-mapped, say) and the
         members to read at a time."""
         P = P if isinstance(P, np.ndarray) and P.dtype.kind == "f" else np.asarray(P, float)
+        self._task_ = resolve_metric(self.metric).task
+        if self._task_ == "regression":
+            return self._check_regression_inputs(P, y)
         if P.ndim not in (2, 3):
             raise ValueError(
                 "P must be (n_members, n_samples) positive-class probabilities or "
@@ -299,6 +429,91 @@ class EnsembleSelection:
                 "selection needs cases of at least two classes"
             )
         return P, y, block_rows
+
+    def _check_regression_inputs(self, P, y) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """``_check_inputs`` for a regression metric: real predictions (M, N), real targets."""
+        if P.ndim != 2:
+            raise ValueError(
+                "a regression metric selects over real predictions P of shape "
+                f"(n_members, n_samples); got shape {P.shape}"
+            )
+        if P.shape[0] == 0:
+            raise ValueError("the library is empty: P has no members; build at least one model")
+        self._ndim_, self._tail_ = 2, ()
+        budget = self.memory_budget if self.memory_budget is not None else _default_budget()
+        self._budget = budget
+        streamed = P.size * COPY_BYTES > budget
+        if not streamed:
+            P = np.asarray(P, dtype=np.float64)
+        y = check_targets(y, name="y")
+        if len(y) != P.shape[1]:
+            raise ValueError(
+                f"P has {P.shape[1]} samples per member but y has {len(y)} targets; "
+                "they must describe the same hillclimb cases"
+            )
+        block_rows = max(1, budget // (BLOCK_COPIES * 4 * P.shape[1])) if streamed else None
+        for start in range(0, len(P), block_rows or len(P)):
+            check_predictions(np.asarray(P[start : start + (block_rows or len(P))]), name="P")
+        return P, y, block_rows
+
+
+class _Budget:
+    """The items one hillclimb has paid for (with those of earlier bags) against a limit."""
+
+    def __init__(self, needs: np.ndarray, item_cost: np.ndarray, paid: np.ndarray, limit: float):
+        self.needs = needs
+        self.item_cost = item_cost
+        self.paid = paid.copy()
+        self.limit = limit * (1 + 1e-9)  # a member that exactly fills the budget fits
+
+    def spent(self) -> float:
+        return float(self.item_cost[self.paid].sum())
+
+    def fits(self) -> np.ndarray:
+        """Candidates whose extra items keep the cost within the limit."""
+        extra = self.needs.astype(float) @ np.where(self.paid, 0.0, self.item_cost)
+        return self.spent() + extra <= self.limit
+
+    def add(self, members) -> None:
+        self.paid |= self.needs[np.asarray(members)].any(axis=0)
+
+    def fitting_prefix(self, order: np.ndarray) -> int:
+        """How many of ``order``, taken in turn, fit together."""
+        paid = self.paid.copy()
+        for i, m in enumerate(order):
+            paid |= self.needs[m]
+            if self.item_cost[paid].sum() > self.limit:
+                return i
+        return len(order)
+
+
+def cost_front(
+    P,
+    y,
+    cost,
+    budgets,
+    **options,
+) -> list[dict]:
+    """The front of hillclimb score against predict cost: one :class:`EnsembleSelection`
+    (``options`` as its parameters) per budget in ``budgets`` (``None`` for no budget), each
+    row ``{"budget", "cost", "score", "n_members"}``. Budgets below the cheapest member are
+    skipped."""
+    cost = PredictCost.coerce(cost, len(P))
+    cheapest = float(cost.member_cost().min())
+    rows = []
+    for budget in budgets:
+        if budget is not None and budget < cheapest:
+            continue
+        es = EnsembleSelection(**options, max_cost=budget).fit(P, y, cost=cost)
+        rows.append(
+            {
+                "budget": budget,
+                "cost": es.cost_,
+                "score": es.score_,
+                "n_members": int((es.weights_ > 0).sum()),
+            }
+        )
+    return rows
 
 
 def _prefix_scores(

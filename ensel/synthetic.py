@@ -1,5 +1,5 @@
-"""Synthetic libraries of cached predictions that behave like real ones, for tests, benchmarks
-and studies of selection itself."""
+"""Synthetic libraries of cached predictions (classification and regression) that behave like
+real ones, for tests, benchmarks and studies of selection itself."""
 
 from __future__ import annotations
 
@@ -45,3 +45,32 @@ def make_library(
                 p = p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)
         P[m] = p
     return P, y
+
+
+def make_regression_library(
+    n_members: int = 60,
+    n_samples: int = 400,
+    random_state: int = 0,
+    discrete: float = 0.3,
+    offset: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(P, y)`` for regression: P is (M, N) real predictions of real targets y.
+
+    Members differ in bias, shrinkage and noise and share one of four error patterns; a
+    ``discrete`` fraction gives step-like outputs (rounded to a coarse grid), as trees do.
+    ``offset`` moves targets and predictions together (a target far from 0).
+    """
+    rng = np.random.default_rng(random_state)
+    y = rng.normal(0.0, 1.0, n_samples) + 0.5 * rng.standard_t(3, n_samples)
+    shared = rng.normal(0.0, 1.0, (4, n_samples))
+    shrink = rng.uniform(0.3, 1.0, n_members)
+    bias = rng.normal(0.0, 0.2, n_members)
+    noise = rng.uniform(0.2, 1.2, n_members)
+    pattern = rng.integers(0, 4, n_members)
+    coarse = rng.random(n_members) < discrete
+    P = np.empty((n_members, n_samples))
+    for m in range(n_members):
+        p = shrink[m] * y + bias[m] + 0.4 * shared[pattern[m]]
+        p = p + noise[m] * rng.normal(0.0, 1.0, n_samples)
+        P[m] = np.round(p * 2) / 2 if coarse[m] else p
+    return P + offset, y + offset

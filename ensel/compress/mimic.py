@@ -1,6 +1,7 @@
 """Model compression (dissertation §4.4; Bucila, Caruana & Niculescu-Mizil 2006): label MUNGE
-pseudo-data with a large model's predicted probabilities and train one small neural net (the
-mimic) on those soft targets, so that the net, not the ensemble, is what ships."""
+pseudo-data with a large model's predicted probabilities (or, for a regressor, its predicted
+values) and train one small neural net (the mimic) on those soft targets, so that the net, not
+the ensemble, is what ships."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .._imports import optional
 from .encoding import Encoding
 from .munge import munge
 
-__all__ = ["MimicClassifier", "compress", "fit_mimic", "label"]
+__all__ = ["MimicClassifier", "MimicRegressor", "compress", "fit_mimic", "label", "label_values"]
 
 LOSSES = ("squared", "cross_entropy")
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
@@ -44,20 +45,12 @@ class History:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-class MimicClassifier:
-    """A small MLP that mimics a classifier: ``predict_proba``/``predict`` on raw rows (the
-    encoding of :class:`~ensel.compress.encoding.Encoding` is built in), ``export`` to ONNX or
-    TorchScript. Made by :func:`compress`.
+class _MimicNet:
+    """What the classifier and the regressor mimic share: the encoding, the torch net, the
+    training history, export, save and load."""
 
-    ``n_threads``: torch threads for ``predict_proba`` (default 1; set it freely).
-    Attributes: ``classes_``, ``encoding_``, ``module_`` (the torch net, logits out),
-    ``history_`` (:class:`History`), ``n_features_in_``, ``feature_names_in_`` (DataFrames)."""
-
-    def __init__(
-        self, classes, encoding: Encoding, module, history: History, n_threads: int = 1
-    ) -> None:
+    def __init__(self, encoding: Encoding, module, history: History, n_threads: int = 1) -> None:
         self.n_threads = n_threads
-        self.classes_ = np.asarray(classes)
         self.encoding_ = encoding
         self.module_ = module
         self.history_ = history
@@ -65,21 +58,23 @@ class MimicClassifier:
         if not encoding.from_array:
             self.feature_names_in_ = np.asarray(encoding.columns, dtype=object)
 
-    def predict_proba(self, X) -> np.ndarray:
-        """``(n, n_classes)`` probabilities (softmax of the net's outputs, float32 arithmetic)."""
+    def _outputs(self, X) -> np.ndarray:
+        """The net's raw outputs ``(n, n_out)`` (float32 arithmetic) for raw rows ``X``."""
         torch = _torch()
         features = self.encoding_.transform(X)
-        out = np.empty((features.shape[0], self.classes_.size), dtype=np.float32)
+        out = None
         self.module_.eval()
         with torch_threads(self.n_threads), torch.inference_mode():
             for start in range(0, features.shape[0], PREDICT_BATCH):
                 batch = torch.from_numpy(features[start : start + PREDICT_BATCH])
-                out[start : start + batch.shape[0]] = torch.softmax(self.module_(batch), 1)
+                z = self._head(self.module_(batch)).numpy()
+                if out is None:
+                    out = np.empty((features.shape[0], z.shape[1]), dtype=np.float32)
+                out[start : start + z.shape[0]] = z
         return out.astype(np.float64)
 
-    def predict(self, X) -> np.ndarray:
-        """The most probable class of each row, as the model's labels."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+    def _head(self, logits):
+        return logits
 
     def export(self, path: str | os.PathLike, format: str | None = None) -> None:
         """Write the net with its encoding built in: ``format="onnx"`` (the default, and for a
@@ -96,7 +91,7 @@ class MimicClassifier:
             pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> MimicClassifier:
+    def load(cls, path: str | os.PathLike):
         """Read a mimic written by :meth:`save` (this unpickles: load only files you trust)."""
         with open(path, "rb") as fh:
             model = pickle.load(fh)
@@ -115,6 +110,102 @@ class MimicClassifier:
         """The hidden units' activation (one of ``ACTIVATIONS``)."""
         names = {"Tanh": "tanh", "ReLU": "relu", "Sigmoid": "sigmoid"}
         return next(names[type(m).__name__] for m in self.module_ if type(m).__name__ in names)
+
+
+class MimicRegressor(_MimicNet):
+    """A small MLP that mimics a regressor: ``predict`` on raw rows (encoding built in), in the
+    target's units; ``export`` to ONNX or TorchScript. Made by :func:`compress` from a model
+    with ``predict`` (an :class:`~ensel.EnsembleSelectionRegressor`, say).
+
+    The net learns the model's predictions standardised (``target_mean_``, ``target_scale_``)
+    with a linear output unit; ``history_.fidelity_rmse`` is in the target's units.
+    Attributes: ``encoding_``, ``module_``, ``history_``, ``target_mean_``, ``target_scale_``,
+    ``n_features_in_``, ``feature_names_in_`` (DataFrames)."""
+
+    def __init__(
+        self,
+        encoding: Encoding,
+        module,
+        history: History,
+        target_mean: float,
+        target_scale: float,
+        n_threads: int = 1,
+    ) -> None:
+        super().__init__(encoding, module, history, n_threads)
+        self.target_mean_ = float(target_mean)
+        self.target_scale_ = float(target_scale)
+
+    def predict(self, X) -> np.ndarray:
+        """``(n,)`` predicted values in the target's units."""
+        return self._outputs(X)[:, 0] * self.target_scale_ + self.target_mean_
+
+
+class MimicClassifier(_MimicNet):
+    """A small MLP that mimics a classifier: ``predict_proba``/``predict`` on raw rows (the
+    encoding of :class:`~ensel.compress.encoding.Encoding` is built in), ``export`` to ONNX or
+    TorchScript. Made by :func:`compress`.
+
+    ``n_threads``: torch threads for ``predict_proba`` (default 1; set it freely).
+    Attributes: ``classes_``, ``encoding_``, ``module_`` (the torch net, logits out),
+    ``history_`` (:class:`History`), ``n_features_in_``, ``feature_names_in_`` (DataFrames)."""
+
+    def __init__(
+        self, classes, encoding: Encoding, module, history: History, n_threads: int = 1
+    ) -> None:
+        super().__init__(encoding, module, history, n_threads)
+        self.classes_ = np.asarray(classes)
+
+    def _head(self, logits):
+        return _torch().softmax(logits, 1)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``(n, n_classes)`` probabilities (softmax of the net's outputs, float32 arithmetic)."""
+        return self._outputs(X)
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each row, as the model's labels."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def is_regressor(model) -> bool:
+    """True for a model to mimic by its ``predict`` values: a scikit-learn estimator tagged as a
+    regressor, or any object with ``predict`` and ``_estimator_type = "regressor"``."""
+    if not callable(getattr(model, "predict", None)):
+        return False
+    if getattr(model, "_estimator_type", None) == "regressor":
+        return True
+    from sklearn.base import BaseEstimator
+    from sklearn.base import is_regressor as sk_is_regressor
+
+    return isinstance(model, BaseEstimator) and sk_is_regressor(model)
+
+
+def label_values(model, X, batch_size: int = 10_000, verbose: int = 0) -> np.ndarray:
+    """``model.predict`` of ``X`` as an ``(n,)`` float64 array, in batches of ``batch_size``
+    rows (a regressor's labels for MUNGE rows); a clear error for non-finite or misshapen
+    output."""
+    batch_size = _positive_int(batch_size, "label_batch_size")
+    n = len(X)
+    out = np.empty(n, dtype=np.float64)
+    bar = _bar(n, "labelling", verbose, unit="row")
+    try:
+        for start in range(0, n, batch_size):
+            stop = start + batch_size
+            rows = X.iloc[start:stop] if isinstance(X, pd.DataFrame) else X[start:stop]
+            values = np.asarray(model.predict(rows), dtype=np.float64)
+            if values.shape != (len(rows),) or not np.isfinite(values).all():
+                raise ValueError(
+                    f"{type(model).__name__}.predict returned shape {values.shape} (or "
+                    f"non-finite values) for {len(rows)} rows; a regression mimic learns one "
+                    "finite value per row"
+                )
+            out[start:stop] = values
+            if bar is not None:
+                bar.update(len(rows))
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
 
 
 def label(model, X, batch_size: int = 10_000, verbose: int = 0) -> np.ndarray:
@@ -164,21 +255,34 @@ def compress(
     n_threads: int = 1,
     random_state: int | None = 0,
     verbose: int = 0,
-) -> MimicClassifier:
-    """A :class:`MimicClassifier` trained to reproduce ``model.predict_proba`` (§4.4).
+) -> MimicClassifier | MimicRegressor:
+    """A :class:`MimicClassifier` trained to reproduce ``model.predict_proba`` (§4.4), or for a
+    regressor (see :func:`is_regressor`) a :class:`MimicRegressor` trained to reproduce
+    ``model.predict``.
 
     ``n_pseudo`` MUNGE rows (``p``, ``s``: see :func:`~ensel.compress.munge`) drawn from the
     training data ``X``, plus ``X`` itself when ``include_training``, are labelled by ``model``
-    (any fitted classifier with ``predict_proba``; batched, see :func:`label`), and a net is
-    trained on those soft targets by :func:`fit_mimic` (see it for the other options). The
-    dissertation compressed with 400k pseudo rows and 256 hidden units, the defaults here.
+    (any fitted classifier with ``predict_proba``, or regressor; batched, see :func:`label`),
+    and a net is trained on those soft targets by :func:`fit_mimic` (see it for the other
+    options). The dissertation compressed with 400k pseudo rows and 256 hidden units, the
+    defaults here. A regression mimic always minimises the squared error (``loss`` applies to
+    classifiers).
     """
     _torch()  # fail early, before labelling, when torch is missing
+    if is_regressor(model):
+        return _compress_regressor(
+            model, X, n_pseudo=n_pseudo, hidden=hidden, p=p, s=s,
+            include_training=include_training, activation=activation, epochs=epochs,
+            batch_size=batch_size, learning_rate=learning_rate,
+            validation_fraction=validation_fraction, patience=patience,
+            label_batch_size=label_batch_size, n_threads=n_threads,
+            random_state=random_state, verbose=verbose,
+        )  # fmt: skip
     _check_model(model)
     n_pseudo = _positive_int(n_pseudo, "n_pseudo")
     _check_options(hidden, loss, activation, epochs, batch_size, patience, n_threads)
     _check_split(n_pseudo, validation_fraction, learning_rate)
-    Encoding.fit(X)  # checks X before any work: not empty, no NaN or infinities
+    Encoding.fit(X)  # checks X before any work: not empty, no infinities
     seeds = np.random.default_rng(random_state).integers(2**31, size=2)
     timer = _Timer()
     pseudo = munge(X, size=n_pseudo, p=p, s=s, random_state=seeds[0])
@@ -192,6 +296,29 @@ def compress(
         activation=activation, epochs=epochs, batch_size=batch_size,
         learning_rate=learning_rate, validation_fraction=validation_fraction,
         patience=patience, n_threads=n_threads, random_state=int(seeds[1]), verbose=verbose,
+    )  # fmt: skip
+    mimic.history_.seconds = {**timer.laps, **mimic.history_.seconds}
+    return mimic
+
+
+def _compress_regressor(model, X, *, n_pseudo, p, s, include_training, label_batch_size,
+                        random_state, verbose, **train) -> MimicRegressor:  # fmt: skip
+    """``compress`` for a regressor: the same MUNGE rows, labelled by ``model.predict``."""
+    n_pseudo = _positive_int(n_pseudo, "n_pseudo")
+    _check_options(train["hidden"], "squared", train["activation"], train["epochs"],
+                   train["batch_size"], train["patience"], train["n_threads"])  # fmt: skip
+    _check_split(n_pseudo, train["validation_fraction"], train["learning_rate"])
+    Encoding.fit(X)
+    seeds = np.random.default_rng(random_state).integers(2**31, size=2)
+    timer = _Timer()
+    pseudo = munge(X, size=n_pseudo, p=p, s=s, random_state=seeds[0])
+    timer.lap("munge")
+    targets = label_values(model, pseudo, batch_size=label_batch_size, verbose=verbose)
+    X_targets = label_values(model, X, batch_size=label_batch_size) if include_training else None
+    timer.lap("label")
+    mimic = fit_mimic(
+        X, pseudo, targets, X_targets, task="regression", random_state=int(seeds[1]),
+        verbose=verbose, **train,
     )  # fmt: skip
     mimic.history_.seconds = {**timer.laps, **mimic.history_.seconds}
     return mimic
@@ -215,11 +342,16 @@ def fit_mimic(
     n_threads: int = 1,
     random_state: int | None = 0,
     verbose: int = 0,
-) -> MimicClassifier:
+    task: str = "classification",
+) -> MimicClassifier | MimicRegressor:
     """A mimic trained on already-labelled rows: ``pseudo`` with ``pseudo_targets`` (``(n, C)``
     probabilities), plus the training rows ``X`` with ``X_targets`` when given (``X`` also
     fixes the encoding). :func:`compress` is MUNGE + :func:`label` + this; call it directly to
     reuse labels (labelling is the slow part with a large ensemble).
+
+    ``task="regression"``: the targets are ``(n,)`` real values; the net has one linear output
+    unit trained with the squared error on the standardised targets, and a
+    :class:`MimicRegressor` comes back.
 
     The net: ``hidden`` units per hidden layer (an int: one layer, as the dissertation's
     256-unit nets; a tuple: several), ``activation`` units, a softmax output, trained with Adam
@@ -234,7 +366,23 @@ def fit_mimic(
         hidden, loss, activation, epochs, batch_size, patience, n_threads
     )
     encoding = Encoding.fit(X)
+    if task not in ("classification", "regression"):
+        raise ValueError(f"task={task!r}: use 'classification' or 'regression'")
+    regression = task == "regression"
     pseudo_targets = np.asarray(pseudo_targets, dtype=np.float64)
+    centre, spread = 0.0, 1.0
+    if regression:
+        if pseudo_targets.ndim != 1 or len(pseudo_targets) != len(pseudo):
+            raise ValueError(
+                f"pseudo_targets has shape {pseudo_targets.shape}; a regression mimic needs "
+                f"(len(pseudo),) = ({len(pseudo)},) values"
+            )
+        centre = float(pseudo_targets.mean())
+        spread = float(pseudo_targets.std()) or 1.0
+        pseudo_targets = ((pseudo_targets - centre) / spread)[:, None]
+        if X_targets is not None:
+            X_targets = ((np.asarray(X_targets, dtype=np.float64) - centre) / spread)[:, None]
+        loss = "mse"
     n_pseudo = len(pseudo)
     if pseudo_targets.ndim != 2 or len(pseudo_targets) != n_pseudo:
         raise ValueError(
@@ -253,7 +401,7 @@ def fit_mimic(
         features = np.vstack([features, X_features])
         targets = np.vstack([targets, X_targets])
     classes = np.arange(targets.shape[1]) if classes is None else np.asarray(classes)
-    if classes.size != targets.shape[1]:
+    if not regression and classes.size != targets.shape[1]:
         raise ValueError(
             f"the targets have {targets.shape[1]} columns but classes has {classes.size} "
             "classes; they must match (model.predict_proba and model.classes_ disagree)"
@@ -271,6 +419,9 @@ def fit_mimic(
         )  # fmt: skip
     timer.lap("train")
     history.seconds = timer.laps
+    if regression:
+        history.fidelity_rmse *= spread  # in the target's units
+        return MimicRegressor(encoding, module, history, centre, spread, torch_threads_n)
     return MimicClassifier(classes, encoding, module, history, n_threads=torch_threads_n)
 
 
@@ -318,7 +469,8 @@ def train_net(
     random_state: int = 0,
     verbose: int = 0,
 ):
-    """Train an MLP (logits out) on encoded rows ``X`` and target probabilities ``T`` with Adam,
+    """Train an MLP (logits out) on encoded rows ``X`` and target probabilities ``T`` with Adam
+    (``loss="mse"``: real targets ``T``, a linear output and the mean squared error),
     stopping early on ``(X_val, T_val)``; returns ``(module, History)`` with the best epoch's
     weights. Initial weights (Glorot uniform, zero biases) and the order of the rows come from
     ``np.random.default_rng(random_state)``; torch's global generator is not used."""
@@ -366,8 +518,8 @@ def train_net(
     module.load_state_dict(best_state)
     module.eval()
     with torch.inference_mode():
-        proba = torch.softmax(module(Xv), 1)
-        history.fidelity_rmse = float(torch.sqrt(torch.mean((proba - Tv) ** 2)))
+        out = module(Xv) if loss == "mse" else torch.softmax(module(Xv), 1)
+        history.fidelity_rmse = float(torch.sqrt(torch.mean((out - Tv) ** 2)))
     return module, history
 
 
@@ -402,6 +554,8 @@ def _build(n_in: int, hidden: tuple[int, ...], n_out: int, activation: str, rng)
 
 def _loss(logits, target, kind: str):
     torch = _torch()
+    if kind == "mse":  # regression: a linear output
+        return ((logits - target) ** 2).mean()
     if kind == "squared":
         return ((torch.softmax(logits, 1) - target) ** 2).sum(1).mean()
     return -(target * torch.log_softmax(logits, 1)).sum(1).mean()
@@ -425,8 +579,8 @@ def _tensor(a: np.ndarray):
 def _check_model(model) -> None:
     if not callable(getattr(model, "predict_proba", None)):
         raise TypeError(
-            f"model must be a fitted classifier with a predict_proba method; got a "
-            f"{type(model).__name__}, which has none"
+            f"model must be a fitted classifier with a predict_proba method (or a regressor, "
+            f"tagged as one by scikit-learn); got a {type(model).__name__}, which has none"
         )
 
 

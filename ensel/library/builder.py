@@ -17,26 +17,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import TrainingData, as_frame, check_columns, prepare
 from ..errors import StoreError
-from ..metrics import METRICS, score_batch
+from ..metrics import METRICS, REGRESSION_METRICS, score_batch
+from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from .executor import Executor, make_executor
-from .runs import fit_run, run_seed
-from .spec import DetectorSpec, LibrarySpec, RunSpec, load_spec
-from .store import PackedRun, PredictionStore
+from .grow import GrowSpec, grow_runs, parse_grow
+from .kinds import get_kind
+from .members import FittedMembers
+from .spec import LibrarySpec, RunSpec, load_spec
+from .store import PredictionStore
+from .training import TrainingData, prepare
 
 __all__ = ["Library", "build_library"]
 
 log = logging.getLogger(__name__)
 
-DETECTOR_STORE = "detectors"
-"""Sub-directory of a store holding the spec's detectors: a store of its own whose hillclimb
-set is the held-out rows (label 0, "data") followed by uniform background points (label 1)."""
-
 
 class Library:
     """A built library: the hillclimb predictions of its ok members, their descriptions, and
-    test-time predictions from their fitted siblings."""
+    test-time predictions from their fitted siblings.
+
+    ``parts`` holds the libraries of other kinds of run built beside the models, by store
+    sub-directory (``parts["detectors"]``, also ``detectors``: the spec's extrapolation-risk
+    detectors); ``columns`` and ``categories`` are the training columns and the categories of
+    the categorical ones."""
 
     def __init__(self, store: PredictionStore, _tmp: tempfile.TemporaryDirectory | None = None):
         self.store = store
@@ -51,12 +55,19 @@ class Library:
         others = [r for r in store.records if store.records[r]["status"] != "ok"]
         self.failures = store.members(others, statuses=("failed", "timeout"))
         self.hillclimb_index, self.y = store.hillclimb()
+        self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])
-        self._columns = store.header["columns"]
-        self._categories = store.header.get("categories", {})
+        self.columns: list[str] = list(store.header["columns"])
+        self.input_columns = list(store.header.get("input_columns", self.columns))
+        self.dropped = dict(store.header.get("dropped", {}))  # column -> why it was left out
+        self.categories: dict[str, list[str]] = dict(store.header.get("categories", {}))
         self._loaded: dict = {}
         self._scores: dict | None = None
-        self.detectors = _detector_library(store.path / DETECTOR_STORE)
+        self.parts = {
+            sub.name: Library(PredictionStore(sub))
+            for sub in sorted(store.path.iterdir())
+            if (sub / "predictions.json").exists()
+        }
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Library:
@@ -68,30 +79,58 @@ class Library:
     def n_members(self) -> int:
         return len(self.members)
 
-    def predict(self, X, ids=None) -> np.ndarray:
-        """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
-        class for binary problems, ``(m, n, C)`` otherwise, members in the order given."""
-        frame = check_columns(as_frame(X), self._columns, self._categories)
+    @property
+    def temporary(self) -> bool:
+        """True when the store lives in a temporary directory that goes with this object."""
+        return self._tmp is not None
+
+    @property
+    def detectors(self) -> Library | None:
+        """The detectors built beside the models (a spec's ``detectors:`` section), or None."""
+        return self.parts.get("detectors")
+
+    def subset(self, ids=None) -> FittedMembers:
+        """The members ``ids`` (all by default) with their fitted runs (unpickled once per
+        library object): an object that predicts only those members, in the order given, and
+        pickles without the store (see :class:`~ensel.library.members.FittedMembers`)."""
         wanted = list(self.members["id"]) if ids is None else list(ids)
         index = pd.Index(self.members["id"])
         unknown = [i for i in wanted if i not in index]
         if unknown:
             raise ValueError(f"unknown member id(s) {unknown[:5]}; see Library.members['id']")
         rows = index.get_indexer(wanted)
-        out = np.empty((len(wanted), len(frame), self.classes.size))
-        for run_id, positions in pd.Series(range(len(wanted))).groupby(
-            self.members["run"].to_numpy()[rows]
-        ):
-            fitted = self._fitted(run_id)
-            offsets = rows[positions.to_numpy()] - self._first_row(run_id)
-            out[positions.to_numpy()] = fitted.predict(frame)[offsets]
-        return out[..., 1] if self.classes.size == 2 else out
+        run_of = self.members["run"].to_numpy()
+        first = {r: i for i, r in reversed(list(enumerate(run_of)))}
+        chosen = run_of[rows]
+        runs = {r: self._fitted(r) for r in dict.fromkeys(chosen)}
+        offsets = np.array([row - first[r] for row, r in zip(rows, chosen, strict=True)], int)
+        return FittedMembers(
+            tuple(wanted),
+            runs,
+            chosen,
+            offsets,
+            tuple(self.columns),
+            self.categories,
+            self.classes,
+            self.task,
+        )
+
+    def predict(self, X, ids=None) -> np.ndarray:
+        """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
+        class for binary problems, ``(m, n, C)`` otherwise, members in the order given; for
+        regression ``(m, n)`` predicted values."""
+        return self.subset(ids).predict(X)
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics members are scored on: the eight, or rmse, mae and r2 for regression."""
+        return REGRESSION_METRICS if self.task == "regression" else METRICS
 
     def member_scores(self, P: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Every member's hillclimb score on each of the eight metrics (computed once)."""
+        """Every member's hillclimb score on each of ``metric_names`` (computed once)."""
         if self._scores is None:
             P = np.asarray(self.predictions) if P is None else P
-            self._scores = {name: score_batch(name, self.y, P) for name in METRICS}
+            self._scores = {name: score_batch(name, self.y, P) for name in self.metric_names}
         return self._scores
 
     def _fitted(self, run_id: str):
@@ -99,9 +138,6 @@ class Library:
         if run_id not in self._loaded:
             self._loaded[run_id] = self.store.load_fitted(run_id)
         return self._loaded[run_id]
-
-    def _first_row(self, run_id: str) -> int:
-        return int(np.flatnonzero(self.members["run"].to_numpy() == run_id)[0])
 
 
 def build_library(
@@ -120,13 +156,17 @@ def build_library(
     time_limit: float | None = None,
     retry_failed: bool = False,
     verbose: int = 1,
+    grow=None,
 ) -> Library:
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
-    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. ``groups`` keeps
-    rows of one group (one person in panel data) in one fold. ``store``: a directory that keeps
-    everything (a temporary one if None); building again into it reuses every finished run.
+    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. A spec with
+    ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
+    ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
+    ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
+    directory that keeps everything (a temporary one if None); building again into it reuses
+    every finished run.
     ``time_limit`` (seconds per run, all folds; default the spec's) stops runs that take too
     long; they, and runs that fail, are recorded in ``Library.failures`` and skipped.
     ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
@@ -134,8 +174,14 @@ def build_library(
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
     and the same seed gives the same store.
+    ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
+    (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+    "time": 120, "metric": "mxe", "families": [...]}``; grown runs are stored like any other.
     """
     library_spec = load_spec(spec)
+    grow_spec = parse_grow(grow, n_jobs=n_jobs if n_jobs > 0 else 2, seed=random_state)
+    if grow_spec is not None and library_spec.task != "classification":
+        raise ValueError("grow= grows classification libraries only; leave grow=None here")
     limit = time_limit if time_limit is not None else library_spec.time_limit
     executor = make_executor(n_jobs, limit, backend, client)
     try:
@@ -146,8 +192,11 @@ def build_library(
             groups=groups,
             hillclimb_fraction=hillclimb_fraction,
             random_state=random_state,
+            task=library_spec.task,
         )
-        return _build(data, library_spec, cv, store, executor, random_state, retry_failed, verbose)
+        return _build(
+            data, library_spec, cv, store, executor, random_state, retry_failed, verbose, grow_spec
+        )
     finally:
         executor.close()
 
@@ -161,26 +210,33 @@ def _build(
     random_state: int,
     retry_failed: bool,
     verbose: int,
+    grow_spec: GrowSpec | None = None,
 ) -> Library:
-    """Fit the runs and detectors of ``library_spec`` missing from ``store`` through
-    ``executor``, in one pass: detectors first (a few long tasks, started early so no worker
-    waits on one at the end), then the model runs."""
+    """Fit the runs of every section of ``library_spec`` missing from ``store`` through
+    ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
+    start before the model runs so that no worker waits on one at the end)."""
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
         store = Path(tmp.name) / "store"
     writer = PredictionStore(store, _header(data, cv))
-    detectors, background = None, None
+    stores = {}  # section -> its store: the library's own, or a sub-store of its kind
+    contexts, fits, tasks = {}, {}, []
     try:
-        if library_spec.detectors:
-            detectors, background = _detector_store(data, writer.path, random_state)
-        tasks = _missing(detectors, library_spec.detectors, retry_failed) if detectors else []
-        tasks += _missing(writer, library_spec.runs, retry_failed)
-
-        def store_for(task):
-            return detectors if isinstance(task, DetectorSpec) else writer
-
-        _run_all(executor, tasks, (data, background, random_state), store_for, verbose)
+        sections = sorted(library_spec.sections, key=lambda s: get_kind(s[0]).order)
+        for section, specs in sections:
+            kind = get_kind(section)
+            if not specs:
+                continue
+            if kind.store is None:
+                stores[section], contexts[section] = writer, None
+            else:
+                contexts[section], header = kind.prepare(data, _header(data, cv), random_state)
+                stores[section] = PredictionStore(writer.path / kind.store, header)
+            fits[section] = kind.fit
+            tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        shared = (data, contexts, fits, random_state)
+        _run_all(executor, tasks, shared, stores, verbose)
         order = [r.run_id for r in library_spec.runs]
         if not writer.ok_runs(order):
             failed = writer.members(order, statuses=("failed", "timeout"))
@@ -189,20 +245,45 @@ def _build(
                 f"no run of spec {library_spec.name!r} finished, so the library is empty; "
                 f"errors: {reasons or 'none recorded'}"
             )
+        if grow_spec is not None:
+
+            def fit(runs: list[RunSpec]) -> dict[str, bool]:
+                todo = [("families", r) for r in _missing(writer, runs, retry_failed)]
+                _run_all(executor, todo, shared, stores, 0)
+                return {
+                    r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
+                }
+
+            order += _grow(writer, data, grow_spec, order, fit)
         writer.consolidate(order)
-        if detectors is not None:
-            detector_order = [d.run_id for d in library_spec.detectors]
-            if detectors.ok_runs(detector_order):  # the library works without them
-                detectors.consolidate(detector_order)
+        for section, specs in sections:
+            part = stores.get(section)
+            if part is not None and part is not writer:
+                part_order = [s.run_id for s in specs]
+                if part.ok_runs(part_order):  # the library works without them
+                    part.consolidate(part_order)
     finally:
         writer.close()
-        if detectors is not None:
-            detectors.close()
+        for part in stores.values():
+            part.close()
     return Library(PredictionStore(writer.path), _tmp=tmp)
 
 
+def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
+    """Run the growth stage over the ok runs of ``order``; the ids of the runs it added."""
+    binary = data.n_classes == 2
+
+    def predictions(run_ids: list[str]) -> np.ndarray:
+        P = np.concatenate([writer.run_predictions(r) for r in run_ids])
+        return P[..., 1] if binary else P
+
+    ok = writer.ok_runs(order)
+    added = grow_runs(grow_spec, predictions, ok, data.y[data.hillclimb], fit)
+    return [r for r in added if r not in order]
+
+
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
-    """The runs (or detectors) of ``specs`` that ``store`` has not finished."""
+    """The runs of ``specs`` that ``store`` has not finished."""
     done = store.records
     return [
         s
@@ -211,42 +292,16 @@ def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     ]
 
 
-def _detector_store(data, path: Path, random_state: int) -> tuple[PredictionStore, pd.DataFrame]:
-    """The store of the spec's detectors (``path/detectors``) and their background: detectors
-    are fitted over the same folds as the models and score the held-out rows, then as many
-    uniform background points. Detectors that fail are recorded and skipped."""
-    from ..risk import FeatureSpace
-
-    space, _ = FeatureSpace.fit(data.X)
-    n_hill = int(data.hillclimb.size)
-    background = space.decode(space.uniform(n_hill, random_state))
-    header = _header(data, data.n_siblings if data.n_siblings > 1 else None)
-    header["fingerprint"]["background"] = str(
-        pd.util.hash_pandas_object(background, index=False).sum()
-    )
-    header.update(
-        classes=["data", "background"],
-        n_hillclimb=2 * n_hill,
-        hillclimb=np.r_[data.hillclimb, np.full(n_hill, -1)],
-        labels=np.r_[np.zeros(n_hill, int), np.ones(n_hill, int)],
-    )
-    return PredictionStore(path / DETECTOR_STORE, header), background
-
-
-def _detector_library(path: Path) -> Library | None:
-    """The detectors built beside a library's models, or None if it has none."""
-    if not (path / "predictions.json").exists():
-        return None
-    return Library(PredictionStore(path))
-
-
 def _header(data: TrainingData, cv: int | None) -> dict:
     return {
         "fingerprint": data.fingerprint(),
+        "task": data.task,
         "classes": [c.item() if hasattr(c, "item") else c for c in data.classes],
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
         "columns": list(data.X.columns),
+        "input_columns": list(data.input_columns or data.X.columns),
+        "dropped": dict(data.dropped),
         "categories": {
             col: [str(v) for v in cats]
             for col, cats in zip(data.columns.categorical, data.columns.categories, strict=True)
@@ -256,30 +311,24 @@ def _header(data: TrainingData, cv: int | None) -> dict:
     }
 
 
-def _fit_task(task: RunSpec | DetectorSpec, shared: tuple):
-    """One model run over its folds, or one detector over the folds and the background. The
-    fitted siblings come back pickled (the worker does that work, not the client)."""
-    data, background, random_state = shared
-    if isinstance(task, DetectorSpec):
-        from ..risk.combined import fit_detector
-
-        detector = task.make(run_seed(task, random_state))
-        risk, fitted = fit_detector(detector, data.X, data.y, data.folds, background)
-        predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
-        return PackedRun.pack(predictions, fitted)
-    result = fit_run(task, data, random_state)
-    return PackedRun.pack(result.predictions, result.fitted)
+def _fit_task(task: tuple, shared: tuple):
+    """One run of any kind over its folds; the fitted siblings come back pickled (the worker
+    does that work, not the client)."""
+    section, run = task
+    data, contexts, fits, random_state = shared
+    return fits[section](run, data, contexts[section], random_state)
 
 
-def _run_all(executor: Executor, todo: list, shared, store_for, verbose: int) -> None:
-    """Run every task of ``todo`` and commit each outcome, as it arrives, to ``store_for(task)``."""
+def _run_all(executor: Executor, todo: list, shared, stores: dict, verbose: int) -> None:
+    """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
+    store of its section."""
     if not todo:
         return
     progress = _progress(todo, verbose)
     try:
         for outcome in executor.run(_fit_task, todo, shared):
-            run = todo[outcome.index]
-            store = store_for(run)
+            section, run = todo[outcome.index]
+            store = stores[section]
             if outcome.status == "ok":
                 store.write_run(run, outcome.value, outcome.seconds)
             else:
@@ -299,5 +348,5 @@ def _progress(todo: list, verbose: int):
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    members = sum(len(r.members) for r in todo)
+    members = sum(len(r.members) for _, r in todo)
     return tqdm(total=len(todo), desc=f"library ({members} members)", unit="run")

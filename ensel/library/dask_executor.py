@@ -29,7 +29,7 @@ from typing import Any
 
 from .._imports import optional
 from ._worker import describe
-from .executor import Executor, Outcome, TaskFn, _timeout_message
+from .executor import Executor, Outcome, TaskFn, register_backend, timeout_message
 
 __all__ = ["DaskExecutor", "connect", "local_cluster"]
 
@@ -144,7 +144,7 @@ class DaskExecutor(Executor):
         self._kill_workers(sorted({address for address, _ in overdue.values()}))
         for key, (_, seconds) in overdue.items():
             i = live.pop(key)[0]
-            yield Outcome(i, "timeout", None, _timeout_message(self.time_limit), seconds)
+            yield Outcome(i, "timeout", None, timeout_message(self.time_limit), seconds)
 
     def _kill_workers(self, addresses: list[str]) -> None:
         """Kill the processes of these workers from their nannies, which start fresh ones. The
@@ -164,6 +164,14 @@ class DaskExecutor(Executor):
             )
         if nannied:
             self.client.run(kill, workers=nannied, nanny=True, wait=False)
+
+
+def _dask(n_jobs: int, time_limit: float | None, client) -> Executor:
+    """Every worker of the dask cluster (``n_jobs`` does not apply)."""
+    return DaskExecutor(client, time_limit)
+
+
+register_backend("dask", _dask)
 
 
 def local_cluster(n_workers: int, allowed_failures: int = 3, **options) -> Any:

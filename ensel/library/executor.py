@@ -2,7 +2,8 @@
 
 An executor takes a function, a list of tasks and the data every task shares (sent once to each
 worker), and yields an ``Outcome`` per task: ok with its value, failed with the error, or timeout.
-The builder only sees this interface, so another backend (dask) plugs in without touching it.
+The builder only sees this interface, so another backend plugs in without touching it: it
+registers a factory by name (``register_backend``), as dask_executor does for ``"dask"``.
 
 ``ProcessExecutor`` keeps its own pool of worker processes instead of joblib's: a run that exceeds
 its time limit is stopped by killing its worker (joblib cannot stop one task), and a run that
@@ -30,7 +31,16 @@ from typing import Any
 
 from ._worker import describe
 
-__all__ = ["Executor", "Outcome", "ProcessExecutor", "SerialExecutor", "make_executor"]
+__all__ = [
+    "BACKENDS",
+    "Executor",
+    "Outcome",
+    "ProcessExecutor",
+    "SerialExecutor",
+    "make_executor",
+    "register_backend",
+    "timeout_message",
+]
 
 TaskFn = Callable[[Any, Any], Any]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -77,7 +87,7 @@ class SerialExecutor(Executor):
         for i, task in enumerate(tasks):
             start = time.perf_counter()
             previous = None
-            limit_message = _timeout_message(self.time_limit)
+            limit_message = timeout_message(self.time_limit)
             if use_alarm:
                 previous = signal.signal(signal.SIGALRM, _raise_time_limit)
                 signal.setitimer(signal.ITIMER_REAL, self.time_limit)
@@ -99,7 +109,8 @@ def _raise_time_limit(signum, frame):
     raise _TimeLimit
 
 
-def _timeout_message(limit: float | None) -> str:
+def timeout_message(limit: float | None) -> str:
+    """What an outcome that ran out of time says."""
     return f"stopped after the time limit of {limit:g} s" if limit is not None else ""
 
 
@@ -200,7 +211,7 @@ class ProcessExecutor(Executor):
                             replace = True
                     elif self._overdue(w):
                         elapsed = time.perf_counter() - w.started
-                        message = _timeout_message(self.time_limit)
+                        message = timeout_message(self.time_limit)
                         outcome = Outcome(w.task, "timeout", None, message, elapsed)
                         replace = True
                     if outcome is None:
@@ -253,14 +264,22 @@ def _local(n_jobs: int, time_limit: float | None, client) -> Executor:
     return SerialExecutor(time_limit) if workers == 1 else ProcessExecutor(workers, time_limit)
 
 
-def _dask(n_jobs: int, time_limit: float | None, client) -> Executor:
-    """Every worker of the dask cluster (``n_jobs`` does not apply)."""
-    from .dask_executor import DaskExecutor
+Backend = Callable[[int, float | None, Any], Executor]
+"""A backend makes an executor from ``(n_jobs, time_limit, client)``."""
 
-    return DaskExecutor(client, time_limit)
+BACKENDS: dict[str, Backend] = {}
+"""Backends by the name ``build_library(backend=...)`` takes. Each registers itself from its own
+module: joblib/local here, dask from :mod:`ensel.library.dask_executor`."""
 
 
-BACKENDS = {"joblib": _local, "local": _local, "dask": _dask}
+def register_backend(name: str, backend: Backend) -> Backend:
+    """Make ``backend`` available as ``build_library(backend=name)``."""
+    BACKENDS[name] = backend
+    return backend
+
+
+register_backend("joblib", _local)
+register_backend("local", _local)
 
 
 def make_executor(
@@ -268,7 +287,8 @@ def make_executor(
 ) -> Executor:
     """The executor of ``backend``: ``"joblib"`` (alias ``"local"``) runs on this machine with
     ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a ``distributed.Client``, a
-    scheduler address, or None for the current client)."""
+    scheduler address, or None for the current client; registered when
+    :mod:`ensel.library.dask_executor` is imported, as the builder does)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: use one of {sorted(BACKENDS)}")
     return BACKENDS[backend](n_jobs, time_limit, client)

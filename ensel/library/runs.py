@@ -10,25 +10,43 @@ member averages its siblings, each passed through its own group's calibrator.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
+import functools
+import inspect
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ..calibration import CALIBRATORS, ColumnCalibrator
-from ..data import TrainingData
+from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
 from .families import get_family, missing_requirements
+from .kinds import run_seed
 from .spec import RunSpec
+from .training import TrainingData
 from .views import make_view, transform
 
-__all__ = ["FittedRun", "RunResult", "fit_run", "run_seed"]
+__all__ = [
+    "FittedRun",
+    "RunResult",
+    "TargetTransformRun",
+    "fit_run",
+    "measure_cost",
+    "predict_stages",
+    "run_seed",
+]
+
+COST_ROWS = 1000
+"""Rows the builder times a run's prediction on (the held-out rows, repeated where fewer), so
+that per-call overhead does not dominate the cost per row of small folds."""
+COST_REPEATS = 2
+"""Timings per stage; the fastest counts (the machine may be shared)."""
 
 
-def run_seed(run: RunSpec, random_state: int) -> int:
-    """The seed of a run: fixed by the build's seed and the run's id, shared by its siblings."""
-    digest = hashlib.sha256(f"{random_state}:{run.run_id}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+def native_categorical(data: TrainingData) -> dict[int, int]:
+    """``{column index: number of categories}`` of the categorical columns in the native view
+    (numeric columns first, then the categorical ones, as ``make_view`` orders them)."""
+    offset = len(data.columns.numeric)
+    return {offset + j: len(c) for j, c in enumerate(data.columns.categories)}
 
 
 @dataclass
@@ -41,22 +59,45 @@ class FittedRun:
     sibling_of_group: np.ndarray  # group g's calibrator follows sibling sibling_of_group[g]
     calibrators: dict  # (stage index, method) -> [ColumnCalibrator per group]
 
-    def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """``(n_members, n, C)`` test-time probabilities, members in ``run.members`` order."""
-        raw = [family_run.predict(transform(view, X)) for view, family_run in self.siblings]
+    @property
+    def member_keys(self) -> list[tuple[int, str]]:
+        """``(stage index, calibration)`` of each member, in ``run.members`` order."""
         stages = self.run.stages or (None,)
+        return [(s, m) for s in range(len(stages)) for m in self.run.calibrations]
+
+    def predict(self, X: pd.DataFrame, members=None, views: dict | None = None) -> np.ndarray:
+        """``(n_members, n, C)`` test-time probabilities of the members at positions
+        ``members`` of ``run.members`` (all by default), in that order. Only their stages are
+        computed. ``views``: a dict shared by the runs of one library during one call, which
+        keeps each sibling's transformed matrix by ``(view, sibling)`` so that a view is
+        transformed once per fold and not once per run (siblings of one library fit a view on
+        the same rows, so they agree)."""
+        keys = self.member_keys
+        wanted = range(len(keys)) if members is None else members
+        stage_idx = sorted({keys[m][0] for m in wanted})
+        at = {s: i for i, s in enumerate(stage_idx)}
+        raw = []
+        for k, (view, family_run) in enumerate(self.siblings):
+            key = (self.run.view, len(self.siblings), k)
+            if views is None:
+                matrix = transform(view, X)
+            elif key in views:
+                matrix = views[key]
+            else:
+                matrix = views[key] = transform(view, X)
+            raw.append(predict_stages(family_run, matrix, stage_idx))
         out = []
-        for s_idx in range(len(stages)):
-            for method in self.run.calibrations:
-                if method in CALIBRATORS:
-                    cals = self.calibrators[(s_idx, method)]
-                    parts = [
-                        cal.predict(raw[self.sibling_of_group[g]]["none"][s_idx])
-                        for g, cal in enumerate(cals)
-                    ]
-                else:
-                    parts = [r[method][s_idx] for r in raw]
-                out.append(np.mean(parts, axis=0))
+        for m in wanted:
+            s_idx, method = keys[m]
+            if method in CALIBRATORS:
+                cals = self.calibrators[(s_idx, method)]
+                parts = [
+                    cal.predict(raw[self.sibling_of_group[g]]["none"][at[s_idx]])
+                    for g, cal in enumerate(cals)
+                ]
+            else:
+                parts = [r[method][at[s_idx]] for r in raw]
+            out.append(np.mean(parts, axis=0))
         return np.stack(out)
 
 
@@ -66,40 +107,79 @@ class RunResult:
 
     predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
     fitted: FittedRun
+    costs: dict = field(default_factory=dict)  # see measure_cost
+
+
+@dataclass
+class TargetTransformRun:
+    """A regression run fitted to ``log1p(y)``: it predicts ``expm1`` of the inner run's output
+    (a spec entry's ``target: log1p``)."""
+
+    inner: object
+
+    @property
+    def cumulative(self) -> bool:
+        return bool(getattr(self.inner, "cumulative", False))
+
+    def predict(self, X, stages=None) -> dict[str, np.ndarray]:
+        inner = self.inner.predict(X) if stages is None else predict_stages(self.inner, X, stages)
+        with np.errstate(over="ignore"):
+            return {k: np.expm1(v) for k, v in inner.items()}
+
+
+def _target_transform(params: dict, y: np.ndarray, run: RunSpec):
+    """``(params without 'target', y as the run learns it, wrapper of its fitted runs)``."""
+    target = params.pop("target", "none")
+    if target == "none":
+        return params, y, lambda fitted: fitted
+    if y.min() <= -1:
+        raise ValueError(
+            f"run {run.run_id}: target log1p needs y > -1, but y goes down to {y.min():g}; "
+            "drop 'target: log1p' from the spec entry"
+        )
+    return params, np.log1p(y), TargetTransformRun
 
 
 def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     """Fit ``run`` on every fold and return its out-of-fold hillclimb predictions."""
-    family = get_family(run.family)
+    family = get_family(run.family, run.task)
     missing = missing_requirements(family)
     if missing:
         raise ImportError(
             f"family {family.name!r} needs {', '.join(missing)}: pip install {' '.join(missing)}"
         )
     seed = run_seed(run, random_state)
-    params = run.param_dict
+    params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
     hill = data.hillclimb
     hill_folds = data.folds[hill]
     n_stages = len(run.stages or (None,))
+    extra = {"categorical": native_categorical(data)} if family.categorical else {}
+    if extra and run.view != "native":
+        extra["categorical"] = {}
     variants = ["none", *[c for c in run.calibrations if c in family.variants]]
-    oof = {v: np.empty((n_stages, hill.size, data.n_classes)) for v in variants}
+    oof = {v: np.empty((n_stages, hill.size, data.n_outputs)) for v in variants}
     siblings = []
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
-        view = make_view(run.view, data.columns).fit(data.X.iloc[train])
-        fitted = family.fit(
-            transform(view, data.X.iloc[train]),
-            data.y[train],
-            n_classes=data.n_classes,
-            params=params,
-            stages=run.stages,
-            random_state=seed,
+        view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
+        fitted = wrap(
+            family.fit(
+                transform(view, data.X.iloc[train]),
+                y_fit[train],
+                n_classes=data.n_classes,
+                params=params,
+                stages=run.stages,
+                random_state=seed,
+                **extra,
+            )
         )
         held = hill_folds == k
         predicted = fitted.predict(transform(view, data.X.iloc[hill[held]]))
         for v in variants:
             oof[v][:, held] = predicted[v]
         siblings.append((view, fitted))
+        if k == 0:
+            costs = measure_cost(view, fitted, data.X.iloc[hill[held]], n_stages)
 
     y_hill = data.y[hill]
     groups = data.groups
@@ -112,17 +192,64 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
             if method not in CALIBRATORS:
                 members.append(oof[method][s_idx])
                 continue
-            f = oof["none"][s_idx]
-            pred = np.empty_like(f)
-            cals = []
-            for g in range(n_groups):
-                inside = groups == g
-                cal = ColumnCalibrator(method).fit(f[~inside], y_hill[~inside])
-                pred[inside] = cal.predict(f[inside])
-                cals.append(cal)
+            pred, cals = cross_fit(
+                functools.partial(ColumnCalibrator, method), oof["none"][s_idx], y_hill, groups
+            )
             calibrators[(s_idx, method)] = cals
             members.append(pred)
     predictions = np.stack(members).astype(np.float32)
     if not np.isfinite(predictions).all():
-        raise FloatingPointError(f"run {run.run_id} produced non-finite probabilities")
-    return RunResult(predictions, FittedRun(run, siblings, sibling_of_group, calibrators))
+        raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
+    return RunResult(predictions, FittedRun(run, siblings, sibling_of_group, calibrators), costs)
+
+
+def predict_stages(family_run, X: np.ndarray, stages: list[int]) -> dict[str, np.ndarray]:
+    """A family run's prediction of the stages of index ``stages`` only: through its
+    ``predict(X, stages=...)`` where it has one, else every stage, sliced."""
+    if _takes_stages(type(family_run)):
+        return family_run.predict(X, stages=stages)
+    return {v: p[stages] for v, p in family_run.predict(X).items()}
+
+
+_TAKES_STAGES: dict[type, bool] = {}
+
+
+def _takes_stages(cls: type) -> bool:
+    if cls not in _TAKES_STAGES:
+        _TAKES_STAGES[cls] = "stages" in inspect.signature(cls.predict).parameters
+    return _TAKES_STAGES[cls]
+
+
+def measure_cost(view, family_run, X: pd.DataFrame, n_stages: int) -> dict:
+    """What predicting with one sibling costs, in milliseconds per 1,000 rows, timed on
+    ``COST_ROWS`` rows (``X`` repeated where shorter): ``view`` (the preprocessing), ``stages``
+    (per stage index: that stage alone, or, for a ``cumulative`` run, that stage with every
+    smaller one) and ``cumulative``. A run whose predict cannot skip stages costs all of them
+    for any stage. The estimator turns these into the costs of a set of members
+    (:func:`ensel.library.cost.predict_cost`)."""
+    if len(X) == 0:
+        return {}
+    rows = X.iloc[np.resize(np.arange(len(X)), max(COST_ROWS, min(len(X), 2 * COST_ROWS)))]
+    per_k = 1e6 / len(rows)  # seconds per call -> ms per 1,000 rows
+
+    def fastest(fn):
+        best = np.inf
+        for _ in range(COST_REPEATS):
+            start = time.perf_counter()
+            value = fn()
+            best = min(best, time.perf_counter() - start)
+        return best, value
+
+    view_s, matrix = fastest(lambda: transform(view, rows))
+    skips = _takes_stages(type(family_run))
+    if skips:
+        stage_s = [
+            fastest(lambda i=i: family_run.predict(matrix, stages=[i]))[0] for i in range(n_stages)
+        ]
+    else:
+        stage_s = [fastest(lambda: family_run.predict(matrix))[0]] * n_stages
+    return {
+        "view": round(view_s * per_k, 4),
+        "stages": [round(t * per_k, 4) for t in stage_s],
+        "cumulative": bool(getattr(family_run, "cumulative", False)) or not skips,
+    }

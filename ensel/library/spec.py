@@ -17,6 +17,10 @@ A spec looks like::
           momentum: {uniform: [0, 0.9]}
         samples: 20                          # 20 draws, quasi-Monte Carlo by default
         stages: [16, 64, 256]
+
+A regression spec says ``task: regression``; its families are the regressors of
+``families/regression.py`` (by the same plain names), it has no calibration variants, and an
+entry may declare ``target: [none, log1p]`` (runs that learn ``log1p(y)`` and predict back).
 """
 
 from __future__ import annotations
@@ -34,15 +38,22 @@ import yaml
 
 from ..errors import SpecError
 from .families import VIEWS, Family, get_family
+from .kinds import get_kind, kinds
 
-__all__ = ["BUILTIN_SPECS", "DetectorSpec", "LibrarySpec", "RunSpec", "SpecError", "load_spec"]
+__all__ = ["BUILTIN_SPECS", "LibrarySpec", "RunSpec", "SpecError", "load_spec", "parse_families"]
 
-BUILTIN_SPECS = ("tiny", "default", "caruana2006")
+BUILTIN_SPECS = ("tiny", "default", "caruana2006", "regression", "tiny_regression")
 CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")
-ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler")
-TOP_KEYS = ("name", "description", "seed", "time_limit", "families", "detectors")
+ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler", "target")
+TOP_KEYS = ("name", "description", "seed", "time_limit", "task")
+"""Top-level keys about the spec itself; every other key is a section of runs (see kinds.py)."""
+TASKS = ("classification", "regression")
+TARGET_TRANSFORMS = ("none", "log1p")
+"""A regression entry's ``target:``: the run learns ``log1p(y)`` and predicts ``expm1`` of its
+output; the choice is stored as the run's parameter ``target`` (so it shows on the leaderboard
+and changes the run id)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,8 @@ class RunSpec:
     stages: tuple[int, ...] | None
     calibrations: tuple[str, ...]
 
+    task: str = "classification"
+
     @property
     def param_dict(self) -> dict[str, Any]:
         return dict(self.params)
@@ -63,11 +76,10 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         """A stable id from everything that defines the run (a changed entry is a new run)."""
-        key = json.dumps(
-            [self.family, self.params, self.view, self.stages, self.calibrations],
-            sort_keys=True,
-            default=str,
-        )
+        parts = [self.family, self.params, self.view, self.stages, self.calibrations]
+        if self.task != "classification":  # classification ids stay as they were
+            parts.append(self.task)
+        key = json.dumps(parts, sort_keys=True, default=str)
         return f"{self.family}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
 
     @property
@@ -78,46 +90,30 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
-class DetectorSpec:
-    """One extrapolation-risk detector of a spec's ``detectors:`` section. It is built and
-    stored like a run (one member, the detector's risk), so it mirrors RunSpec's fields."""
-
-    family: str  # the detector's registered name
-    params: tuple[tuple[str, Any], ...]
-    view: str = "raw"
-    stages: None = None
-    calibrations: tuple[str, ...] = ("none",)
-
-    @property
-    def param_dict(self) -> dict[str, Any]:
-        return dict(self.params)
-
-    @property
-    def run_id(self) -> str:
-        key = json.dumps([self.family, self.params], sort_keys=True, default=str)
-        return f"det-{self.family}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
-
-    @property
-    def members(self) -> list[tuple[None, str]]:
-        return [(None, "none")]
-
-    def make(self, random_state: int):
-        """The unfitted detector, seeded when it takes a ``random_state``."""
-        from ..risk import get_detector
-
-        det = get_detector(self.family)(**self.param_dict)
-        if "random_state" in det.get_params():
-            det.set_params(random_state=random_state)
-        return det
-
-
-@dataclass(frozen=True)
 class LibrarySpec:
+    """A parsed spec: its run specs by section (``families`` first, then the sections of other
+    kinds of run, such as ``detectors``) and its task."""
+
     name: str
-    runs: tuple[RunSpec, ...]
+    sections: tuple[tuple[str, tuple], ...]
     time_limit: float | None
     source: str
-    detectors: tuple[DetectorSpec, ...] = ()
+    task: str = "classification"
+
+    def section(self, name: str) -> tuple:
+        """The run specs of section ``name`` (empty if the spec has no such section)."""
+        return dict(self.sections).get(name, ())
+
+    @property
+    def runs(self) -> tuple[RunSpec, ...]:
+        """The model runs (the ``families`` section)."""
+        return self.section("families")
+
+    @property
+    def detectors(self) -> tuple:
+        """The extrapolation-risk detectors (the ``detectors`` section, a kind ensel.risk
+        registers)."""
+        return self.section("detectors")
 
     @property
     def n_members(self) -> int:
@@ -125,8 +121,9 @@ class LibrarySpec:
 
 
 def load_spec(spec: str | Path | dict | LibrarySpec) -> LibrarySpec:
-    """A validated spec from a built-in name (``tiny``, ``default``, ``caruana2006``), a YAML
-    path, or an already-parsed dict."""
+    """A validated spec from a built-in name (``tiny``, ``default``, ``caruana2006``, and for
+    numeric targets ``regression`` and ``tiny_regression``), a YAML path, or an already-parsed
+    dict."""
     if isinstance(spec, LibrarySpec):
         return spec
     if isinstance(spec, dict):
@@ -154,9 +151,11 @@ def _yaml(text: str, source: str) -> dict:
 
 
 def _parse(doc: dict, source: str) -> LibrarySpec:
-    unknown = sorted(set(doc) - set(TOP_KEYS))
+    sections = [k for k in doc if k not in TOP_KEYS]
+    unknown = [k for k in sections if k not in kinds()]
     if unknown:
-        raise SpecError(f"{source}: unknown top-level key(s) {unknown}; allowed: {list(TOP_KEYS)}")
+        allowed = [*TOP_KEYS, *sorted(kinds())]
+        raise SpecError(f"{source}: unknown top-level key(s) {sorted(unknown)}; allowed: {allowed}")
     entries = doc.get("families")
     if not isinstance(entries, list) or not entries:
         raise SpecError(f"{source}: key 'families' must be a non-empty list of family entries")
@@ -166,58 +165,38 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
     time_limit = doc.get("time_limit")
     if time_limit is not None and (not isinstance(time_limit, int | float) or time_limit <= 0):
         raise SpecError(f"{source}: key 'time_limit' must be a positive number of seconds")
-    runs: list[RunSpec] = []
-    for i, entry in enumerate(entries):
-        runs.extend(_expand(entry, f"{source}: families[{i}]", seed + i))
-    unique = list(dict.fromkeys(runs))
+    task = doc.get("task", "classification")
+    if task not in TASKS:
+        raise SpecError(f"{source}: key 'task' is {task!r}; allowed: {list(TASKS)}")
+    order = ["families", *(k for k in sections if k != "families")]
     return LibrarySpec(
         name=str(doc.get("name", Path(source).stem)),
-        runs=tuple(unique),
+        sections=tuple((k, get_kind(k).parse(doc[k], source, seed, task)) for k in order),
         time_limit=time_limit,
         source=source,
-        detectors=_detectors(doc.get("detectors"), source),
+        task=task,
     )
 
 
-def _detectors(entries: Any, source: str) -> tuple[DetectorSpec, ...]:
-    """The ``detectors:`` section: entries ``{detector: NAME, params: {...}}``."""
-    if entries is None:
-        return ()
-    if not isinstance(entries, list):
-        raise SpecError(f"{source}: key 'detectors' must be a list of detector entries")
-    from ..risk import get_detector
-
-    out = []
+def parse_families(entries: Any, source: str, seed: int, task: str) -> tuple[RunSpec, ...]:
+    """The runs of a ``families`` section: every entry expanded (grids as cartesian products,
+    ranges sampled with seed ``seed + i`` for entry ``i``), duplicates dropped."""
+    if not isinstance(entries, list) or not entries:
+        raise SpecError(f"{source}: key 'families' must be a non-empty list of family entries")
+    runs: list[RunSpec] = []
     for i, entry in enumerate(entries):
-        where = f"{source}: detectors[{i}]"
-        if not isinstance(entry, dict) or "detector" not in entry:
-            raise SpecError(f"{where}: each entry is a mapping with a 'detector' key")
-        unknown = sorted(set(entry) - {"detector", "params"})
-        if unknown:
-            raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: ['detector', 'params']")
-        try:
-            cls = get_detector(entry["detector"])
-        except ValueError as exc:
-            raise SpecError(f"{where}: key 'detector': {exc}") from None
-        params = entry.get("params") or {}
-        accepted = set(cls().get_params())
-        if not isinstance(params, dict) or set(params) - accepted:
-            raise SpecError(
-                f"{where}: key 'params' must map parameters of {cls.name} "
-                f"({sorted(accepted - {'random_state'})}) to values; got {params!r}"
-            )
-        out.append(DetectorSpec(cls.name, tuple(sorted(params.items()))))
-    return tuple(dict.fromkeys(out))
+        runs.extend(_expand(entry, f"{source}: families[{i}]", seed + i, task))
+    return tuple(dict.fromkeys(runs))
 
 
-def _expand(entry: Any, where: str, seed: int) -> list[RunSpec]:
+def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> list[RunSpec]:
     if not isinstance(entry, dict) or "family" not in entry:
         raise SpecError(f"{where}: each entry is a mapping with a 'family' key")
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
         raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: {list(ENTRY_KEYS)}")
     try:
-        family = get_family(entry["family"])
+        family = get_family(entry["family"], task)
     except ValueError as exc:
         raise SpecError(f"{where}: key 'family': {exc}") from None
     where = f"{where} ({family.name})"
@@ -235,26 +214,50 @@ def _expand(entry: Any, where: str, seed: int) -> list[RunSpec]:
         raise SpecError(f"{where}: key 'view' is {view!r}; allowed: {list(VIEWS)}")
     stages = _stages(entry.get("stages"), family, where)
     calibrations = _calibrations(entry.get("calibration", ["none"]), family, where)
+    targets = _targets(entry.get("target"), task, where)
+    if task == "regression" and calibrations != ("none",):
+        raise SpecError(
+            f"{where}: key 'calibration': regression has no calibration variants; remove the key"
+        )
     grid = {k: v for k, v in params.items() if not isinstance(v, dict)}
     ranges = {k: v for k, v in params.items() if isinstance(v, dict)}
     draws = _draws(ranges, entry, where, seed)
     runs = []
     names = list(grid)
     values = [v if isinstance(v, list) else [v] for v in grid.values()]
-    for draw in draws:
-        for combo in itertools.product(*values):
-            full = dict(family.params)
-            full.update(zip(names, combo, strict=True))
-            full.update(draw)
-            if family.validate is not None:
-                try:
-                    family.validate(full, stages)
-                except ValueError as exc:
-                    raise SpecError(f"{where}: {exc}") from None
-            runs.append(
-                RunSpec(family.name, tuple(sorted(full.items())), view, stages, calibrations)
-            )
+    for draw, combo, target in itertools.product(draws, itertools.product(*values), targets):
+        full = dict(family.params)
+        full.update(zip(names, combo, strict=True))
+        full.update(draw)
+        if family.validate is not None:
+            try:
+                family.validate(full, stages)
+            except ValueError as exc:
+                raise SpecError(f"{where}: {exc}") from None
+        if target not in (None, "none"):  # absent means none: ids of plain runs stay short
+            full["target"] = target
+        runs.append(
+            RunSpec(family.name, tuple(sorted(full.items())), view, stages, calibrations, task)
+        )
     return runs
+
+
+def _targets(target: Any, task: str, where: str) -> list[str | None]:
+    """The entry's target transforms (regression only); ``[None]`` for a classification entry."""
+    if task != "regression":
+        if target is not None:
+            raise SpecError(f"{where}: key 'target' applies to regression specs only")
+        return [None]
+    target = ["none"] if target is None else [target] if isinstance(target, str) else target
+    if (
+        not isinstance(target, list)
+        or not target
+        or any(t not in TARGET_TRANSFORMS for t in target)
+    ):
+        raise SpecError(
+            f"{where}: key 'target' is {target!r}; allowed values: {list(TARGET_TRANSFORMS)}"
+        )
+    return list(dict.fromkeys(target))
 
 
 def _stages(stages: Any, family: Family, where: str) -> tuple[int, ...] | None:

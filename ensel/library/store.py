@@ -27,7 +27,6 @@ import pickle
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StoreError
-from .runs import FittedRun
-from .spec import RunSpec
+from .kinds import PackedRun, RunLike
 
 __all__ = ["PackedRun", "PredictionStore", "member_id"]
 
@@ -47,21 +45,6 @@ STATUSES = ("ok", "failed", "timeout")
 def member_id(run_id: str, stage: int | None, calibration: str) -> str:
     """``<run id>[/s<stage>]/<calibration>``, e.g. ``adaboost-0a1b2c3d4e5f/s64/platt``."""
     return f"{run_id}/s{stage}/{calibration}" if stage is not None else f"{run_id}/{calibration}"
-
-
-@dataclass
-class PackedRun:
-    """A finished run as a worker sends it: hillclimb predictions and the fitted siblings
-    already pickled (see :meth:`pack`), so the client only moves and writes bytes."""
-
-    predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
-    fitted: bytes
-
-    @classmethod
-    def pack(cls, predictions: np.ndarray, fitted) -> PackedRun:
-        """Pickle ``fitted`` in the store's format (what :meth:`PredictionStore.load_fitted`
-        reads back)."""
-        return cls(predictions, pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
@@ -157,6 +140,8 @@ class PredictionStore:
         differ += [
             k for k in ("classes", "n_hillclimb", "cv") if self.header.get(k) != header.get(k)
         ]
+        if self.header.get("task", "classification") != header.get("task", "classification"):
+            differ.append("task")
         if differ:
             raise StoreError(
                 f"the store at {self.path} was built for other data or folds (differs in: "
@@ -211,16 +196,16 @@ class PredictionStore:
 
     # ------------------------------------------------------------------ writing runs
 
-    def write_run(self, run: RunSpec, result: PackedRun, seconds: float) -> None:
+    def write_run(self, run: RunLike, result: PackedRun, seconds: float) -> None:
         """Commit a finished run: predictions and fitted bundle first, the manifest line last."""
         rid = run.run_id
         preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
         fitted = result.fitted
         _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
         _atomic_write(self.path / "runs" / f"{rid}.pkl", lambda fh: fh.write(fitted))
-        self._append(_record(run, "ok", "", seconds))
+        self._append(_record(run, "ok", "", seconds, result.costs))
 
-    def write_failure(self, run: RunSpec, status: str, error: str, seconds: float) -> None:
+    def write_failure(self, run: RunLike, status: str, error: str, seconds: float) -> None:
         """Record a run that failed or ran out of time, so the build goes on without it."""
         self._append(_record(run, status, error, seconds))
 
@@ -246,7 +231,7 @@ class PredictionStore:
                 f"{self.manifest_path.name} to refit it"
             ) from None
 
-    def load_fitted(self, run_id: str) -> FittedRun:
+    def load_fitted(self, run_id: str):
         """The fitted siblings of a run. This unpickles: open only stores you trust."""
         path = self.path / "runs" / f"{run_id}.pkl"
         try:
@@ -268,6 +253,7 @@ class PredictionStore:
             if rec is None or rec["status"] not in statuses:
                 continue
             for stage, cal in _member_keys(rec):
+                alone = _member_predict_ms(rec, stage)
                 rows.append(
                     {
                         "id": member_id(rid, stage, cal),
@@ -280,10 +266,11 @@ class PredictionStore:
                         "status": rec["status"],
                         "error": rec["error"],
                         "fit_seconds": rec["fit_seconds"],
+                        "predict_ms": alone,
                     }
                 )
         columns = ["id", "run", "family", "params", "view", "calibration", "stage", "status"]
-        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds"])
+        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds", "predict_ms"])
         return frame.astype({"stage": "Int64"})
 
     # ------------------------------------------------------------------ the matrix
@@ -295,15 +282,17 @@ class PredictionStore:
         parts = [self.run_predictions(r) for r in runs]
         n_hill = int(self.header["n_hillclimb"])
         n_classes = len(self.header["classes"])
+        regression = self.header.get("task") == "regression"  # one real value per member
         n_members = sum(p.shape[0] for p in parts)
-        shape = (n_members, n_hill) if n_classes == 2 else (n_members, n_hill, n_classes)
+        flat = n_classes == 2 or regression
+        shape = (n_members, n_hill) if flat else (n_members, n_hill, n_classes)
         token = hashlib.sha1(json.dumps([runs, n_members, time.time_ns()]).encode()).hexdigest()
         final = self.path / f"predictions-{token[:12]}.npy"
         tmp = final.with_name(f".{final.stem}.tmp.npy")
         matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
         row = 0
         for p in parts:
-            matrix[row : row + p.shape[0]] = p[..., 1] if n_classes == 2 else p
+            matrix[row : row + p.shape[0]] = p[..., 0] if regression else p[..., 1] if flat else p
             row += p.shape[0]
         matrix.flush()
         del matrix
@@ -342,7 +331,9 @@ class PredictionStore:
         return matrix, runs
 
 
-def _record(run: RunSpec, status: str, error: str, seconds: float) -> dict:
+def _record(
+    run: RunLike, status: str, error: str, seconds: float, costs: dict | None = None
+) -> dict:
     return {
         "run": run.run_id,
         "family": run.family,
@@ -353,7 +344,26 @@ def _record(run: RunSpec, status: str, error: str, seconds: float) -> dict:
         "status": status,
         "error": error,
         "fit_seconds": round(seconds, 3),
+        "predict_ms": costs or None,
     }
+
+
+def _member_predict_ms(record: dict, stage: int | None) -> float:
+    """Milliseconds per 1,000 rows for one sibling to predict this member alone (its view and
+    its stage, with the smaller ones for a cumulative run); NaN where the build recorded none."""
+    costs = record.get("predict_ms")
+    if not costs:
+        return float("nan")
+    stages = record["stages"] or [None]
+    i = stages.index(stage)
+    if costs["cumulative"]:
+        upto = [c for s, c in zip(stages, costs["stages"], strict=True) if _le(s, stage)]
+        return costs["view"] + max(upto)
+    return costs["view"] + costs["stages"][i]
+
+
+def _le(a, b) -> bool:
+    return a is None or b is None or a <= b
 
 
 def _member_keys(record: dict) -> list[tuple[int | None, str]]:

@@ -7,9 +7,8 @@ and scikit-learn's isolation forest, LOF and kernel density as peers).
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
-from ._base import DETECTORS, Detector, FeatureSpace, get_detector, register
+from ._base import DETECTORS, Detector, FeatureSpace, get_detector, load_all, register
 
 _PUBLIC = {
     "BoxRisk": "box",
@@ -26,14 +25,15 @@ _PUBLIC = {
     "CombinedRisk": "combined",
 }
 
-__all__ = ["DETECTORS", "Detector", "FeatureSpace", "get_detector", "register", *_PUBLIC]
-
-
-def _load_all() -> None:
-    """Import every detector module so that each registers its detectors."""
-    for m in pkgutil.iter_modules(__path__):
-        if not m.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{m.name}")
+__all__ = [
+    "DETECTORS",
+    "Detector",
+    "FeatureSpace",
+    "get_detector",
+    "load_all",
+    "register",
+    *_PUBLIC,
+]
 
 
 def __getattr__(name: str):

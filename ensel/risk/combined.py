@@ -20,10 +20,10 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
-from ..calibration import PlattCalibrator
+from ..calibration import PlattCalibrator, cross_fit, cross_fit_groups
 from ..data import as_frame
 from ..selection import EnsembleSelection
-from ._base import Detector, FeatureSpace, get_detector
+from ._base import DETECTORS, Detector, FeatureSpace, get_detector, load_all
 
 __all__ = [
     "DEFAULT_DETECTORS",
@@ -48,8 +48,6 @@ DEFAULT_DETECTORS = (
     "openset_forest",
 )
 """What ``CombinedRisk`` joins by default (the builtin ones only when labels are given)."""
-
-CALIBRATION_GROUPS = 5
 
 
 @dataclass
@@ -124,13 +122,8 @@ def fit_combination(
     it); the returned calibrators are refitted on all rows."""
     R = np.asarray(R, dtype=float)
     t = np.asarray(background).astype(int)
-    rng = np.random.default_rng(random_state)
-    groups = rng.permutation(t.size) % CALIBRATION_GROUPS
-    P = np.empty_like(R)
-    for g in range(CALIBRATION_GROUPS):
-        inside = groups == g
-        for d in range(R.shape[0]):
-            P[d, inside] = PlattCalibrator().fit(R[d, ~inside], t[~inside]).predict(R[d, inside])
+    groups = cross_fit_groups(t.size, random_state)
+    P = np.stack([cross_fit(PlattCalibrator, r, t, groups)[0] for r in R])
     # No model bagging: it guards large libraries against overfitting, but with a handful of
     # detectors half-size bags often hold only weak ones.
     es = EnsembleSelection(metric="mxe", n_bags=1, bag_fraction=1.0, random_state=random_state)
@@ -230,9 +223,7 @@ class CombinedRisk(BaseEstimator):
 
 def _instances(detectors, with_labels: bool, seed) -> list[Detector]:
     if detectors is None:
-        from . import DETECTORS, _load_all
-
-        _load_all()
+        load_all()
         detectors = [n for n in DEFAULT_DETECTORS if n in DETECTORS]
         if not with_labels:
             detectors = [n for n in detectors if not DETECTORS[n].requires_y]

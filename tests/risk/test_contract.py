@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensel.risk import DETECTORS, FeatureSpace, _load_all, get_detector
+from ensel.risk import DETECTORS, FeatureSpace, get_detector, load_all
 
-_load_all()
+load_all()
 NAMES = sorted(n for n in DETECTORS if not n.startswith("test_"))  # test doubles elsewhere
 
 

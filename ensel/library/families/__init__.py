@@ -9,9 +9,27 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ._base import FAMILIES, VIEWS, Family, Run, get_family, missing_requirements, register
+from ._base import (
+    FAMILIES,
+    REGRESSORS,
+    VIEWS,
+    Family,
+    Run,
+    get_family,
+    missing_requirements,
+    register,
+)
 
-__all__ = ["FAMILIES", "VIEWS", "Family", "Run", "get_family", "missing_requirements", "register"]
+__all__ = [
+    "FAMILIES",
+    "REGRESSORS",
+    "VIEWS",
+    "Family",
+    "Run",
+    "get_family",
+    "missing_requirements",
+    "register",
+]
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")

@@ -2,11 +2,12 @@
 
 A family is one fit function: it trains on a view of the training fold and returns a run whose
 ``predict`` gives every staged member at once (boosting steps, epochs, values of k, ...), so one
-training run yields several library members (DESIGN.md, "staged members").
+training run yields several library members ("staged members", see docs/library_specs.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,7 +15,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["FAMILIES", "Family", "Run", "get_family", "missing_requirements", "register"]
+__all__ = [
+    "FAMILIES",
+    "REGRESSORS",
+    "Family",
+    "Run",
+    "get_family",
+    "missing_requirements",
+    "register",
+]
 
 VIEWS = ("standardized", "native")
 """standardized: one-hot categoricals, numeric columns scaled to mean 0, sd 1 (SVM, ANN, KNN,
@@ -23,12 +32,17 @@ naive Bayes)."""
 
 
 class Run(Protocol):
-    """A fitted training run."""
+    """A fitted training run.
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    A run may set ``cumulative = True`` when a stage needs all the work of the earlier ones
+    (boosting steps, trees, one neighbour query for every k): the library then counts the
+    predict cost of a set of its stages as that of the largest (see ``Library.predict_cost``)."""
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Variant name -> ``(n_stages, n, n_classes)`` probabilities. ``"none"`` is always there
         (the model's own probabilities); a family may add analytic variants such as boosting's
-        ``"logistic"`` correction."""
+        ``"logistic"`` correction. ``stages``: indices of the stages wanted (None: all), so that
+        a prediction computes only what the ensemble uses; a run that ignores it is sliced."""
         ...
 
 
@@ -48,7 +62,8 @@ class FitFn(Protocol):
 @dataclass(frozen=True)
 class Family:
     """A model family: its fit function, the parameters it accepts (name -> default), its view,
-    whether it has stages, and the analytic calibration variants its runs produce."""
+    whether it has stages, the analytic calibration variants its runs produce, and whether it
+    takes missing values natively (``native_missing``)."""
 
     name: str
     fit: FitFn
@@ -60,25 +75,55 @@ class Family:
     test_params: Mapping[str, Any] = field(default_factory=dict)  # small and fast, for tests
     test_stages: tuple[int, ...] | None = None
     validate: Callable[[dict[str, Any], tuple[int, ...] | None], None] | None = None
+    native_missing: bool = False
+    """True: the fit function takes NaN as it is (numeric NaN passed through; see
+    ``ensel.library.views``); False: its view imputes the median plus missing indicators,
+    fitted on each fold's training rows."""
+    categorical: bool = False
+    """The family splits (or embeds) categorical columns natively: on the native view its fit
+    function also receives ``categorical={column index: number of categories}`` (the codes are
+    0..n-1, unseen categories -1, missing NaN)."""
+    task: str = "classification"  # or "regression": fitted to a real y, runs predict (s, n, 1)
 
 
 FAMILIES: dict[str, Family] = {}
+"""Classification families by name."""
+REGRESSORS: dict[str, Family] = {}
+"""Regression families by name (``families/regression.py``); a name may be in both registries."""
+_REGISTRIES = {"classification": FAMILIES, "regression": REGRESSORS}
 
 
-def register(family: Family) -> Family:
-    """Add ``family`` to the registry under its name."""
+def register(family: Family, task: str | None = None) -> Family:
+    """Add ``family`` to the registry of its task (``task`` overrides ``family.task``)."""
+    if task is not None:
+        family = dataclasses.replace(family, task=task)
     if family.view not in VIEWS:
         raise ValueError(f"family {family.name!r}: view {family.view!r} is not one of {VIEWS}")
-    FAMILIES[family.name] = family
+    if family.categorical and not family.native_missing:
+        raise ValueError(
+            f"family {family.name!r}: categorical=True needs native_missing=True (a missing "
+            "categorical code reaches it as NaN)"
+        )
+    if family.task not in _REGISTRIES:
+        raise ValueError(
+            f"family {family.name!r}: task {family.task!r} is not one of {tuple(_REGISTRIES)}"
+        )
+    _REGISTRIES[family.task][family.name] = family
     return family
 
 
-def get_family(name: str) -> Family:
-    """The family registered as ``name``; a ValueError lists the known ones otherwise."""
+def get_family(name: str, task: str = "classification") -> Family:
+    """The family registered as ``name`` for ``task``; a ValueError lists the known ones
+    otherwise."""
+    registry = _REGISTRIES[task]
     try:
-        return FAMILIES[name]
+        return registry[name]
     except KeyError:
-        raise ValueError(f"unknown family {name!r}; known families: {sorted(FAMILIES)}") from None
+        other = [t for t, r in _REGISTRIES.items() if t != task and name in r]
+        hint = f" ({name!r} is a {other[0]} family)" if other else ""
+        raise ValueError(
+            f"unknown family {name!r}{hint}; known {task} families: {sorted(registry)}"
+        ) from None
 
 
 def missing_requirements(family: Family) -> list[str]:

@@ -111,7 +111,7 @@ class _NaiveBayesRun:
     cuts: list[np.ndarray] | None = None  # discretized: per feature
     log_tables: list[np.ndarray] | None = None  # discretized: per feature (n_present, n_bins)
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         X = np.asarray(X, dtype=float)
         joint = self.log_prior + self._log_likelihood(X)
         joint -= joint.max(axis=1, keepdims=True)

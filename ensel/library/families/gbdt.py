@@ -5,7 +5,9 @@ library without them would understate what selection has to work with. One run t
 ``max(stages)`` rounds, and stage ``s`` predicts with the first ``s`` rounds only, which is
 exactly the model trained with ``n_estimators=s`` (boosting never revisits earlier trees).
 Both run single-threaded (the builder parallelises across runs) and are seeded by
-``random_state``. xgboost and lightgbm are optional dependencies, imported when a run trains.
+``random_state``. Both split the native view's categorical columns natively (category subsets,
+not ordered codes) and learn where missing values go. xgboost and lightgbm are optional
+dependencies, imported when a run trains.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ class _ConstantRun:
     n_stages: int
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        out = np.zeros((self.n_stages, X.shape[0], self.n_classes))
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        n = self.n_stages if stages is None else len(stages)
+        out = np.zeros((n, X.shape[0], self.n_classes))
         out[:, :, self.label] = 1.0
         return {"none": out}
 
@@ -44,9 +47,12 @@ class _BoostedRun:
     stages: tuple[int, ...]
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        out = np.empty((len(self.stages), X.shape[0], self.n_classes))
-        for i, s in enumerate(self.stages):
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default), each predicted with its
+        own number of rounds."""
+        wanted = list(range(len(self.stages)) if stages is None else stages)
+        out = np.empty((len(wanted), X.shape[0], self.n_classes))
+        for i, s in enumerate(self.stages[j] for j in wanted):
             if self.kind == "xgboost":
                 p = self.model.predict_proba(X, iteration_range=(0, s))
             else:
@@ -63,14 +69,42 @@ def _encode(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return classes, np.searchsorted(classes, y)
 
 
-def fit_xgboost(X, y, *, n_classes, params, stages, random_state):
-    """XGBoost with the histogram tree method, ``max(stages)`` rounds, one thread."""
+def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
+    """``X`` as float64 with unseen categories (code -1) of ``columns`` turned into NaN: both
+    libraries treat a missing category as missing, and xgboost refuses negative codes."""
+    X = np.asarray(X, dtype=np.float64)
+    if not columns:
+        return X
+    X = X.copy()
+    cat = X[:, columns]
+    cat[cat < 0] = np.nan
+    X[:, columns] = cat
+    return X
+
+
+@dataclass
+class _CategoricalRun:
+    """A boosted run whose categorical columns need unseen codes turned into NaN first."""
+
+    inner: _BoostedRun
+    columns: list[int]
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        return self.inner.predict(categorical_codes(X, self.columns), stages=stages)
+
+
+def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None):
+    """XGBoost with the histogram tree method, ``max(stages)`` rounds, one thread; the native
+    view's categorical columns are split natively (``enable_categorical``)."""
     stages = check_stages(stages, "xgboost rounds")
     classes, codes = _encode(y)
     if len(classes) == 1:
         return _ConstantRun(int(classes[0]), len(stages), n_classes)
     from xgboost import XGBClassifier
 
+    columns = sorted(categorical or {})
+    X = categorical_codes(X, columns)
+    feature_types = ["c" if j in set(columns) else "q" for j in range(X.shape[1])]
     model = XGBClassifier(
         n_estimators=max(stages),
         max_depth=params["max_depth"],
@@ -79,23 +113,33 @@ def fit_xgboost(X, y, *, n_classes, params, stages, random_state):
         colsample_bytree=params["colsample_bytree"],
         min_child_weight=params["min_child_weight"],
         reg_lambda=params["reg_lambda"],
+        reg_alpha=params["reg_alpha"],
+        gamma=params["gamma"],
+        feature_types=feature_types if columns else None,
+        enable_categorical=bool(columns),
+        max_cat_to_onehot=4,
         tree_method="hist",
         n_jobs=1,
         verbosity=0,
         random_state=random_state,
     )
     model.fit(X, codes)
-    return _BoostedRun(model, "xgboost", classes, stages, n_classes)
+    run = _BoostedRun(model, "xgboost", classes, stages, n_classes)
+    return _CategoricalRun(run, columns) if columns else run
 
 
-def fit_lightgbm(X, y, *, n_classes, params, stages, random_state):
+def fit_lightgbm(X, y, *, n_classes, params, stages, random_state, categorical=None):
     """LightGBM, ``max(stages)`` rounds, one thread, deterministic row-wise histograms;
-    ``subsample`` is bagging redrawn every round."""
+    ``subsample`` is bagging redrawn every round; the native view's categorical columns are
+    split natively (``categorical_feature``)."""
     stages = check_stages(stages, "lightgbm rounds")
     classes, codes = _encode(y)
     if len(classes) == 1:
         return _ConstantRun(int(classes[0]), len(stages), n_classes)
     from lightgbm import LGBMClassifier
+
+    columns = sorted(categorical or {})
+    X = categorical_codes(X, columns)
 
     model = LGBMClassifier(
         n_estimators=max(stages),
@@ -106,14 +150,17 @@ def fit_lightgbm(X, y, *, n_classes, params, stages, random_state):
         colsample_bytree=params["colsample_bytree"],
         min_child_samples=params["min_child_samples"],
         reg_lambda=params["reg_lambda"],
+        reg_alpha=params["reg_alpha"],
+        min_split_gain=params["min_split_gain"],
         n_jobs=1,
         verbosity=-1,
         random_state=random_state % (2**31 - 1),  # LightGBM seeds are C ints
         deterministic=True,
         force_row_wise=True,
     )
-    model.fit(X, codes)
-    return _BoostedRun(model, "lightgbm", classes, stages, n_classes)
+    model.fit(X, codes, categorical_feature=columns if columns else "auto")
+    run = _BoostedRun(model, "lightgbm", classes, stages, n_classes)
+    return _CategoricalRun(run, columns) if columns else run
 
 
 def _validate(name: str):
@@ -132,6 +179,7 @@ def _validate(name: str):
 register(
     Family(
         name="xgboost",
+        native_missing=True,
         fit=fit_xgboost,
         params={
             "max_depth": 6,
@@ -140,6 +188,8 @@ register(
             "colsample_bytree": 1.0,
             "min_child_weight": 1.0,
             "reg_lambda": 1.0,
+            "reg_alpha": 0.0,
+            "gamma": 0.0,
         },
         view="native",
         stages="boosting rounds",
@@ -147,11 +197,13 @@ register(
         test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
         test_stages=(2, 5),
         validate=_validate("xgboost"),
+        categorical=True,
     )
 )
 register(
     Family(
         name="lightgbm",
+        native_missing=True,
         fit=fit_lightgbm,
         params={
             "num_leaves": 31,
@@ -160,6 +212,8 @@ register(
             "colsample_bytree": 1.0,
             "min_child_samples": 20,
             "reg_lambda": 0.0,
+            "reg_alpha": 0.0,
+            "min_split_gain": 0.0,
         },
         view="native",
         stages="boosting rounds",
@@ -167,5 +221,6 @@ register(
         test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
         test_stages=(2, 5),
         validate=_validate("lightgbm"),
+        categorical=True,
     )
 )

@@ -17,7 +17,7 @@ class _ProbaRun:
     model: Any
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         p = full_proba(self.model.predict_proba(X), self.model.classes_, self.n_classes)
         return {"none": p[None]}
 
@@ -39,7 +39,7 @@ class _MarginRun:
     low: np.ndarray
     high: np.ndarray
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         return {"none": self._proba(_margins(self.model, X))[None]}
 
     def _proba(self, scores: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ to 2^10 times the minimum distance between two training points. One run answers 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +145,13 @@ class _KnnRun:
     scale: np.ndarray | None  # per-feature factor of the gain-ratio metric
     unit: float  # lwa width unit: the minimum distance between two training points
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    cumulative = True  # one neighbour query serves every k up to the largest
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default), from one query."""
+        if stages is not None:
+            subset = tuple(self.stages[i] for i in stages)
+            return dataclasses.replace(self, stages=subset).predict(X)
         X = np.asarray(X, dtype=float)
         if self.scale is not None:
             X = X * self.scale

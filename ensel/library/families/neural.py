@@ -62,10 +62,13 @@ class _MLPRun:
     activation: str
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages (snapshots) of index ``stages`` (all by default)."""
         X = np.asarray(X, dtype=np.float64)
-        out = np.empty((len(self.snapshots), X.shape[0], self.n_classes))
-        for i, (w1, b1, w2, b2) in enumerate(self.snapshots):
+        wanted = range(len(self.snapshots)) if stages is None else stages
+        snapshots = [self.snapshots[j] for j in wanted]
+        out = np.empty((len(snapshots), X.shape[0], self.n_classes))
+        for i, (w1, b1, w2, b2) in enumerate(snapshots):
             pre = X @ w1.T.astype(np.float64) + b1
             hidden = expit(pre) if self.activation == "sigmoid" else np.tanh(pre)
             z = hidden @ w2.T.astype(np.float64) + b2

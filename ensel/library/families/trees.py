@@ -76,14 +76,20 @@ class _StagedRun:
 
     trees: list
     stages: tuple[int, ...]
+    cumulative = True  # a stage needs the trees of every earlier one
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        out, total = [], 0.0
-        for i, tree in enumerate(self.trees, start=1):
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default): only the trees up to
+        the largest of them are evaluated."""
+        wanted = range(len(self.stages)) if stages is None else stages
+        sizes = [min(self.stages[i], len(self.trees)) for i in wanted]
+        out: list = [None] * len(sizes)
+        total = 0.0
+        for i, tree in enumerate(self.trees[: max(sizes)], start=1):
             total = total + tree.predict_proba(X)
-            if i in self.stages:
-                out.append(total / i)
-        out.extend([total / len(self.trees)] * (len(self.stages) - len(out)))
+            for j, size in enumerate(sizes):
+                if size == i:
+                    out[j] = total / i
         return {"none": np.stack(out)}
 
 
@@ -178,18 +184,24 @@ class _BoostRun:
     weights: np.ndarray
     n_classes: int
     stages: tuple[int, ...]
+    cumulative = True  # a stage needs the steps of every earlier one
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default): only the steps up to
+        the largest of them are evaluated."""
         from ensel.calibration import logistic_correction
 
+        wanted = range(len(self.stages)) if stages is None else stages
+        sizes = [min(self.stages[i], len(self.estimators)) for i in wanted]
         votes = np.zeros((X.shape[0], self.n_classes))
         rows = np.arange(X.shape[0])
-        staged = []
-        for i, (est, w) in enumerate(zip(self.estimators, self.weights, strict=True), start=1):
+        staged: list = [votes.copy() if size == 0 else None for size in sizes]
+        steps = zip(self.estimators[: max(sizes)], self.weights, strict=False)
+        for i, (est, w) in enumerate(steps, start=1):
             votes[rows, est.predict(X).astype(np.intp)] += w
-            if i in self.stages:
-                staged.append(votes.copy())
-        staged.extend([votes.copy()] * (len(self.stages) - len(staged)))
+            for j, size in enumerate(sizes):
+                if size == i:
+                    staged[j] = votes.copy()
         v = np.stack(staged)
         total = v.sum(axis=-1, keepdims=True)
         with np.errstate(invalid="ignore"):  # inf / inf where a learner is perfect
@@ -233,6 +245,7 @@ def _needs_stages(params: dict, stages: tuple[int, ...] | None) -> None:
 register(
     Family(
         name="tree",
+        native_missing=True,
         fit=fit_tree,
         params=TREE_PARAMS,
         view="native",
@@ -242,6 +255,7 @@ register(
 register(
     Family(
         name="bagged_trees",
+        native_missing=True,
         fit=fit_bagged_trees,
         params=TREE_PARAMS,
         view="native",
@@ -254,6 +268,7 @@ register(
 register(
     Family(
         name="random_forest",
+        native_missing=True,
         fit=fit_random_forest,
         params={"max_features": 4, "criterion": "gini", "min_samples_leaf": 1},
         view="native",

@@ -1,0 +1,354 @@
+"""Peers for the benchmarks: AutoGluon-tabular (its own virtual environment, run in a
+subprocess) and scikit-learn's HistGradientBoosting (in-process), both returning a
+``PeerResult`` with test predictions in a fixed class order and fit/predict wall times.
+
+AutoGluon is never an ensel dependency. ``autogluon_python()`` installs it on first use into
+``$ENSEL_BENCH_ENVS/autogluon-tabular`` (default ``<repo>/.bench-envs``, gitignored): a venv,
+then ``torch==2.13.0`` (the machine's CPU wheel) first, then ``autogluon.tabular[lightgbm,
+catboost,xgboost,fastai]`` at ``AUTOGLUON_VERSION``, after a ``pip --dry-run --report`` check
+that refuses anything CUDA (``nvidia-*``, NCCL, triton) or a different torch. AutoGluon 1.6.3
+pins ``torch>=2.10,<2.14`` and uses ``xgboost-cpu`` on Linux, so best_quality's whole model zoo
+(the "zeroshot" portfolio: LightGBM, CatBoost, XGBoost, random forest, extra trees, FastAI's
+and AutoGluon's torch MLPs) is available. Should the check ever fail, the install goes on
+without the ``fastai`` extra (no FastAI net) and says so.
+
+Ray (the ``ray`` extra, part of a full ``pip install autogluon``) is left out on purpose: on this
+shared 2-core machine starting it took 50 of a 60-second budget (load average 17). Without it
+AutoGluon fits bagged folds one after another with ``num_cpus`` threads and runs its DyStack
+check in-process; when that check fits nothing in its quarter of a short budget, AutoGluon 1.6.3
+then fails with "Learner is already fit" and ``run_autogluon`` raises a ``RuntimeError`` saying
+no model was fitted. ``fit_kwargs={"dynamic_stacking": False, "num_stack_levels": 1}`` (what
+AutoGluon's own log suggests) skips the check and keeps best_quality's bagging and stacking.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+AUTOGLUON_VERSION = "1.6.3"
+TORCH_PIN = "torch==2.13.0"
+EXTRAS = "lightgbm,catboost,xgboost,fastai"
+EXTRAS_NO_TORCH_MODELS = "lightgbm,catboost,xgboost"
+FORBIDDEN = ("nvidia-", "nccl", "triton", "cuda")
+PROBLEM_TYPES = ("binary", "multiclass", "regression")
+
+
+@dataclass
+class PeerResult:
+    """One peer's fit and prediction. ``predictions``: ``(n_test, n_classes)`` probabilities
+    with columns in ``classes`` order (the sorted training labels) for classification, or
+    ``(n_test,)`` values for regression (``classes`` is None). Times are wall seconds;
+    ``cpu_seconds`` is the CPU time of the fit and predict together (subprocess for AutoGluon)."""
+
+    peer: str
+    predictions: np.ndarray
+    classes: list | None
+    fit_seconds: float
+    predict_seconds: float
+    model_mb: float
+    cpu_seconds: float
+    info: dict = field(default_factory=dict)
+
+
+def envs_dir() -> Path:
+    return Path(os.environ.get("ENSEL_BENCH_ENVS", ROOT / ".bench-envs"))
+
+
+def _check_plan(pip: list[str], requirement: str) -> list[str]:
+    """What ``pip install requirement`` would add, refused where it is CUDA or another torch."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [*pip, "install", "--dry-run", "--quiet", "--report", str(report), requirement]
+        subprocess.run(cmd, check=True, capture_output=True)
+        plan = json.loads(report.read_text())["install"]
+    names = [f"{p['metadata']['name']}=={p['metadata']['version']}" for p in plan]
+    bad = [n for n in names if n.lower().startswith(FORBIDDEN) or n.lower().startswith("torch==")]
+    if bad:
+        raise RuntimeError(f"pip would install {', '.join(bad)} for {requirement}")
+    return names
+
+
+def autogluon_python(install: bool = True) -> Path:
+    """The AutoGluon environment's python, installing the environment on first use (a file
+    lock keeps two benchmarks from installing it at once). Raises ``RuntimeError`` when it is
+    missing and ``install`` is false or the install fails."""
+    env = envs_dir() / "autogluon-tabular"
+    python, marker = env / "bin" / "python", env / ".installed"
+    if marker.exists():
+        return python
+    if not install:
+        raise RuntimeError(f"no AutoGluon environment at {env}; call autogluon_python()")
+    env.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.parent / ".autogluon-tabular.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return python
+        print(f"installing AutoGluon-tabular into {env} (first use only)", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        pip = [str(python), "-m", "pip"]
+        subprocess.run([*pip, "install", "--quiet", TORCH_PIN], check=True)
+        notes = []
+        requirement = f"autogluon.tabular[{EXTRAS}]=={AUTOGLUON_VERSION}"
+        try:
+            _check_plan(pip, requirement)
+        except (RuntimeError, subprocess.CalledProcessError) as err:
+            notes.append(f"installed without the fastai extra (no FastAI net): {err}")
+            requirement = f"autogluon.tabular[{EXTRAS_NO_TORCH_MODELS}]=={AUTOGLUON_VERSION}"
+            _check_plan(pip, requirement)
+        subprocess.run([*pip, "install", "--quiet", requirement], check=True)
+        listed = subprocess.run([*pip, "list", "--format=json"], capture_output=True, text=True)
+        names = [p["name"].lower() for p in json.loads(listed.stdout)]
+        if any(n.startswith(FORBIDDEN) for n in names):
+            raise RuntimeError(f"CUDA packages ended up in {env}: remove it and report this")
+        marker.write_text(json.dumps({"requirement": requirement, "notes": notes}) + "\n")
+        for note in notes:
+            print(note, flush=True)
+    return python
+
+
+def _check(train: pd.DataFrame, target: str, problem_type: str) -> list | None:
+    if problem_type not in PROBLEM_TYPES:
+        raise ValueError(f"problem_type must be one of {PROBLEM_TYPES}, got {problem_type!r}")
+    if target not in train.columns:
+        raise ValueError(f"target {target!r} is not a column of train")
+    if problem_type == "regression":
+        return None
+    return np.unique(train[target].to_numpy()).tolist()
+
+
+def run_autogluon(
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    target: str,
+    problem_type: str,
+    time_limit: float,
+    presets: str = "best_quality",
+    num_cpus: int = 2,
+    seed: int = 0,
+    *,
+    eval_metric: str | None = None,
+    fit_kwargs: dict | None = None,
+    verbosity: int = 0,
+) -> PeerResult:
+    """Fit ``TabularPredictor(presets=presets)`` on ``train`` within ``time_limit`` seconds with
+    ``num_cpus`` cores and no GPU, and predict ``test`` (its ``target`` column, if any, is
+    ignored). ``eval_metric`` None is AutoGluon's default (accuracy for classes, RMSE for
+    regression); pass e.g. "log_loss" or "roc_auc" to match what you compare. AutoGluon has no
+    global seed: ``seed`` sets numpy's and the models' ``model_random_seed``. Data travel as CSV
+    (categorical columns read back as strings, only empty cells missing); the saved predictor
+    is measured and deleted. OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless
+    set), as in every benchmark process (see ``benchmarks/__init__.py``). With ``verbosity``
+    > 0 AutoGluon's log is in ``info["log"]``."""
+    classes = _check(train, target, problem_type)
+    python = autogluon_python()
+    features = [c for c in train.columns if c != target]
+    categorical = [
+        c for c in features if not pd.api.types.is_numeric_dtype(train[c].dtype)
+    ]  # bool counts as numeric and is written as True/False
+    job = {
+        "target": target,
+        "problem_type": problem_type,
+        "eval_metric": eval_metric,
+        "time_limit": time_limit,
+        "presets": presets,
+        "num_cpus": num_cpus,
+        "seed": seed,
+        "categorical": categorical,
+        "classes": None if classes is None else [str(c) for c in classes],
+        "fit_kwargs": fit_kwargs or {},
+        "verbosity": verbosity,
+    }
+    threads = str(num_cpus)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+        "CUDA_VISIBLE_DEVICES": "",
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
+    }
+    env.pop("PYTHONPATH", None)
+    with tempfile.TemporaryDirectory(prefix="ensel-autogluon-") as tmp:
+        job_dir = Path(tmp)
+        (job_dir / "job.json").write_text(json.dumps(job))
+        train.to_csv(job_dir / "train.csv", index=False)
+        test[features].to_csv(job_dir / "test.csv", index=False)
+        script = ROOT / "benchmarks" / "_autogluon_tabular.py"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run(
+            [str(python), str(script), str(job_dir)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=3 * time_limit + 600,
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+        if done.returncode != 0 or not lines:
+            tail = (done.stderr or done.stdout)[-3000:]
+            log = done.stderr + done.stdout
+            if "No models were trained successfully" in log or "Learner is already fit" in log:
+                raise RuntimeError(
+                    f"AutoGluon fitted no model within time_limit={time_limit} s "
+                    f"(load average {os.getloadavg()[0]:.1f}); give it more time or pass "
+                    "fit_kwargs={'dynamic_stacking': False, 'num_stack_levels': 1}"
+                )
+            raise RuntimeError(f"AutoGluon runner failed (exit {done.returncode}):\n{tail}")
+        record = json.loads(lines[-1].removeprefix("RESULT "))
+        if verbosity > 0:  # AutoGluon's own log, for checking what it fitted and with what
+            record["log"] = done.stderr + done.stdout.replace(lines[-1], "")
+        predictions = np.load(job_dir / "pred.npy")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return PeerResult(
+        peer=f"autogluon-{presets}",
+        predictions=predictions,
+        classes=classes,
+        fit_seconds=record.pop("fit_seconds"),
+        predict_seconds=record.pop("predict_seconds"),
+        model_mb=record.pop("model_mb"),
+        cpu_seconds=cpu,
+        info=record,
+    )
+
+
+def _hgb_frame(X: pd.DataFrame, levels: dict[str, list] | None = None):
+    """Numeric and boolean columns as float (NaN kept); the others as pandas categoricals with
+    the training levels (at most 255, the rest pooled into "__other__"), NaN kept."""
+    out = pd.DataFrame(index=X.index)
+    learned = {} if levels is None else levels
+    for col in X.columns:
+        values = X[col]
+        present = values.dropna()
+        if pd.api.types.is_numeric_dtype(values.dtype):
+            out[col] = values.astype(float)
+        elif len(present) and present.map(lambda v: isinstance(v, bool | np.bool_)).all():
+            out[col] = values.map({True: 1.0, False: 0.0}).astype(float)
+        else:
+            text = values.astype(object).where(values.isna(), values.astype(str))
+            if levels is None:
+                counts = text.value_counts()
+                learned[col] = (
+                    [*counts.index[:254].tolist(), "__other__"]
+                    if len(counts) > 255
+                    else counts.index.tolist()
+                )
+            known = learned[col]
+            if "__other__" in known:
+                text = text.where(text.isna() | text.isin(known), "__other__")
+            out[col] = pd.Categorical(text, categories=known)
+    return out, learned
+
+
+def run_hgb(
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    target: str,
+    problem_type: str,
+    time_limit: float | None = None,
+    seed: int = 0,
+    num_cpus: int = 2,
+    **params,
+) -> PeerResult:
+    """scikit-learn's HistGradientBoostingClassifier/Regressor with native categoricals and
+    missing values, early stopping on a 10% validation split (up to 1,000 rounds, learning
+    rate 0.05, stop after 30 rounds without improvement of the loss); ``params`` override
+    these. ``num_cpus`` caps its OpenMP threads. ``time_limit`` is accepted for a common
+    signature and not used (a fit takes seconds)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
+
+    classes = _check(train, target, problem_type)
+    X_train, levels = _hgb_frame(train.drop(columns=target))
+    X_test, _ = _hgb_frame(test.drop(columns=target, errors="ignore")[X_train.columns], levels)
+    settings = {
+        "max_iter": 1000,
+        "learning_rate": 0.05,
+        "early_stopping": True,
+        "validation_fraction": 0.1,
+        "n_iter_no_change": 30,
+        "categorical_features": "from_dtype",
+        "random_state": seed,
+        **params,
+    }
+    kind = HistGradientBoostingRegressor if classes is None else HistGradientBoostingClassifier
+    model = kind(**settings)
+    with threadpool_limits(limits=num_cpus, user_api="openmp"):
+        cpu0 = time.process_time()
+        start = time.perf_counter()
+        model.fit(X_train, train[target].to_numpy())
+        fit_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        predictions = model.predict(X_test) if classes is None else model.predict_proba(X_test)
+        predict_seconds = time.perf_counter() - start
+        cpu = time.process_time() - cpu0
+    return PeerResult(
+        peer="hgb",
+        predictions=np.asarray(predictions, dtype=float),
+        classes=classes,
+        fit_seconds=fit_seconds,
+        predict_seconds=predict_seconds,
+        model_mb=len(pickle.dumps(model)) / 2**20,
+        cpu_seconds=cpu,
+        info={"n_iter": int(model.n_iter_)},
+    )
+
+
+PEERS: dict[str, Callable[..., PeerResult]] = {"autogluon": run_autogluon, "hgb": run_hgb}
+
+
+def run_peer(name: str, *args, **kwargs) -> PeerResult:
+    """``PEERS[name](*args, **kwargs)``; unknown names raise a ValueError listing the peers."""
+    if name not in PEERS:
+        raise ValueError(f"unknown peer {name!r}; valid peers: {', '.join(sorted(PEERS))}")
+    return PEERS[name](*args, **kwargs)
+
+
+def main() -> None:
+    """``python -m benchmarks._peers [--time-limit 60]``: install the AutoGluon environment if
+    needed, then fit both peers on Pima (seed 0) and print what each took and scored."""
+    import argparse
+
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    from benchmarks.datasets import train_test
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--num-cpus", type=int, default=2)
+    args = parser.parse_args()
+    X_tr, X_te, y_tr, y_te, _ = train_test("pima", 0)
+    train, test = X_tr.assign(type=y_tr), X_te.assign(type=y_te)
+    print(f"AutoGluon environment: {autogluon_python().parent.parent}")
+    for name, kwargs in (
+        ("hgb", {}),
+        ("autogluon", {"time_limit": args.time_limit, "eval_metric": "log_loss"}),
+    ):
+        got = run_peer(
+            name, train, test, "type", "binary", seed=0, num_cpus=args.num_cpus, **kwargs
+        )
+        print(
+            f"{got.peer}: fit {got.fit_seconds:.1f} s, predict {got.predict_seconds:.3f} s, "
+            f"{got.model_mb:.1f} MB, CPU {got.cpu_seconds:.1f} s, test log loss "
+            f"{log_loss(y_te, got.predictions, labels=got.classes):.4f}, AUC "
+            f"{roc_auc_score(y_te == got.classes[1], got.predictions[:, 1]):.4f}, load average "
+            f"{os.getloadavg()[0]:.1f}; {got.info.get('best_model', '')}"
+        )
+
+
+if __name__ == "__main__":
+    main()

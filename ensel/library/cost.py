@@ -1,0 +1,68 @@
+"""Predict costs of sets of library members, from what the builder timed (issue 15).
+
+A member needs *items*: its preprocessing view (transformed once per fold and shared by every
+run that uses it), and the work of its stage: for a cumulative run (boosting steps, trees, one
+neighbour query for every k) the segments of work up to its stage, else its own stage. A set of
+members costs the sum over the union of the items they need, so members of one run share its
+work. Calibrators (a sigmoid or an interpolation per row) are left out: they cost microseconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["predict_cost"]
+
+
+def predict_cost(
+    members: pd.DataFrame, records: dict[str, dict], n_siblings: int
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(needs, item_cost, item_names)`` of ``members`` (rows of ``Library.members``, with
+    ``run`` and ``stage``): ``needs`` ``(n_members, n_items)`` bool, ``item_cost`` in
+    milliseconds per 1,000 rows when each run predicts with ``n_siblings`` models (K under
+    ``cv=K``, 1 after a refit on all rows). ``records``: the store's manifest records, whose
+    ``predict_ms`` the builder wrote. A ValueError names runs built without costs."""
+    runs = list(dict.fromkeys(members["run"]))
+    missing = [r for r in runs if not (records.get(r) or {}).get("predict_ms")]
+    if missing:
+        raise ValueError(
+            f"no predict costs recorded for run(s) {missing[:3]} (a library built before "
+            "ensel recorded them); rebuild it into a new store to select under a cost budget"
+        )
+    view_of = {r: records[r]["view"] for r in runs}
+    view_ms = {
+        v: float(np.median([records[r]["predict_ms"]["view"] for r in runs if view_of[r] == v]))
+        for v in dict.fromkeys(view_of.values())
+    }
+    names = [f"view:{v}" for v in view_ms]
+    costs = [view_ms[v] * n_siblings for v in view_ms]
+    column = {name: i for i, name in enumerate(names)}
+    needs_of: dict[tuple[str, object], list[int]] = {}
+    for r in runs:
+        rec = records[r]
+        ms = rec["predict_ms"]
+        stages = rec["stages"] or [None]
+        order = sorted(range(len(stages)), key=lambda i: -1 if stages[i] is None else stages[i])
+        if ms["cumulative"]:
+            upto = np.maximum.accumulate([ms["stages"][i] for i in order])
+            segments = np.diff(upto, prepend=0.0)
+            items = []
+            for pos, i in enumerate(order):
+                name = f"{r}:upto{stages[i]}"
+                column[name] = len(names)
+                names.append(name)
+                costs.append(float(segments[pos]) * n_siblings)
+                items.append(column[name])
+                needs_of[(r, stages[i])] = [column[f"view:{rec['view']}"], *items]
+        else:
+            for i in order:
+                name = f"{r}:stage{stages[i]}"
+                column[name] = len(names)
+                names.append(name)
+                costs.append(float(ms["stages"][i]) * n_siblings)
+                needs_of[(r, stages[i])] = [column[f"view:{rec['view']}"], column[name]]
+    needs = np.zeros((len(members), len(names)), dtype=bool)
+    for row, (r, stage) in enumerate(zip(members["run"], members["stage"], strict=True)):
+        needs[row, needs_of[(r, None if pd.isna(stage) else int(stage))]] = True
+    return needs, np.asarray(costs), names

@@ -1,0 +1,179 @@
+"""scikit-learn's modern tree ensembles on the native view: HistGradientBoosting (native
+categorical splits and missing values, staged by boosting iteration) and ExtraTrees (staged by
+number of trees).
+
+Neither is in the paper's grid. HistGradientBoosting is LightGBM's algorithm inside
+scikit-learn: it splits categorical columns on category subsets and sends missing values down
+the learned side of each split, so it needs no one-hot columns and no imputation. One run trains
+``max(stages)`` iterations without early stopping, and stage ``s`` is the model after ``s``
+iterations (``staged_predict_proba``), the same as a run with ``max_iter=s``. ExtraTrees
+(Geurts et al. 2006) draws split thresholds at random; its members average the first ``s`` trees.
+Both run on one thread: the builder parallelises across runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier
+from threadpoolctl import threadpool_limits
+
+from ._base import Family, full_proba, register
+from .gbdt import _ConstantRun, _encode
+from .neural import check_stages
+from .trees import _ForestTree, _needs_stages, _StagedRun
+
+MAX_BINS = 255
+
+
+@dataclass
+class _HistRun:
+    """A fitted HistGradientBoostingClassifier on labels ``0..len(classes)-1`` and its stages."""
+
+    model: HistGradientBoostingClassifier
+    classes: np.ndarray
+    stages: tuple[int, ...]
+    n_classes: int
+
+    cumulative = True  # staged prediction: a stage needs the iterations of earlier ones
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default), iterating only up to
+        the largest of them."""
+        index = range(len(self.stages)) if stages is None else stages
+        chosen = [self.stages[i] for i in index]
+        out = np.empty((len(chosen), X.shape[0], self.n_classes))
+        wanted: dict[int, list[int]] = {}
+        for i, s in enumerate(chosen):
+            wanted.setdefault(s, []).append(i)
+        last = None
+        stop = min(max(chosen), self.model.n_iter_)
+        with threadpool_limits(1, user_api="openmp"):
+            for it, p in enumerate(self.model.staged_predict_proba(X), start=1):
+                last = p
+                for i in wanted.get(it, []):
+                    out[i] = full_proba(p, self.classes, self.n_classes)
+                if it >= stop:
+                    break
+        # stages past the iterations trained (a fold that converged): the last model
+        for s, rows in wanted.items():
+            if s > self.model.n_iter_:
+                for i in rows:
+                    out[i] = full_proba(last, self.classes, self.n_classes)
+        return {"none": out}
+
+
+def categorical_mask(
+    n_features: int, categorical: dict[int, int] | None, limit: int = MAX_BINS
+) -> np.ndarray:
+    """Boolean mask of the columns split as categories: the native view's categorical columns
+    with at most ``limit`` categories (more are split as ordered codes)."""
+    mask = np.zeros(n_features, dtype=bool)
+    for j, n in (categorical or {}).items():
+        if n <= limit:
+            mask[j] = True
+    return mask
+
+
+def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state, categorical=None):
+    """HistGradientBoostingClassifier, ``max(stages)`` iterations, no early stopping, native
+    categorical splits on the view's categorical columns, missing values learned per split."""
+    stages = check_stages(stages, "hist_gbdt iterations")
+    classes, codes = _encode(y)
+    if len(classes) == 1:
+        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+    X = np.asarray(X, dtype=np.float64)
+    mask = categorical_mask(X.shape[1], categorical)
+    if mask.any():  # unseen categories (code -1) count as missing
+        X = X.copy()
+        cat = X[:, mask]
+        cat[cat < 0] = np.nan
+        X[:, mask] = cat
+    model = HistGradientBoostingClassifier(
+        max_iter=max(stages),
+        learning_rate=params["learning_rate"],
+        max_leaf_nodes=params["max_leaf_nodes"],
+        max_depth=params["max_depth"],
+        min_samples_leaf=params["min_samples_leaf"],
+        l2_regularization=params["l2_regularization"],
+        max_features=params["max_features"],
+        max_bins=MAX_BINS,
+        categorical_features=mask if mask.any() else None,
+        early_stopping=False,
+        random_state=random_state,
+    )
+    with threadpool_limits(1, user_api="openmp"):
+        model.fit(X, codes)
+    return _HistRun(model, classes, stages, n_classes)
+
+
+def fit_extra_trees(X, y, *, n_classes, params, stages, random_state):
+    """ExtraTreesClassifier (no bootstrap, random thresholds), members after the first ``s``
+    trees; ``max_features`` is a fraction of the columns, ``"sqrt"`` or ``"log2"``."""
+    forest = ExtraTreesClassifier(
+        n_estimators=max(stages),
+        max_features=params["max_features"],
+        criterion=params["criterion"],
+        min_samples_leaf=params["min_samples_leaf"],
+        n_jobs=1,
+        random_state=random_state,
+    ).fit(X, y)
+    trees = [_ForestTree(t, forest.classes_, n_classes) for t in forest.estimators_]
+    return _StagedRun(trees, stages)
+
+
+def _validate_hist(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+    """Reject missing iterations, a non-positive rate, or fractions outside (0, 1]."""
+    check_stages(stages, "hist_gbdt iterations")
+    if not params["learning_rate"] > 0:
+        raise ValueError(f"hist_gbdt learning_rate must be positive, got {params!r}")
+    if not 0 < params["max_features"] <= 1:
+        raise ValueError(f"hist_gbdt max_features must be in (0, 1], got {params!r}")
+    if int(params["max_leaf_nodes"]) < 2 or int(params["min_samples_leaf"]) < 1:
+        raise ValueError(f"hist_gbdt needs max_leaf_nodes >= 2, min_samples_leaf >= 1: {params}")
+
+
+def _validate_extra(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+    """Reject missing stages and a ``max_features`` that is no fraction, sqrt or log2."""
+    _needs_stages(params, stages)
+    mf = params["max_features"]
+    if not (mf in ("sqrt", "log2") or (isinstance(mf, int | float) and 0 < mf <= 1)):
+        raise ValueError(f"extra_trees max_features must be in (0, 1], 'sqrt' or 'log2': {mf!r}")
+
+
+register(
+    Family(
+        name="hist_gbdt",
+        fit=fit_hist_gbdt,
+        params={
+            "learning_rate": 0.1,
+            "max_leaf_nodes": 31,
+            "max_depth": None,
+            "min_samples_leaf": 20,
+            "l2_regularization": 0.0,
+            "max_features": 1.0,
+        },
+        view="native",
+        native_missing=True,
+        stages="boosting iterations",
+        test_params={"max_leaf_nodes": 7, "learning_rate": 0.3, "min_samples_leaf": 5},
+        test_stages=(2, 5),
+        validate=_validate_hist,
+        categorical=True,
+    )
+)
+register(
+    Family(
+        name="extra_trees",
+        fit=fit_extra_trees,
+        params={"max_features": "sqrt", "criterion": "gini", "min_samples_leaf": 1},
+        view="native",
+        native_missing=True,
+        stages="trees",
+        test_params={"max_features": 0.5},
+        test_stages=(4, 8),
+        validate=_validate_extra,
+    )
+)

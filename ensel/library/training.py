@@ -1,0 +1,274 @@
+"""Training data of a library build: checked features, labels encoded 0..C-1, the fold of every
+row (embedded cross-validation or a held-out hillclimb split), the cross-fitting groups of the
+calibrators and a fingerprint that ties a store to its data."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+from sklearn.exceptions import DataConversionWarning
+from sklearn.model_selection import (
+    GroupKFold,
+    GroupShuffleSplit,
+    KFold,
+    ShuffleSplit,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+)
+from sklearn.utils.multiclass import type_of_target
+
+from ..calibration import CROSS_FIT_GROUPS
+from ..data import Columns, as_frame, check_features, clean_columns
+
+__all__ = ["HOLDOUT", "TrainingData", "prepare"]
+
+HOLDOUT = -1
+"""Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """What every training run sees: features, encoded labels, folds and calibration groups.
+
+    ``folds[i]`` is the sibling that predicts row ``i`` for the hillclimb set (0..K-1) or
+    ``HOLDOUT`` for rows that only train; ``groups`` assigns each hillclimb row to the
+    cross-fitting group whose calibrator predicts it."""
+
+    X: pd.DataFrame
+    y: np.ndarray
+    classes: np.ndarray
+    columns: Columns
+    folds: np.ndarray
+    groups: np.ndarray
+    task: str = "classification"  # "regression": y is the real target, classes is empty
+    input_columns: tuple[str, ...] = ()  # the columns given, before any was left out
+    dropped: dict[str, str] = field(default_factory=dict)  # column -> why it was left out
+
+    @property
+    def n_classes(self) -> int:
+        return self.classes.size
+
+    @property
+    def n_outputs(self) -> int:
+        """Columns of a run's prediction: one per class, or one real value for regression."""
+        return 1 if self.task == "regression" else self.classes.size
+
+    @property
+    def hillclimb(self) -> np.ndarray:
+        """Indices of the rows whose out-of-sample predictions form the hillclimb set."""
+        return np.flatnonzero(self.folds != HOLDOUT)
+
+    @property
+    def n_siblings(self) -> int:
+        return int(self.folds.max()) + 1
+
+    def fingerprint(self) -> dict[str, str]:
+        """Hashes of the data, the labels and the folds (a store refuses others)."""
+        h = hashlib.sha256()
+        h.update(repr(list(map(str, self.X.columns))).encode())
+        h.update(repr([str(t) for t in self.X.dtypes]).encode())
+        h.update(pd.util.hash_pandas_object(self.X, index=False).to_numpy().tobytes())
+        return {
+            "X": h.hexdigest()[:16],
+            "y": _hash(self.y, self.classes.astype(str)),
+            "folds": _hash(self.folds, self.groups),
+        }
+
+
+def _hash(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def prepare(
+    X,
+    y,
+    *,
+    cv: int | None,
+    groups=None,
+    hillclimb_fraction: float = 0.2,
+    random_state: int = 0,
+    task: str = "classification",
+) -> TrainingData:
+    """Check X and y and assign folds: ``cv=K`` stratified K folds (grouped when ``groups`` is
+    given: rows of one group never straddle folds), ``cv=None`` a stratified hillclimb split.
+    ``task="regression"``: y is a real target, and the folds are plain (or grouped) K folds."""
+    frame = as_frame(X)
+    check_features(frame)
+    input_columns = tuple(frame.columns)
+    y_arr = np.asarray(y)
+    if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; it was flattened to "
+            "shape (n_samples,)",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        y_arr = y_arr.ravel()
+    if y_arr.ndim != 1:
+        raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
+    if y_arr.shape[0] != frame.shape[0]:
+        raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
+    if task != "regression" and pd.isna(y_arr).any():
+        raise ValueError(
+            f"y has missing labels (NaN/None) in {int(pd.isna(y_arr).sum())} of "
+            f"{y_arr.size} rows; drop those rows first"
+        )
+    frame, dropped = clean_columns(frame)
+    if task == "regression":
+        data = _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
+        return replace(data, input_columns=input_columns, dropped=dropped)
+    kind = type_of_target(y_arr) if y_arr.dtype != object else "labels"
+    if kind.startswith("continuous"):
+        raise ValueError(
+            f"Unknown label type: {kind}. y holds real numbers; ensel classifies, so give it "
+            "class labels"
+        )
+    classes, y_enc = np.unique(y_arr, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(
+            f"y has a single class, 1 class ({classes[0]!r}); need at least two classes"
+        )
+    counts = np.bincount(y_enc)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != y_arr.shape:
+            raise ValueError(f"groups has shape {groups.shape}; it must match y {y_arr.shape}")
+    if cv is not None:
+        if not isinstance(cv, int | np.integer) or cv < 2:
+            raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
+        if counts.min() < cv:
+            raise ValueError(
+                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, fewer than cv={cv} "
+                "folds; lower cv or use cv=None"
+            )
+        folds = _kfold(y_enc, cv, groups, random_state)
+        cal_groups = folds[folds != HOLDOUT]
+    else:
+        if not 0.0 < hillclimb_fraction < 1.0:
+            raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
+        hill = _holdout(y_enc, hillclimb_fraction, groups, random_state)
+        folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
+        folds[hill] = 0
+        hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
+        k = int(min(CROSS_FIT_GROUPS, hill_counts.min()))
+        if k < 2 or (counts - hill_counts).min() < 1:
+            raise ValueError(
+                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
+                f"out a stratified hillclimb split of {hillclimb_fraction:.0%}; use more data or cv"
+            )
+        hill_groups = None if groups is None else groups[hill]
+        if hill_groups is not None:
+            k = min(k, np.unique(hill_groups).size)
+            if k < 2:
+                raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
+        cal_groups = _kfold(y_enc[hill], k, hill_groups, random_state)
+    return TrainingData(
+        frame,
+        y_enc,
+        classes,
+        Columns.infer(frame),
+        folds,
+        cal_groups,
+        input_columns=input_columns,
+        dropped=dropped,
+    )
+
+
+def _prepare_regression(
+    frame: pd.DataFrame, y, cv, groups, hillclimb_fraction: float, random_state: int
+) -> TrainingData:
+    """``prepare`` for a real target: checked y as float64; ``cv=K`` shuffled K folds (grouped
+    K folds with ``groups``), ``cv=None`` a random (or whole-group) hillclimb split whose rows
+    are split into ``CROSS_FIT_GROUPS`` parts (kept for the layout; regression calibrates
+    nothing)."""
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"y must hold numbers for regression; got dtype {np.asarray(y).dtype}. Use "
+            "EnsembleSelectionClassifier (or --task classification) for class labels"
+        ) from None
+    bad = int((~np.isfinite(y)).sum())
+    if bad:
+        raise ValueError(f"y has {bad} missing or infinite target(s); drop those rows first")
+    n = y.size
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != y.shape:
+            raise ValueError(f"groups has shape {groups.shape}; it must match y {y.shape}")
+    units = n if groups is None else np.unique(groups).size
+    what = "rows" if groups is None else "groups"
+    if cv is not None:
+        if not isinstance(cv, int | np.integer) or cv < 2:
+            raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
+        if units < cv:
+            if n == 1:
+                raise ValueError(f"y has 1 sample, fewer than cv={cv} folds; give more rows")
+            raise ValueError(f"y has {units} {what}, fewer than cv={cv} folds; lower cv")
+        folds = _plain_kfold(n, cv, groups, random_state)
+        cal_groups = folds[folds != HOLDOUT]
+    else:
+        if not 0.0 < hillclimb_fraction < 1.0:
+            raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
+        if units < 4:
+            raise ValueError(f"y has {units} {what}: too few to hold out a hillclimb split")
+        splitter = (ShuffleSplit if groups is None else GroupShuffleSplit)(
+            1, test_size=hillclimb_fraction, random_state=random_state
+        )
+        _, hill = next(splitter.split(np.zeros(n), y, groups))
+        hill = np.sort(hill)
+        folds = np.full(n, HOLDOUT, dtype=np.int64)
+        folds[hill] = 0
+        hill_groups = None if groups is None else groups[hill]
+        hill_units = hill.size if groups is None else np.unique(hill_groups).size
+        k = int(min(CROSS_FIT_GROUPS, hill_units))
+        if k < 2:
+            raise ValueError(f"the hillclimb split holds fewer than 2 {what}; use more data")
+        cal_groups = _plain_kfold(hill.size, k, hill_groups, random_state)
+    empty = np.array([], dtype=np.float64)
+    return TrainingData(frame, y, empty, Columns.infer(frame), folds, cal_groups, "regression")
+
+
+def _plain_kfold(n: int, k: int, groups, random_state: int) -> np.ndarray:
+    """Fold of each of ``n`` rows: shuffled K folds, or grouped K folds (whole groups)."""
+    folds = np.empty(n, dtype=np.int64)
+    if groups is None:
+        splits = KFold(k, shuffle=True, random_state=random_state).split(np.zeros(n))
+    else:
+        splitter = GroupKFold(k, shuffle=True, random_state=random_state)
+        splits = splitter.split(np.zeros(n), groups=groups)
+    for i, (_, test) in enumerate(splits):
+        folds[test] = i
+    return folds
+
+
+def _holdout(y: np.ndarray, fraction: float, groups, random_state: int) -> np.ndarray:
+    """Sorted indices of a held-out hillclimb split: stratified, or by whole groups."""
+    if groups is None:
+        splitter = StratifiedShuffleSplit(1, test_size=fraction, random_state=random_state)
+        _, hill = next(splitter.split(np.zeros(y.size), y))
+    else:
+        splitter = GroupShuffleSplit(1, test_size=fraction, random_state=random_state)
+        _, hill = next(splitter.split(np.zeros(y.size), y, groups))
+    return np.sort(hill)
+
+
+def _kfold(y: np.ndarray, k: int, groups, random_state: int) -> np.ndarray:
+    folds = np.empty(y.size, dtype=np.int64)
+    if groups is None:
+        splitter = StratifiedKFold(k, shuffle=True, random_state=random_state)
+        splits = splitter.split(np.zeros(y.size), y)
+    else:
+        splitter = StratifiedGroupKFold(k, shuffle=True, random_state=random_state)
+        splits = splitter.split(np.zeros(y.size), y, groups)
+    for i, (_, test) in enumerate(splits):
+        folds[test] = i
+    return folds

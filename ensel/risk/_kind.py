@@ -1,0 +1,139 @@
+"""The detectors kind of run: a spec's ``detectors:`` section. Each detector is built and stored
+like a model run (one member, its risk), in the library store's ``detectors`` sub-store, whose
+hillclimb set is the held-out training rows (label 0, "data") followed by as many points drawn
+uniformly from the data's bounding box (label 1, "background"); see :mod:`ensel.risk.combined`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SpecError
+from ..library.kinds import Kind, PackedRun, register_kind, run_seed
+from ._base import FeatureSpace, get_detector
+from .combined import fit_detector
+
+__all__ = ["DETECTORS_KIND", "DetectorSpec", "fit_detector_run", "parse_detectors"]
+
+
+@dataclass(frozen=True)
+class DetectorSpec:
+    """One extrapolation-risk detector of a spec's ``detectors:`` section. It is built and
+    stored like a run (one member, the detector's risk), so it has a run's fields."""
+
+    family: str  # the detector's registered name
+    params: tuple[tuple[str, Any], ...]
+    view: str = "raw"
+    stages: None = None
+    calibrations: tuple[str, ...] = ("none",)
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def run_id(self) -> str:
+        key = json.dumps([self.family, self.params], sort_keys=True, default=str)
+        return f"det-{self.family}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+
+    @property
+    def members(self) -> list[tuple[None, str]]:
+        return [(None, "none")]
+
+    @property
+    def requires_y(self) -> bool:
+        """True for detectors that need class labels (margin, dispersion, open set)."""
+        return bool(get_detector(self.family).requires_y)
+
+    def make(self, random_state: int):
+        """The unfitted detector, seeded when it takes a ``random_state``."""
+        det = get_detector(self.family)(**self.param_dict)
+        if "random_state" in det.get_params():
+            det.set_params(random_state=random_state)
+        return det
+
+
+def parse_detectors(entries: Any, source: str, seed: int, task: str) -> tuple[DetectorSpec, ...]:
+    """The ``detectors:`` section: entries ``{detector: NAME, params: {...}}`` (``seed`` is not
+    used: detectors are seeded per run). A regression spec leaves out the detectors that need
+    class labels (margin, dispersion, open set)."""
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise SpecError(f"{source}: key 'detectors' must be a list of detector entries")
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"{source}: detectors[{i}]"
+        if not isinstance(entry, dict) or "detector" not in entry:
+            raise SpecError(f"{where}: each entry is a mapping with a 'detector' key")
+        unknown = sorted(set(entry) - {"detector", "params"})
+        if unknown:
+            raise SpecError(f"{where}: unknown key(s) {unknown}; allowed: ['detector', 'params']")
+        try:
+            cls = get_detector(entry["detector"])
+        except ValueError as exc:
+            raise SpecError(f"{where}: key 'detector': {exc}") from None
+        params = entry.get("params") or {}
+        accepted = set(cls().get_params())
+        if not isinstance(params, dict) or set(params) - accepted:
+            raise SpecError(
+                f"{where}: key 'params' must map parameters of {cls.name} "
+                f"({sorted(accepted - {'random_state'})}) to values; got {params!r}"
+            )
+        if task == "regression" and cls.requires_y:
+            continue
+        out.append(DetectorSpec(cls.name, tuple(sorted(params.items()))))
+    return tuple(dict.fromkeys(out))
+
+
+def prepare_detectors(data, header: dict, random_state: int) -> tuple[pd.DataFrame, dict]:
+    """The uniform background points (as many as hillclimb rows, drawn from the bounding box of
+    the training data) and the sub-store's header: hillclimb set = held-out rows, then the
+    background."""
+    space, _ = FeatureSpace.fit(data.X)
+    n_hill = int(data.hillclimb.size)
+    background = space.decode(space.uniform(n_hill, random_state))
+    header = dict(header, fingerprint=dict(header["fingerprint"]))
+    header["fingerprint"]["background"] = str(
+        pd.util.hash_pandas_object(background, index=False).sum()
+    )
+    header.update(
+        task="classification",
+        classes=["data", "background"],
+        n_hillclimb=2 * n_hill,
+        hillclimb=np.r_[data.hillclimb, np.full(n_hill, -1)],
+        labels=np.r_[np.zeros(n_hill, int), np.ones(n_hill, int)],
+    )
+    return background, header
+
+
+def fit_detector_run(
+    spec: DetectorSpec, data, background: pd.DataFrame, random_state: int
+) -> PackedRun:
+    """One detector over the folds and the background: its out-of-fold risk on the held-out
+    rows, then on the background, as (data, background) probabilities."""
+    detector = spec.make(run_seed(spec, random_state))
+    y = None if data.task == "regression" else data.y
+    risk, fitted = fit_detector(detector, data.X, y, data.folds, background)
+    predictions = np.stack([1.0 - risk, risk], axis=-1)[None].astype(np.float32)
+    return PackedRun.pack(predictions, fitted)
+
+
+DETECTORS_KIND = register_kind(
+    Kind(
+        "detectors",
+        parse=parse_detectors,
+        fit=fit_detector_run,
+        store="detectors",
+        prepare=prepare_detectors,
+        order=0,
+    )
+)
+"""Detectors start before model runs: a few long tasks, started early so no worker waits on one
+at the end."""

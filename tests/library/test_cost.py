@@ -1,0 +1,85 @@
+"""Predict costs recorded by the builder and the cost of sets of members (issue 15)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from ensel.library import build_library
+from ensel.library.cost import predict_cost
+from ensel.library.runs import FittedRun
+from ensel.selection import PredictCost
+
+SPEC = {
+    "families": [
+        {"family": "logreg", "params": {"ridge": [1.0]}, "calibration": ["none", "platt"]},
+        {"family": "adaboost", "stages": [2, 64], "calibration": ["none", "logistic"]},
+        {"family": "mlp", "params": {"hidden": 4}, "stages": [2, 4], "calibration": ["none"]},
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def library():
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    return X, build_library(X, y, spec=SPEC, cv=3, verbose=0)
+
+
+def test_builder_records_each_members_predict_cost(library):
+    _, lib = library
+    ms = lib.members["predict_ms"].to_numpy()
+    assert np.isfinite(ms).all() and (ms > 0).all()
+    boost = lib.members[lib.members["family"] == "adaboost"]
+    # 64 boosting steps cost more than 2 (cumulative: stage 64 includes stage 2's work)
+    assert (
+        boost.loc[boost["stage"] == 64, "predict_ms"].min()
+        > boost.loc[boost["stage"] == 2, "predict_ms"].max()
+    )
+    record = lib.store.records[boost["run"].iloc[0]]["predict_ms"]
+    assert record["cumulative"] is True and len(record["stages"]) == 2
+
+
+def test_set_cost_shares_views_and_earlier_stages(library):
+    _, lib = library
+    needs, item_cost, names = predict_cost(lib.members, lib.store.records, n_siblings=3)
+    cost = PredictCost(needs, item_cost)
+    members = lib.members.reset_index(drop=True)
+    boost = members.index[members["family"] == "adaboost"].to_numpy()
+    small = boost[members.loc[boost, "stage"].to_numpy() == 2]
+    large = boost[members.loc[boost, "stage"].to_numpy() == 64]
+    # every member of the boosting run together costs what its largest stage costs
+    assert cost.of(boost) == pytest.approx(cost.of(large[:1]))
+    assert cost.of(small[:1]) < cost.of(large[:1])
+    # two runs on the same view pay for it once; the view item is shared
+    logreg = members.index[members["family"] == "logreg"].to_numpy()
+    mlp = members.index[members["family"] == "mlp"].to_numpy()
+    view = names.index("view:standardized")
+    assert needs[logreg, view].all() and needs[mlp, view].all()
+    together = cost.of(np.r_[logreg, mlp])
+    assert together == pytest.approx(cost.of(logreg) + cost.of(mlp) - item_cost[view])
+    # a net's snapshots are separate work: two cost more than one
+    assert cost.of(mlp) > cost.of(mlp[:1])
+    # costs scale with the number of siblings that predict
+    _, single, _ = predict_cost(lib.members, lib.store.records, n_siblings=1)
+    np.testing.assert_allclose(single * 3, item_cost)
+
+
+def test_a_library_without_costs_is_named():
+    import pandas as pd
+
+    members = pd.DataFrame({"run": ["r1"], "stage": [None]})
+    with pytest.raises(ValueError, match=r"no predict costs recorded for run\(s\) \['r1'\]"):
+        predict_cost(members, {"r1": {"predict_ms": None}}, 5)
+
+
+def test_fitted_run_predicts_a_subset_of_members_sharing_views(library):
+    X, lib = library
+    new = X.iloc[:20]
+    for run_id in lib.members["run"].unique():
+        fitted: FittedRun = lib.store.load_fitted(run_id)
+        every = fitted.predict(new)
+        views: dict = {}
+        for members in ([0], [len(every) - 1, 0]):
+            np.testing.assert_allclose(fitted.predict(new, members, views=views), every[members])
+        assert len(views) == 3  # one transformed matrix per sibling, kept for the other runs
