@@ -150,9 +150,10 @@ def grow_tree(
     variable and a random candidate threshold, report §2.5 and §3). Candidate thresholds are the
     midpoints between consecutive distinct values in the node (integers between categories);
     ``edge_splits`` adds one threshold below and one above all the node's values (halfway to the
-    node's box edge), which cuts off empty space (report §3 and Table A.1). A node is split while
-    some variable has two distinct values, both children keep ``min_samples_leaf`` data weight
-    and the gain is positive (random splits need no gain)."""
+    node's box edge), which cuts off empty space (report §3 and Table A.1; for the gain splits
+    the side with data keeps ``min_samples_leaf``, the other holds background only). A node is
+    split while some variable has two distinct values, both children keep ``min_samples_leaf``
+    data weight and the gain is positive (random splits need no gain)."""
     keep = w > 0
     rows = np.flatnonzero(keep)
     depth_cap = -1 if max_depth is None else int(max_depth)
@@ -324,11 +325,15 @@ def _share(t, lo, hi):  # pragma: no cover - compiled
 
 
 @njit(**_JIT)
-def _best_split(Z, idx, ww, lo, hi, is_cat, bgc, criterion, min_leaf, order):  # pragma: no cover
+def _best_split(
+    Z, idx, ww, lo, hi, is_cat, bgc, criterion, min_leaf, order, edge
+):  # pragma: no cover
     """Best (gain, feature, threshold) over the features in ``order`` (gain -1: none).
 
     C4.5 gain with missing values: the gain on rows that know the variable (plus the background,
-    which always does), scaled by their share of the node's total weight."""
+    which always does), scaled by their share of the node's total weight. With ``edge``, a
+    numeric variable also offers the thresholds halfway between the box edge and the node's
+    lowest (highest) value: an empty side of background only (report Table A.1)."""
     best_gain = -1.0
     best_f = -1
     best_t = 0.0
@@ -375,6 +380,28 @@ def _best_split(Z, idx, ww, lo, hi, is_cat, bgc, criterion, min_leaf, order):  #
                     best_f = f
                     best_t = t
                 t += 1.0
+        if edge and not is_cat[f] and k_tot >= min_leaf:
+            for side in range(2):
+                if side == 0:
+                    if kv[0] <= lo[f]:
+                        continue
+                    t = 0.5 * (lo[f] + kv[0])
+                    fg_l = 0.0
+                else:
+                    if kv[-1] >= hi[f]:
+                        continue
+                    t = 0.5 * (kv[-1] + hi[f])
+                    fg_l = k_tot
+                bg_l = bgc * _share(t, lo[f], hi[f])
+                bg_r = bgc - bg_l
+                fg_r = k_tot - fg_l
+                child = (fg_l + bg_l) * _impurity(fg_l, bg_l, criterion)
+                child += (fg_r + bg_r) * _impurity(fg_r, bg_r, criterion)
+                gain = scale * (parent - child / total)
+                if gain > best_gain:
+                    best_gain = gain
+                    best_f = f
+                    best_t = t
     return best_gain, best_f, best_t
 
 
@@ -500,7 +527,7 @@ def _grow(
             for i in range(d):  # the first max_features features that can split at all
                 g = perm[i]
                 gi, fi, ti = _best_split(
-                    Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, perm[i : i + 1]
+                    Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, perm[i : i + 1], edge
                 )
                 if fi < 0:
                     continue
