@@ -112,7 +112,7 @@ class CERTForest(Detector):
     reduced-error pruning on one of the other half (the report's Table 1 "pruned" column;
     "brier" prunes by Brier score); ``edge_splits=True`` also offers the thresholds between a
     node's extreme values and its box edges (Table A.1). The report found both worse above 2-D
-    and so do we (docs/benchmarks.md): the defaults leave them off.
+    and leaves them off, as the defaults do; docs/risk.md gives our measurements.
     ``aggregate="density"`` averages the trees' density ratios ``fg / bg`` instead.
 
     ``max_features`` (None: all, as bagging; "log2": ``floor(log2 d) + 1`` as the report's
