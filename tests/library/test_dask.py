@@ -268,7 +268,7 @@ def test_cli_builds_on_a_scheduler(data, client, tmp_path, capsys):
     argv = ["fit", str(tmp_path / "train.csv"), "--target", "target", "--out", str(tmp_path / "m")]
     argv += ["--library", str(spec), "--cv", str(CV)]
     assert main([*argv, "--scheduler", client.scheduler.address]) == 0
-    assert "fitted" in capsys.readouterr().out
+    assert "members have weight in the ensemble" in capsys.readouterr().out
     model = EnsembleSelectionClassifier.load(tmp_path / "m" / "model.pkl")
     assert model.client == client.scheduler.address and model.backend == "dask"
     assert main([*argv, "--dask-local", "0"]) == 2
