@@ -172,6 +172,8 @@ class _EnsembleSelectionBase(BaseEstimator):
         if grow is None or grow is False or isinstance(grow, GrowSpec):
             return grow
         name = self.metric if isinstance(self.metric, str) else "mxe"
+        if grow is True:
+            return {"trials": None, "time": None, "metric": name}
         if isinstance(grow, dict):
             return {"metric": name, **grow}
         if isinstance(grow, int) and not isinstance(grow, bool) and grow > 0:
@@ -290,8 +292,9 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         ``selection_options_``. Costs 15 extra selections.
     grow : after building the library, propose new members where the ensemble gains (optuna;
         :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
-        "time": 120}``; growth selects for ``metric`` (for log loss when ``metric`` is a
-        callable). None: no growth.
+        "time": 120}``, or True (with ``time_limit``: grow in whatever time the build leaves);
+        under ``time_limit`` growth never runs past the build's budget. Growth selects for
+        ``metric`` (for log loss when ``metric`` is a callable). None: no growth.
     store : directory that keeps the library (resumable); None uses a temporary one.
     time_limit : seconds for the whole ``fit`` (None: no limit), as AutoML tools take it. The
         library is built in an anytime order within the budget less a reserve for selection,

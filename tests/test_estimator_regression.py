@@ -3,6 +3,8 @@ scikit-learn integration (clone, Pipeline, cross_val_score, check_estimator) and
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -216,3 +218,46 @@ def test_missing_values_in_features(diabetes):
     model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, n_bags=3).fit(holes, y_train)
     pred = model.predict(X_test.mask(rng.random(X_test.shape) < 0.1))
     assert np.isfinite(pred).all() and score("r2", y_test, pred) > 0.2
+
+
+@dataclasses.dataclass
+class _MeanRun:
+    value: float
+
+    def predict(self, X):
+        return {"none": np.full((1, len(X), 1), self.value)}
+
+
+def _fit_slow_mean(X, y, *, n_classes, params, stages, random_state):
+    """The training mean, after ``seconds`` of sleep (a run the budget must cut short)."""
+    import time
+
+    time.sleep(params["seconds"])
+    return _MeanRun(float(np.mean(y)))
+
+
+def test_time_limit_is_the_whole_fit(diabetes, monkeypatch):
+    """The budget holds for regression too: fit returns within 10% of time_limit with an
+    ensemble of the runs that finished."""
+    import time
+
+    from ensel.library.families import REGRESSORS, Family
+
+    slow = Family(name="slow_mean", fit=_fit_slow_mean, params={"seconds": 0}, task="regression")
+    monkeypatch.setitem(REGRESSORS, "slow_mean", slow)
+    spec = {
+        "task": "regression",
+        "families": [
+            {"family": "slow_mean", "params": {"seconds": [0, 120]}},
+            {"family": "linear", "params": {"ridge": [1.0, 10.0]}},
+        ],
+    }
+    X_train, X_test, y_train, _ = diabetes
+    start = time.monotonic()
+    model = EnsembleSelectionRegressor(library=spec, cv=3, n_jobs=1, time_limit=10)
+    model.fit(X_train, y_train)
+    elapsed = time.monotonic() - start
+    assert elapsed < 10 * 1.1 and model.fit_seconds_ <= elapsed
+    assert {"slow_mean", "linear"} <= set(model.leaderboard()["family"])
+    assert len(model.leaderboard()) == 3  # the 120 s run was cut short
+    assert model.predict(X_test).shape == (len(X_test),)

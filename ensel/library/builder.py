@@ -8,6 +8,7 @@ and skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -193,7 +194,8 @@ def build_library(
     ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
     (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
     "time": 120, "metric": "mxe", "families": [...]}``; grown runs are stored like any other
-    (not under a time budget: ``time_limit`` and ``grow`` exclude each other).
+    (under a ``time_limit`` growth gets the time the spec's runs leave, at most its own ``time``;
+    ``grow=True``: as many trials as that time allows).
     """
     started = time.monotonic()
     if time_limit is not None and (
@@ -204,9 +206,10 @@ def build_library(
     grow_spec = parse_grow(grow, n_jobs=n_jobs if n_jobs > 0 else 2, seed=random_state)
     if grow_spec is not None and library_spec.task != "classification":
         raise ValueError("grow= grows classification libraries only; leave grow=None here")
-    if grow_spec is not None and time_limit is not None:
+    if grow_spec is not None and time_limit is None and grow_spec.is_open:
         raise ValueError(
-            "grow= has its own time ('time' in its dict); leave time_limit=None when growing"
+            "grow=True grows in the time left under time_limit; give time_limit, or a budget "
+            "such as grow={'trials': 20} or grow={'time': 120}"
         )
     limit = run_time_limit if run_time_limit is not None else library_spec.run_time_limit
     deadline, capped = None, False
@@ -307,11 +310,16 @@ def _build(
 
             def fit(runs: list[RunSpec]) -> dict[str, bool]:
                 todo = [("families", r) for r in _missing(writer, runs, retry_failed)]
-                _run_all(executor, todo, shared, stores, 0)
+                _run_all(executor, todo, shared, stores, 0, deadline, budget_cap)
                 return {
                     r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
                 }
 
+            if deadline is not None:  # grow in the time the spec's runs left
+                left = max(0.0, deadline - time.monotonic())
+                grow_spec = dataclasses.replace(
+                    grow_spec, time=left if grow_spec.time is None else min(grow_spec.time, left)
+                )
             order += _grow(writer, data, grow_spec, order, fit)
         writer.consolidate(order)
         for section, specs in sections:
