@@ -4,6 +4,7 @@ only the members with non-zero weight, so the fitted model is compact."""
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 from pathlib import Path
@@ -15,16 +16,20 @@ from sklearn.utils.validation import check_is_fitted
 
 from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from .data import as_frame
+from .errors import ModelFileError
 from .library import Library, build_library
+from .library.cost import predict_cost
 from .metrics import METRICS, greater_is_better, resolve_metric, score
 from .report import collect
 from .risk.combined import DetectorSet
 from .risk.reject import RejectRule, reject_mask
+from .selection import PredictCost
 from .strategies import STRATEGIES
 
 __all__ = ["EnsembleSelectionClassifier"]
 
 CALIBRATE = ("auto", True, False)
+REFIT = (None, "full")
 
 
 class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
@@ -59,6 +64,18 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
         4.1-4.2: on our benchmark's smaller libraries pruning to 10-50% moved the mean
         normalised score by less than the spread between outer folds (docs/benchmarks.md).
+    refit : None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
+        each run of the ensemble once more on all training rows after selection and predicts
+        with that one model (AutoGluon's refit_full), its calibrators refitted on the
+        out-of-fold predictions selection judged it by (docs/estimator.md has the measured
+        speed and quality).
+    max_predict_ms : a prediction-time budget, milliseconds per 1,000 rows on the machine
+        that built the library (None: none). Selection (``strategy="es"``) then only adds
+        members that keep the ensemble within it, counting shared work once (a member of a
+        run already in the ensemble costs only its extra stage; a view is transformed once
+        per fold); the costs are those the builder timed (``Library.members["predict_ms"]``),
+        per sibling times K, or once with ``refit="full"``. ``predict_cost_ms_`` is the
+        estimate for the chosen ensemble.
     store : directory that keeps the library (resumable); None uses a temporary one.
     n_jobs, backend, client, time_limit, random_state, verbose : as in
         :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
@@ -80,6 +97,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         sorted_init: bool = True,
         max_init: int = 25,
         prune_fraction: float = 1.0,
+        refit: str | None = None,
+        max_predict_ms: float | None = None,
         store=None,
         n_jobs: int = 1,
         backend: str = "joblib",
@@ -100,6 +119,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.sorted_init = sorted_init
         self.max_init = max_init
         self.prune_fraction = prune_fraction
+        self.refit = refit
+        self.max_predict_ms = max_predict_ms
         self.store = store
         self.n_jobs = n_jobs
         self.backend = backend
@@ -133,13 +154,31 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             "prune_fraction": self.prune_fraction,
             "random_state": self.random_state,
         }
-        weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
+        if self.refit not in REFIT:
+            raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
+        cost = self._predict_cost(lib)
+        chosen = options
+        if self.max_predict_ms is not None:
+            if self.strategy != "es":
+                raise ValueError(f"max_predict_ms works with strategy='es', not {self.strategy!r}")
+            chosen = {**options, "max_cost": float(self.max_predict_ms), "cost": cost}
+        weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
         self.classes_ = lib.classes
         self.leaderboard_ = _leaderboard(lib, P, weights)
         keep = np.flatnonzero(weights > 0)
         self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
         self.weights_ = weights[keep]
         self.fitted_members_ = lib.subset(self.members_["id"])
+        self.predict_cost_ms_ = np.nan if cost is None else cost.of(keep)
+        if self.refit == "full":
+            self.fitted_members_ = lib.refit_full(
+                self.fitted_members_,
+                X,
+                y,
+                groups,
+                random_state=self.random_state,
+                n_jobs=self.n_jobs,
+            )
         self.columns_ = list(lib.columns)
         self.categories_ = dict(lib.categories)
         self.n_features_in_ = len(self.columns_)
@@ -158,6 +197,18 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         self.report_data_ = collect(lib, P, weights, metric, options)
         self.detectors_ = _detector_set(lib, self.random_state)
         return self
+
+    def _predict_cost(self, lib: Library) -> PredictCost | None:
+        """What predicting with each set of members costs (None where the library's builder
+        recorded no timings and no budget asks for them)."""
+        siblings = 1 if self.refit == "full" else int(lib.store.header.get("cv") or 1)
+        try:
+            needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
+        except ValueError:
+            if self.max_predict_ms is not None:
+                raise
+            return None
+        return PredictCost(needs, item_cost)
 
     def _library(self, X, y, groups) -> Library:
         if isinstance(self.library, Library):
@@ -204,7 +255,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """``(n, n_classes)`` probabilities of the ensemble."""
         check_is_fitted(self, "weights_")
-        members = self.fitted_members_.predict(self._named(X))
+        members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
         return self._finish(np.tensordot(self.weights_, members, axes=1))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
@@ -249,10 +300,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "weights_")
         if self.detectors_ is None:
             raise ValueError(
-                "this model's library has no detectors; list some in the spec's 'detectors:' "
-                "section (the built-in specs have one) and fit again"
+                "this model has no detectors: its library had none (list some in the spec's "
+                "'detectors:' section; the built-in specs have them) or it was saved with "
+                "save(path, risk=False)"
             )
-        return self.detectors_.risks(self._frame(X))
+        return self.detectors_.risks(self._frame(X), n_jobs=self.n_jobs)
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
@@ -287,12 +339,28 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         ascending = name in ("rms", "mxe")
         return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, risk: bool = True) -> None:
         """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
-        far faster than joblib's Python one)."""
+        far faster than joblib's Python one). It holds what ``predict`` and ``risk`` need: the
+        fitted runs of the members with weight (each run's K fold siblings, or one model after
+        ``refit="full"``), their calibrators, the weights, and one fitted copy of each detector
+        with the combination over them (``risk=False`` leaves the detectors out: ``risk`` and
+        ``predict(reject=...)`` then say so); plus the leaderboard and report data (small).
+        The file is written to a temporary name and renamed, so a crash never leaves half a
+        model under ``path`` (docs/estimator.md lists sizes)."""
         check_is_fitted(self, "weights_")
-        with open(path, "wb") as fh:
-            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        model = self
+        if not risk:
+            model = copy.copy(self)
+            model.detectors_ = None
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def __getstate__(self) -> dict:
         """Pickled state; a live dask client (a connection) is left out, an address is kept."""
@@ -303,9 +371,24 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> EnsembleSelectionClassifier:
-        """Read a model written by :meth:`save`. This unpickles: load only files you trust."""
+        """Read a model written by :meth:`save`. This unpickles: load only files you trust. A
+        truncated or corrupt file raises :class:`ensel.errors.ModelFileError` (a ValueError)
+        with one line that says so."""
         with open(path, "rb") as fh:
-            model = pickle.load(fh)
+            try:
+                model = pickle.load(fh)
+            except ImportError as exc:
+                raise ModelFileError(
+                    f"{path}: the model needs a module this Python lacks ({exc}); install it "
+                    "(e.g. the same ensel extras as where the model was saved)"
+                ) from None
+            except Exception as exc:  # truncated, corrupt, or not a pickle at all
+                reason = " ".join(str(exc).split())[:120]
+                raise ModelFileError(
+                    f"{path} is not a readable ensel model: the file is truncated or corrupt "
+                    f"({type(exc).__name__}: {reason}); save the model again or use the "
+                    "original file"
+                ) from None
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
         return model
@@ -326,7 +409,9 @@ def _detector_set(lib: Library, random_state: int):
     if dets is None:
         return None
     fitted = list(dets.subset().runs.values())  # one member per detector run
-    return DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+    detector_set = DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+    # the fold siblings scored every row out of fold for the combination; risk(X) needs one
+    return DetectorSet([f.first_sibling() for f in detector_set.fitted], detector_set.combination)
 
 
 def _reject_thresholds(reject) -> tuple[float, float]:

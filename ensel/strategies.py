@@ -19,7 +19,9 @@ Strategy = Callable[[np.ndarray, np.ndarray, Any, dict], np.ndarray]
 
 def ensemble_selection(P: np.ndarray, y: np.ndarray, metric, options: dict) -> np.ndarray:
     """Weights of ensemble selection (Caruana et al. 2004, §4.1-4.2) for ``metric``."""
-    return EnsembleSelection(metric=metric, **options).fit(P, y).weights_
+    options = dict(options)
+    cost = options.pop("cost", None)
+    return EnsembleSelection(metric=metric, **options).fit(P, y, cost=cost).weights_
 
 
 def model_selection(P: np.ndarray, y: np.ndarray, metric, options: dict) -> np.ndarray:

@@ -54,6 +54,10 @@ class FittedMembers:
         self.offsets = np.asarray(self.offsets, dtype=np.int64)
         self._rows = {r: np.flatnonzero(self.run_of == r) for r in self.runs}
 
+    def rows(self, run_id: str) -> np.ndarray:
+        """Positions in ``ids`` of the members of run ``run_id``."""
+        return self._rows[run_id]
+
     @property
     def n_members(self) -> int:
         return len(self.ids)

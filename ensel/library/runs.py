@@ -32,6 +32,7 @@ __all__ = [
     "fit_run",
     "measure_cost",
     "predict_stages",
+    "refit_full",
     "run_seed",
 ]
 
@@ -253,3 +254,47 @@ def measure_cost(view, family_run, X: pd.DataFrame, n_stages: int) -> dict:
         "stages": [round(t * per_k, 4) for t in stage_s],
         "cumulative": bool(getattr(family_run, "cumulative", False)) or not skips,
     }
+
+
+def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members=None) -> FittedRun:
+    """``fitted``'s run trained once on every training row (one model instead of K siblings,
+    as AutoGluon's refit_full), with the same seed and parameters. Each calibrated member among
+    ``members`` (positions in ``run.members``; all by default) gets one calibrator fitted on the
+    out-of-fold predictions of the siblings on the hillclimb rows, the predictions selection
+    judged the member by; analytic variants (logistic correction) apply as before."""
+    run = fitted.run
+    family = get_family(run.family, run.task)
+    params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
+    extra = {"categorical": native_categorical(data)} if family.categorical else {}
+    if extra and run.view != "native":
+        extra["categorical"] = {}
+    view = make_view(run.view, data.columns).fit(data.X)
+    model = wrap(
+        family.fit(
+            transform(view, data.X),
+            y_fit,
+            n_classes=data.n_classes,
+            params=params,
+            stages=run.stages,
+            random_state=run_seed(run, random_state),
+            **extra,
+        )
+    )
+    keys = fitted.member_keys
+    wanted = {keys[m] for m in (range(len(keys)) if members is None else members)}
+    needed = sorted(k for k in fitted.calibrators if k in wanted)
+    calibrators: dict = {}
+    if needed:
+        hill = data.hillclimb
+        hill_folds = data.folds[hill]
+        stage_idx = sorted({s for s, _ in needed})
+        at = {s: i for i, s in enumerate(stage_idx)}
+        raw = np.empty((len(stage_idx), hill.size, data.n_outputs))
+        for k, (sibling_view, sibling) in enumerate(fitted.siblings):
+            held = hill_folds == k
+            matrix = transform(sibling_view, data.X.iloc[hill[held]])
+            raw[:, held] = predict_stages(sibling, matrix, stage_idx)["none"]
+        for s_idx, method in needed:
+            cal = ColumnCalibrator(method).fit(raw[at[s_idx]], data.y[hill])
+            calibrators[(s_idx, method)] = [cal]
+    return FittedRun(run, [(view, model)], np.zeros(1, dtype=int), calibrators)
