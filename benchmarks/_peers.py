@@ -11,6 +11,14 @@ pins ``torch>=2.10,<2.14`` and uses ``xgboost-cpu`` on Linux, so best_quality's 
 (the "zeroshot" portfolio: LightGBM, CatBoost, XGBoost, random forest, extra trees, FastAI's
 and AutoGluon's torch MLPs) is available. Should the check ever fail, the install goes on
 without the ``fastai`` extra (no FastAI net) and says so.
+
+Ray (the ``ray`` extra, part of a full ``pip install autogluon``) is left out on purpose: on this
+shared 2-core machine starting it took 50 of a 60-second budget (load average 17). Without it
+AutoGluon fits bagged folds one after another with ``num_cpus`` threads and runs its DyStack
+check in-process; when that check fits nothing in its quarter of a short budget, AutoGluon 1.6.3
+then fails with "Learner is already fit" and ``run_autogluon`` raises a ``RuntimeError`` saying
+no model was fitted. ``fit_kwargs={"dynamic_stacking": False, "num_stack_levels": 1}`` (what
+AutoGluon's own log suggests) skips the check and keeps best_quality's bagging and stacking.
 """
 
 from __future__ import annotations
@@ -143,7 +151,9 @@ def run_autogluon(
     regression); pass e.g. "log_loss" or "roc_auc" to match what you compare. AutoGluon has no
     global seed: ``seed`` sets numpy's and the models' ``model_random_seed``. Data travel as CSV
     (categorical columns read back as strings, only empty cells missing); the saved predictor
-    is measured and deleted."""
+    is measured and deleted. OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless
+    set), as in every benchmark process (see ``benchmarks/__init__.py``). With ``verbosity``
+    > 0 AutoGluon's log is in ``info["log"]``."""
     classes = _check(train, target, problem_type)
     python = autogluon_python()
     features = [c for c in train.columns if c != target]
@@ -170,6 +180,7 @@ def run_autogluon(
         "MKL_NUM_THREADS": threads,
         "OPENBLAS_NUM_THREADS": threads,
         "CUDA_VISIBLE_DEVICES": "",
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
     }
     env.pop("PYTHONPATH", None)
     with tempfile.TemporaryDirectory(prefix="ensel-autogluon-") as tmp:
@@ -190,8 +201,17 @@ def run_autogluon(
         lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
         if done.returncode != 0 or not lines:
             tail = (done.stderr or done.stdout)[-3000:]
+            log = done.stderr + done.stdout
+            if "No models were trained successfully" in log or "Learner is already fit" in log:
+                raise RuntimeError(
+                    f"AutoGluon fitted no model within time_limit={time_limit} s "
+                    f"(load average {os.getloadavg()[0]:.1f}); give it more time or pass "
+                    "fit_kwargs={'dynamic_stacking': False, 'num_stack_levels': 1}"
+                )
             raise RuntimeError(f"AutoGluon runner failed (exit {done.returncode}):\n{tail}")
         record = json.loads(lines[-1].removeprefix("RESULT "))
+        if verbosity > 0:  # AutoGluon's own log, for checking what it fitted and with what
+            record["log"] = done.stderr + done.stdout.replace(lines[-1], "")
         predictions = np.load(job_dir / "pred.npy")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return PeerResult(
@@ -296,3 +316,39 @@ def run_peer(name: str, *args, **kwargs) -> PeerResult:
     if name not in PEERS:
         raise ValueError(f"unknown peer {name!r}; valid peers: {', '.join(sorted(PEERS))}")
     return PEERS[name](*args, **kwargs)
+
+
+def main() -> None:
+    """``python -m benchmarks._peers [--time-limit 60]``: install the AutoGluon environment if
+    needed, then fit both peers on Pima (seed 0) and print what each took and scored."""
+    import argparse
+
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    from benchmarks.datasets import train_test
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--num-cpus", type=int, default=2)
+    args = parser.parse_args()
+    X_tr, X_te, y_tr, y_te, _ = train_test("pima", 0)
+    train, test = X_tr.assign(type=y_tr), X_te.assign(type=y_te)
+    print(f"AutoGluon environment: {autogluon_python().parent.parent}")
+    for name, kwargs in (
+        ("hgb", {}),
+        ("autogluon", {"time_limit": args.time_limit, "eval_metric": "log_loss"}),
+    ):
+        got = run_peer(
+            name, train, test, "type", "binary", seed=0, num_cpus=args.num_cpus, **kwargs
+        )
+        print(
+            f"{got.peer}: fit {got.fit_seconds:.1f} s, predict {got.predict_seconds:.3f} s, "
+            f"{got.model_mb:.1f} MB, CPU {got.cpu_seconds:.1f} s, test log loss "
+            f"{log_loss(y_te, got.predictions, labels=got.classes):.4f}, AUC "
+            f"{roc_auc_score(y_te == got.classes[1], got.predictions[:, 1]):.4f}, load average "
+            f"{os.getloadavg()[0]:.1f}; {got.info.get('best_model', '')}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
 """The ``ensel`` command: fit an ensemble on a CSV file, predict with it, run the demo.
 
-    ensel fit TRAIN.csv --target COL --out DIR [--library default|PATH] [--metric mxe] [--cv 5]
+    ensel fit TRAIN.csv --target COL --out DIR [--task auto|classification|regression]
+              [--library default|regression|PATH] [--metric mxe|rmse] [--cv 5]
               [--n-jobs N | --scheduler tcp://HOST:8786 | --dask-local N]
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
@@ -20,6 +21,14 @@ from pathlib import Path
 
 MODEL_FILE = "model.pkl"
 LEADERBOARD_FILE = "leaderboard.csv"
+TASKS = ("auto", "classification", "regression")
+REGRESSION_MIN_DISTINCT = 20
+"""``--task auto`` fits a regressor when the target is numeric with more distinct values than
+this; otherwise a classifier (class labels, or a few numeric codes)."""
+DEFAULTS = {
+    "classification": {"library": "default", "metric": "mxe"},
+    "regression": {"library": "regression", "metric": "rmse"},
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,10 +42,20 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--target", required=True, help="the column to predict")
     fit.add_argument("--out", required=True, type=Path, help="directory for the model and library")
     fit.add_argument(
-        "--library", default="default", help="spec name (tiny, default, caruana2006) or YAML path"
+        "--task",
+        default="auto",
+        choices=TASKS,
+        help="auto: regression for a numeric target with many distinct values, else classification",
     )
     fit.add_argument(
-        "--metric", default="mxe", help="metric to select for (acc fsc lft roc apr bep rms mxe)"
+        "--library",
+        help="spec name (tiny, default, caruana2006; regression, tiny_regression) or YAML path; "
+        "default: 'default', or 'regression' for a regression task",
+    )
+    fit.add_argument(
+        "--metric",
+        help="metric to select for (acc fsc lft roc apr bep rms mxe; regression: rmse mae r2); "
+        "default mxe, or rmse for regression",
     )
     fit.add_argument("--strategy", default="es", help="es, modsel or bayesavg")
     fit.add_argument("--cv", default="5", help="folds of embedded cross-validation, or 'none'")
@@ -59,7 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     predict = commands.add_parser("predict", help="predict a CSV file with a fitted model")
     predict.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     predict.add_argument("data", type=Path, help="rows to predict (CSV with a header)")
-    predict.add_argument("--out", required=True, type=Path, help="CSV of probabilities and labels")
+    predict.add_argument(
+        "--out", required=True, type=Path, help="CSV of probabilities and labels (or predictions)"
+    )
     predict.add_argument(
         "--with-risk",
         action="store_true",
@@ -87,7 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--n-pseudo", type=int, default=400_000, help="MUNGE pseudo rows")
     comp.add_argument("--hidden", type=int, default=256, help="hidden units of the mimic net")
     comp.add_argument("--epochs", type=int, default=200, help="most epochs (early stopping)")
-    comp.add_argument("--loss", default="squared", help="squared or cross_entropy")
+    comp.add_argument(
+        "--loss", default="squared", help="squared or cross_entropy (classifiers only)"
+    )
     comp.add_argument("--seed", type=int, default=0)
 
     demo = commands.add_parser("demo", help="the demo on a real dataset")
@@ -119,14 +142,39 @@ def fit(args: argparse.Namespace) -> str:
     groups = frame.pop(args.groups) if args.groups else None
     X = frame.drop(columns=args.drop)
     cv = None if args.cv.lower() == "none" else int(args.cv)
+    task, reason = infer_task(y, args.task)
+    print(f"task: {task} ({reason})")
+    args.library = args.library or DEFAULTS[task]["library"]
+    args.metric = args.metric or DEFAULTS[task]["metric"]
     args.out.mkdir(parents=True, exist_ok=True)
     with _cluster(args) as client:
-        model = _fit_model(args, X, y, groups, cv, client)
+        model = _fit_model(args, task, X, y, groups, cv, client)
     model.save(args.out / MODEL_FILE)
     model.leaderboard().to_csv(args.out / LEADERBOARD_FILE, index=False)
     return (
         f"fitted {len(model.members_)} of {len(model.leaderboard_)} members; hillclimb "
         f"{args.metric} {model.hillclimb_score_:.4f}; model in {args.out / MODEL_FILE}"
+    )
+
+
+def infer_task(y, task: str = "auto") -> tuple[str, str]:
+    """``(task, why)``: ``task`` unless it is ``"auto"``; then regression for a numeric (not
+    boolean) target with more than ``REGRESSION_MIN_DISTINCT`` distinct values, else
+    classification."""
+    import pandas as pd
+
+    if task != "auto":
+        return task, "--task"
+    y = pd.Series(y)
+    distinct = y.nunique(dropna=True)
+    numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    if numeric and distinct > REGRESSION_MIN_DISTINCT:
+        return "regression", (
+            f"numeric target with {distinct} distinct values; --task classification overrides"
+        )
+    kind = "numeric target" if numeric else "target"
+    return "classification", (
+        f"{kind} with {distinct} distinct values; --task regression overrides"
     )
 
 
@@ -144,10 +192,11 @@ def _cluster(args: argparse.Namespace):
         yield cluster.scheduler_address
 
 
-def _fit_model(args: argparse.Namespace, X, y, groups, cv, client):
-    from .estimator import EnsembleSelectionClassifier
+def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
+    from .estimator import EnsembleSelectionClassifier, EnsembleSelectionRegressor
 
-    return EnsembleSelectionClassifier(
+    cls = EnsembleSelectionRegressor if task == "regression" else EnsembleSelectionClassifier
+    return cls(
         library=args.library,
         metric=args.metric,
         strategy=args.strategy,
@@ -163,12 +212,12 @@ def _fit_model(args: argparse.Namespace, X, y, groups, cv, client):
 
 
 def _load(model_dir: Path):
-    from .estimator import EnsembleSelectionClassifier
+    from .estimator import load_model
 
     path = model_dir / MODEL_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no model here; run 'ensel fit ... --out {model_dir}'")
-    return EnsembleSelectionClassifier.load(path)
+    return load_model(path)
 
 
 def predict(args: argparse.Namespace) -> str:
@@ -176,9 +225,12 @@ def predict(args: argparse.Namespace) -> str:
 
     model = _load(args.model_dir)
     frame = _read_csv(args.data)
-    proba = model.predict_proba(frame)
-    out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
-    out["prediction"] = model.classes_[proba.argmax(axis=1)]
+    if hasattr(model, "predict_proba"):
+        proba = model.predict_proba(frame)
+        out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
+        out["prediction"] = model.classes_[proba.argmax(axis=1)]
+    else:  # a regressor: one predicted value per row
+        out = pd.DataFrame({"prediction": model.predict(frame)})
     note = ""
     if args.with_risk or args.reject is not None:
         risk = model.risk(frame)
@@ -223,8 +275,9 @@ def compress(args: argparse.Namespace) -> str:
     history = mimic.history_
     return (
         f"mimic of {len(model.members_)} members: {args.n_pseudo} pseudo rows, "
-        f"{history.best_epoch} epochs, fidelity RMSE {history.fidelity_rmse:.4f} on held-out "
-        f"pseudo rows; wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KB)"
+        f"{history.best_epoch} epochs, fidelity RMSE {history.fidelity_rmse:.4g} on held-out "
+        f"pseudo rows{'' if hasattr(model, 'classes_') else ' (target units)'}; wrote "
+        f"{args.out} ({args.out.stat().st_size / 1024:.0f} KB)"
     )
 
 

@@ -1,10 +1,13 @@
 """The input layer: user data as a DataFrame with string column names, the kinds of its columns
-(numeric or categorical, with their categories), and the checks every caller shares (empty data,
-odd cell types, missing values, infinities, columns and categories unseen in training). It
+(numeric or categorical, with their categories), the checks every caller shares (empty data,
+odd cell types, infinities, columns and categories unseen in training), and the policy for
+messy columns: missing values are allowed everywhere, numeric columns with stray text tokens
+are read as numbers, all-missing and constant columns are left out, id-like ones are warned. It
 imports nothing else of ensel."""
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 
@@ -12,7 +15,16 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["Columns", "as_frame", "check_columns", "check_features"]
+__all__ = [
+    "Columns",
+    "as_frame",
+    "check_columns",
+    "check_features",
+    "clean_columns",
+    "coerce_numeric_text",
+]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,45 +68,168 @@ def as_frame(X) -> pd.DataFrame:
     return frame.infer_objects() if arr.dtype == object else frame
 
 
+def _is_missing(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def check_features(X: pd.DataFrame) -> None:
-    """Raise a clear error for empty data, missing values or infinities."""
+    """Raise a clear error for empty data, cells that are neither numbers nor strings, or
+    infinities. Missing values (NaN, None, pd.NA) are allowed everywhere."""
     if X.shape[1] == 0:
         raise ValueError(f"X has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if X.shape[0] == 0:
         raise ValueError(f"X has 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
     for col in X.columns:
         if X[col].dtype == object:
-            odd = X[col].map(lambda v: not isinstance(v, str | int | float | bool | np.generic))
+            odd = X[col].map(
+                lambda v: (
+                    not isinstance(v, str | int | float | bool | np.generic) and not _is_missing(v)
+                )
+            )
             if odd.any():
                 bad = type(X[col][odd.idxmax()]).__name__
                 raise TypeError(
                     f"X column {col!r} holds a {bad}: argument must be a string or a number"
                 )
-    missing = [c for c in X.columns if X[c].isna().any()]
-    if missing:
-        raise ValueError(
-            f"X has missing values (NaN/None) in column(s) {missing[:10]}; "
-            "impute or drop them first"
-        )
     numeric = X.select_dtypes(include=[np.number], exclude=[bool])
-    infinite = [c for c in numeric.columns if not np.isfinite(numeric[c].to_numpy(float)).all()]
+    infinite = [c for c in numeric.columns if np.isinf(numeric[c].to_numpy(float)).any()]
     if infinite:
-        raise ValueError(f"X has infinite values in column(s) {infinite[:10]}; replace them first")
+        raise ValueError(
+            f"X has infinite values in column(s) {infinite[:10]}; replace them (by NaN, which "
+            "counts as missing) first"
+        )
+
+
+MAX_STRAY_TOKENS = 3
+"""A text column is numeric with stray tokens when at most this many distinct cells fail to
+parse as numbers and at least half of its non-missing cells do parse."""
+ID_MIN_ROWS = 20
+"""Columns with a distinct value in every one of at least this many rows are warned as ids."""
+
+
+def _stray_tokens(col: pd.Series) -> tuple[pd.Series, list[str]] | None:
+    """``col`` parsed as numbers and the tokens that did not parse, when ``col`` is a numeric
+    column read as text because of a few stray tokens ("?", "NA", "-"); None otherwise."""
+    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return None
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return None
+    present = col[col.notna()]
+    if present.empty or not all(isinstance(v, str | int | float | np.number) for v in present):
+        return None
+    text = present.astype(str).str.strip()
+    parsed = pd.to_numeric(text, errors="coerce")
+    failed = parsed.isna()
+    tokens = sorted(set(text[failed]))
+    if not tokens or len(tokens) > MAX_STRAY_TOKENS or failed.mean() > 0.5:
+        return None
+    out = pd.Series(np.nan, index=col.index, dtype=np.float64)
+    out[present.index] = parsed.to_numpy(np.float64)
+    return out, tokens
+
+
+def _warn_tokens(name: str, tokens: list[str], n_cells: int, stacklevel: int) -> None:
+    warnings.warn(
+        f"column {name!r} is numeric but holds the non-numeric token(s) {tokens} in "
+        f"{n_cells} cell(s); those cells are treated as missing",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def coerce_numeric_text(frame: pd.DataFrame, stacklevel: int = 4) -> pd.DataFrame:
+    """``frame`` (a copy) with each numeric column read as text because of a few stray tokens
+    ("?", "NA", "-") made numeric, its tokens missing; a warning names the column and tokens."""
+    frame = frame.copy()
+    for name in frame.columns:
+        found = _stray_tokens(frame[name])
+        if found is not None:
+            numbers, tokens = found
+            n_cells = int(numbers.isna().sum() - frame[name].isna().sum())
+            _warn_tokens(name, tokens, n_cells, stacklevel=stacklevel)
+            frame[name] = numbers
+    return frame
+
+
+def clean_columns(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Training columns as they will be used, and the columns left out with the reason.
+
+    - A numeric column read as text because of a few stray tokens ("?", "NA", "-") becomes
+      numeric, its tokens missing (a warning names the column and the tokens).
+    - A column missing in every row is dropped with a warning; a constant column (one value, no
+      missing cell) is dropped with a log note. Neither says anything about the label. When
+      every column would go, all are kept (the caller's other checks then speak).
+    - A text or integer column with a distinct value in every row (of at least ``ID_MIN_ROWS``)
+      is warned as a likely id; it is kept (the one-hot views pool its rare levels).
+    """
+    frame = coerce_numeric_text(frame, stacklevel=5)
+    dropped: dict[str, str] = {}
+    n = len(frame)
+    for name in frame.columns:
+        col = frame[name]
+        n_missing = int(col.isna().sum())
+        if n_missing == n:
+            dropped[name] = "missing in every row"
+        elif n_missing == 0 and col.nunique(dropna=True) == 1:
+            dropped[name] = "constant"
+    if len(dropped) == frame.shape[1]:
+        dropped = {}
+    empty = [c for c, why in dropped.items() if why == "missing in every row"]
+    if empty:
+        warnings.warn(
+            f"column(s) {empty[:10]} are missing in every training row; they are left out",
+            UserWarning,
+            stacklevel=3,
+        )
+    constant = [c for c, why in dropped.items() if why == "constant"]
+    if constant:
+        log.info("constant column(s) %s are left out", constant[:10])
+    frame = frame.drop(columns=list(dropped))
+    if n >= ID_MIN_ROWS:
+        for name in frame.columns:
+            col = frame[name]
+            integer = pd.api.types.is_integer_dtype(col) and not pd.api.types.is_bool_dtype(col)
+            if (integer or _is_categorical(col)) and col.nunique(dropna=True) == n:
+                warnings.warn(
+                    f"column {name!r} has a distinct value in every row: it looks like an id; "
+                    "drop it unless it carries information (an id that follows the label leaks)",
+                    UserWarning,
+                    stacklevel=3,
+                )
+    return frame, dropped
 
 
 def check_columns(
     frame: pd.DataFrame, columns: list[str], categories: dict[str, list[str]]
 ) -> pd.DataFrame:
     """``frame`` reduced to the training ``columns`` in their order; a clear error for missing
-    columns, a warning for categories never seen in training (they are encoded as unknown)."""
+    columns, a warning for categories never seen in training (they are encoded as unknown) and
+    for numeric columns that arrive as text (their non-numeric tokens become missing values).
+    Missing cells are allowed anywhere."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(
             f"X lacks column(s) {missing[:10]} seen in training; expected columns "
             f"{columns[:10]}{'...' if len(columns) > 10 else ''}"
         )
+    frame = frame[columns]
+    for col in columns:
+        if col in categories:
+            continue
+        values = frame[col]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue
+        parsed = pd.to_numeric(values.where(values.notna()).astype(str).str.strip(), "coerce")
+        tokens = sorted(set(values[parsed.isna() & values.notna()].astype(str)))
+        if tokens:
+            _warn_tokens(col, tokens[:10], int((parsed.isna() & values.notna()).sum()), 3)
+        frame = frame.assign(**{col: parsed.to_numpy(np.float64)})
     for col, known in categories.items():
-        unseen = sorted(set(frame[col].astype(str)) - set(known))
+        values = frame[col]
+        unseen = sorted(set(values[values.notna()].astype(str)) - set(known))
         if unseen:
             warnings.warn(
                 f"column {col!r} has categories never seen in training: {unseen[:5]}; "
@@ -102,4 +237,4 @@ def check_columns(
                 UserWarning,
                 stacklevel=3,
             )
-    return frame[columns]
+    return frame

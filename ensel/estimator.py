@@ -1,17 +1,19 @@
-"""EnsembleSelectionClassifier: the whole method as a scikit-learn classifier. It wires the
-library builder, a combination strategy and an optional final Platt step together, and keeps
-only the members with non-zero weight, so the fitted model is compact."""
+"""EnsembleSelectionClassifier and EnsembleSelectionRegressor: the whole method as scikit-learn
+estimators. A shared base wires the library builder and a combination strategy together and
+keeps only the members with non-zero weight, so the fitted model is compact; the classifier adds
+class labels and an optional final Platt step, the regressor predicts real values."""
 
 from __future__ import annotations
 
 import copy
 import os
 import pickle
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
@@ -19,20 +21,267 @@ from .data import as_frame
 from .errors import ModelFileError
 from .library import Library, build_library
 from .library.cost import predict_cost
-from .metrics import METRICS, greater_is_better, resolve_metric, score
+from .library.spec import load_spec
+from .metrics import METRICS, REGRESSION_METRICS, greater_is_better, resolve_metric, score
 from .report import collect
 from .risk.combined import DetectorSet
 from .risk.reject import RejectRule, reject_mask
 from .selection import PredictCost
 from .strategies import STRATEGIES
 
-__all__ = ["EnsembleSelectionClassifier"]
+__all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor", "load_model"]
 
 CALIBRATE = ("auto", True, False)
 REFIT = (None, "full")
+COMPRESSED_MAGIC = b"ENSEL-ZLIB-PICKLE\n"
+"""First bytes of a model saved with ``compress`` > 0 (a zlib stream of the pickle follows)."""
 
 
-class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
+class _Sink:
+    """A file-like target that compresses what pickle writes into ``fh``."""
+
+    def __init__(self, fh, packer) -> None:
+        self.fh, self.packer = fh, packer
+
+    def write(self, data) -> int:
+        self.fh.write(self.packer.compress(data))
+        return len(data)
+
+
+class _EnsembleSelectionBase(BaseEstimator):
+    """What the classifier and the regressor share: building (or reusing) the library,
+    combining its members by a strategy, keeping those with weight, the weighted sum of their
+    test-time predictions, risk, the leaderboard, save and load. Subclasses set ``_task``."""
+
+    _task = "classification"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
+        return tags
+
+    def _fit_members(self, X, y, groups):
+        """Build the library and combine it: sets the fitted attributes both estimators share
+        and returns ``(library, P, metric, weights, options)``."""
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
+        metric = resolve_metric(self.metric, task=self._task)
+        lib = self._library(X, y, groups)
+        if lib.task != self._task:
+            raise ValueError(
+                f"the library was built for {lib.task}, but {type(self).__name__} does "
+                f"{self._task}; use a {self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        P = np.asarray(lib.predictions)
+        options = {
+            "n_iter": self.n_iter,
+            "n_bags": self.n_bags,
+            "bag_fraction": self.bag_fraction,
+            "replacement": self.replacement,
+            "sorted_init": self.sorted_init,
+            "max_init": self.max_init,
+            "prune_fraction": self.prune_fraction,
+            "random_state": self.random_state,
+        }
+        if self.refit not in REFIT:
+            raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
+        cost = self._predict_cost(lib)
+        chosen = options
+        if self.max_predict_ms is not None:
+            if self.strategy != "es":
+                raise ValueError(f"max_predict_ms works with strategy='es', not {self.strategy!r}")
+            chosen = {**options, "max_cost": float(self.max_predict_ms), "cost": cost}
+        weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
+        self.leaderboard_ = _leaderboard(lib, P, weights)
+        keep = np.flatnonzero(weights > 0)
+        self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
+        self.weights_ = weights[keep]
+        self.fitted_members_ = lib.subset(self.members_["id"])
+        self.predict_cost_ms_ = np.nan if cost is None else cost.of(keep)
+        if self.refit == "full":
+            self.fitted_members_ = lib.refit_full(
+                self.fitted_members_,
+                X,
+                y,
+                groups,
+                random_state=self.random_state,
+                n_jobs=self.n_jobs,
+            )
+        self.columns_ = list(lib.columns)  # the columns the members use
+        self.input_columns_ = list(lib.input_columns)  # the columns given to fit
+        self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
+        self.categories_ = dict(lib.categories)
+        self.n_features_in_ = len(self.input_columns_)
+        if isinstance(X, pd.DataFrame):
+            self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
+        self.detectors_ = _detector_set(lib, self.random_state)
+        return lib, P, metric, weights, options
+
+    def _predict_cost(self, lib: Library) -> PredictCost | None:
+        """What predicting with each set of members costs (None where the library's builder
+        recorded no timings and no budget asks for them)."""
+        siblings = 1 if self.refit == "full" else int(lib.store.header.get("cv") or 1)
+        try:
+            needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
+        except ValueError:
+            if self.max_predict_ms is not None:
+                raise
+            return None
+        return PredictCost(needs, item_cost)
+
+    def _library(self, X, y, groups) -> Library:
+        if isinstance(self.library, Library):
+            return self.library
+        if (
+            isinstance(self.library, str | os.PathLike)
+            and (Path(self.library) / "store.json").is_file()
+        ):
+            return Library.open(self.library)
+        spec = load_spec(self.library)
+        if spec.task != self._task:  # say so before any training
+            raise ValueError(
+                f"library spec {spec.name!r} is for {spec.task}, but {type(self).__name__} "
+                f"does {self._task}; use a {self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        return build_library(
+            X,
+            y,
+            spec=spec,
+            cv=self.cv,
+            store=self.store,
+            n_jobs=self.n_jobs,
+            backend=self.backend,
+            client=self.client,
+            random_state=self.random_state,
+            groups=groups,
+            time_limit=self.time_limit,
+            verbose=self.verbose,
+        )
+
+    def _weighted_sum(self, X) -> np.ndarray:
+        """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout."""
+        check_is_fitted(self, "weights_")
+        members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
+        return np.tensordot(self.weights_, members, axes=1)
+
+    def risk(self, X) -> pd.DataFrame:
+        """Extrapolation risk of each row: one column per detector of the library spec (its own
+        risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
+        uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
+        check_is_fitted(self, "weights_")
+        if self.detectors_ is None:
+            raise ValueError(
+                "this model has no detectors: its library had none (list some in the spec's "
+                "'detectors:' section; the built-in specs have them) or it was saved with "
+                "save(path, risk=False)"
+            )
+        return self.detectors_.risks(self._frame(X), n_jobs=self.n_jobs)
+
+    def _named(self, X):
+        """X as given, or an array as a DataFrame of the training columns (in their order)
+        after a check of its width."""
+        if isinstance(X, pd.DataFrame):
+            return X
+        X = as_frame(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        X.columns = getattr(self, "input_columns_", self.columns_)  # older saved models
+        return X
+
+    def _frame(self, X) -> pd.DataFrame:
+        """X as a checked DataFrame of the training columns, in their order."""
+        return self.fitted_members_.frame(self._named(X))
+
+    def leaderboard(self) -> pd.DataFrame:
+        """Every library member: family, params, calibration, stage, its hillclimb score on
+        every metric of the task and its weight in the ensemble, best on ``metric`` first."""
+        check_is_fitted(self, "leaderboard_")
+        metric = resolve_metric(self.metric, task=self._task)
+        key = metric.name if metric.name in self.leaderboard_ else "weight"
+        ascending = key != "weight" and not metric.greater_is_better
+        return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
+
+    def save(self, path: str | os.PathLike, risk: bool = True, compress: int = 3) -> None:
+        """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
+        far faster than joblib's Python one). It holds what ``predict`` and ``risk`` need: the
+        fitted runs of the members with weight (each run's K fold siblings, or one model after
+        ``refit="full"``), their calibrators, the weights, and one fitted copy of each detector
+        with the combination over them (``risk=False`` leaves the detectors out: ``risk`` and
+        ``predict(reject=...)`` then say so); plus the leaderboard and report data (small).
+        ``compress``: zlib level of the pickle (0: a plain pickle; fitted trees shrink about
+        fivefold at the default 3). The file is written to a temporary name and renamed, so a
+        crash never leaves half a model under ``path`` (docs/estimator.md lists sizes)."""
+        check_is_fitted(self, "weights_")
+        model = self
+        if not risk:
+            model = copy.copy(self)
+            model.detectors_ = None
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                if compress:
+                    fh.write(COMPRESSED_MAGIC)
+                    packer = zlib.compressobj(int(compress))
+                    sink = _Sink(fh, packer)
+                    pickle.dump(model, sink, protocol=pickle.HIGHEST_PROTOCOL)
+                    fh.write(packer.flush())
+                else:
+                    pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def __getstate__(self) -> dict:
+        """Pickled state; a live dask client (a connection) is left out, an address is kept, and
+        a Library given as ``library`` is kept as its store's path (its prediction matrix and
+        members are not needed to predict)."""
+        state = super().__getstate__()
+        if self.client is not None and not isinstance(self.client, str):
+            state = {**state, "client": None}
+        if isinstance(self.library, Library):
+            state = {**state, "library": str(self.library.store.path)}
+        return state
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):
+        """Read a model written by :meth:`save`. This unpickles: load only files you trust. A
+        truncated or corrupt file raises :class:`ensel.errors.ModelFileError` (a ValueError)
+        with one line that says so."""
+        with open(path, "rb") as fh:
+            try:
+                if fh.read(len(COMPRESSED_MAGIC)) == COMPRESSED_MAGIC:
+                    model = pickle.loads(zlib.decompress(fh.read()))
+                else:
+                    fh.seek(0)
+                    model = pickle.load(fh)
+            except ImportError as exc:
+                raise ModelFileError(
+                    f"{path}: the model needs a module this Python lacks ({exc}); install it "
+                    "(e.g. the same ensel extras as where the model was saved)"
+                ) from None
+            except Exception as exc:  # truncated, corrupt, or not a pickle at all
+                reason = " ".join(str(exc).split())[:120]
+                raise ModelFileError(
+                    f"{path} is not a readable ensel model: the file is truncated or corrupt "
+                    f"({type(exc).__name__}: {reason}); save the model again or use the "
+                    "original file"
+                ) from None
+        if not isinstance(model, cls):
+            raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        return model
+
+
+class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
     """Ensemble selection from a library of models (Caruana & Niculescu-Mizil).
 
     Parameters
@@ -133,58 +382,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
         """Build (or reuse) the library, combine its members, keep those with weight."""
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
         if self.calibrate not in CALIBRATE:
             raise ValueError(f"calibrate={self.calibrate!r}: use one of {CALIBRATE}")
-        metric = resolve_metric(self.metric)
-        lib = self._library(X, y, groups)
-        P = np.asarray(lib.predictions)
-        options = {
-            "n_iter": self.n_iter,
-            "n_bags": self.n_bags,
-            "bag_fraction": self.bag_fraction,
-            "replacement": self.replacement,
-            "sorted_init": self.sorted_init,
-            "max_init": self.max_init,
-            "prune_fraction": self.prune_fraction,
-            "random_state": self.random_state,
-        }
-        if self.refit not in REFIT:
-            raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
-        cost = self._predict_cost(lib)
-        chosen = options
-        if self.max_predict_ms is not None:
-            if self.strategy != "es":
-                raise ValueError(f"max_predict_ms works with strategy='es', not {self.strategy!r}")
-            chosen = {**options, "max_cost": float(self.max_predict_ms), "cost": cost}
-        weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
+        lib, P, metric, weights, options = self._fit_members(X, y, groups)
         self.classes_ = lib.classes
-        self.leaderboard_ = _leaderboard(lib, P, weights)
-        keep = np.flatnonzero(weights > 0)
-        self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
-        self.weights_ = weights[keep]
-        self.fitted_members_ = lib.subset(self.members_["id"])
-        self.predict_cost_ms_ = np.nan if cost is None else cost.of(keep)
-        if self.refit == "full":
-            self.fitted_members_ = lib.refit_full(
-                self.fitted_members_,
-                X,
-                y,
-                groups,
-                random_state=self.random_state,
-                n_jobs=self.n_jobs,
-            )
-        self.columns_ = list(lib.columns)
-        self.categories_ = dict(lib.categories)
-        self.n_features_in_ = len(self.columns_)
-        if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(self.columns_, dtype=object)
-        hill = np.tensordot(self.weights_, P[keep], axes=1)
+        hill = np.tensordot(weights, P, axes=1)
         self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
         self.hillclimb_score_ = score(metric, lib.y, hill)
         self.comparison_ = {
@@ -195,43 +397,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
             for name in METRICS
         }
         self.report_data_ = collect(lib, P, weights, metric, options)
-        self.detectors_ = _detector_set(lib, self.random_state)
         return self
-
-    def _predict_cost(self, lib: Library) -> PredictCost | None:
-        """What predicting with each set of members costs (None where the library's builder
-        recorded no timings and no budget asks for them)."""
-        siblings = 1 if self.refit == "full" else int(lib.store.header.get("cv") or 1)
-        try:
-            needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
-        except ValueError:
-            if self.max_predict_ms is not None:
-                raise
-            return None
-        return PredictCost(needs, item_cost)
-
-    def _library(self, X, y, groups) -> Library:
-        if isinstance(self.library, Library):
-            return self.library
-        if (
-            isinstance(self.library, str | os.PathLike)
-            and (Path(self.library) / "store.json").is_file()
-        ):
-            return Library.open(self.library)
-        return build_library(
-            X,
-            y,
-            spec=self.library,
-            cv=self.cv,
-            store=self.store,
-            n_jobs=self.n_jobs,
-            backend=self.backend,
-            client=self.client,
-            random_state=self.random_state,
-            groups=groups,
-            time_limit=self.time_limit,
-            verbose=self.verbose,
-        )
 
     def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric):
         """Platt-scale the ensemble where ``calibrate`` asks for it; log loss of the hillclimb
@@ -255,8 +421,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """``(n, n_classes)`` probabilities of the ensemble."""
         check_is_fitted(self, "weights_")
-        members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
-        return self._finish(np.tensordot(self.weights_, members, axes=1))
+        return self._finish(self._weighted_sum(X))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
         """The ensemble's ``(n, n_classes)`` probabilities from the predictions of *every*
@@ -293,105 +458,118 @@ class EnsembleSelectionClassifier(ClassifierMixin, BaseEstimator):
         out[refuse] = None
         return out
 
-    def risk(self, X) -> pd.DataFrame:
-        """Extrapolation risk of each row: one column per detector of the library spec (its own
-        risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
-        uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
-        check_is_fitted(self, "weights_")
-        if self.detectors_ is None:
-            raise ValueError(
-                "this model has no detectors: its library had none (list some in the spec's "
-                "'detectors:' section; the built-in specs have them) or it was saved with "
-                "save(path, risk=False)"
-            )
-        return self.detectors_.risks(self._frame(X), n_jobs=self.n_jobs)
-
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
         return proba if self.calibrator_ is None else self.calibrator_.predict(proba)
 
-    def _named(self, X):
-        """X as given, or an array as a DataFrame of the training columns (in their order)
-        after a check of its width."""
-        if isinstance(X, pd.DataFrame):
-            return X
-        X = as_frame(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input"
-            )
-        X.columns = self.columns_
-        return X
 
-    def _frame(self, X) -> pd.DataFrame:
-        """X as a checked DataFrame of the training columns, in their order."""
-        return self.fitted_members_.frame(self._named(X))
+class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
+    """Ensemble selection for numeric targets: the same library builder, store, selection
+    engine and detectors as :class:`EnsembleSelectionClassifier`, with regressors (a spec with
+    ``task: regression``; the built-in ``"regression"`` by default) and a regression metric.
 
-    # ------------------------------------------------------------------ reporting and files
+    Parameters
+    ----------
+    library : ``"regression"`` (the default regression spec), ``"tiny_regression"``, a spec
+        path or dict with ``task: regression``, a built :class:`~ensel.library.Library`, or the
+        path of a regression prediction store.
+    metric : what selection optimises: ``"rmse"`` (default), ``"mae"``, ``"r2"``, a
+        :class:`~ensel.metrics.Metric` with ``task="regression"``, or a callable
+        ``func(y_true, y_pred) -> float`` (maximised unless it has ``greater_is_better=False``;
+        see :func:`ensel.metrics.make_metric`).
+    strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
+        (Bayesian model averaging with a Gaussian likelihood of each member's residuals).
+    cv, n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init, prune_fraction,
+    store, n_jobs, backend, client, time_limit, random_state, verbose : as for
+        :class:`EnsembleSelectionClassifier`. Folds are plain (or grouped with ``groups``) K
+        folds: there are no classes to stratify by.
 
-    def leaderboard(self) -> pd.DataFrame:
-        """Every library member: family, params, calibration, stage, its hillclimb score on
-        all eight metrics and its weight in the ensemble, best on ``metric`` first."""
-        check_is_fitted(self, "leaderboard_")
-        name = resolve_metric(self.metric).name
-        key = name if name in self.leaderboard_ else "weight"
-        ascending = name in ("rms", "mxe")
-        return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
+    Attributes: ``members_``, ``weights_``, ``leaderboard_`` (every member's hillclimb RMSE, MAE
+    and R² and its weight), ``comparison_`` (the ensemble's out-of-fold hillclimb score on each
+    regression metric against the best member's), ``hillclimb_score_``,
+    ``hillclimb_predictions_`` and ``hillclimb_targets_`` (for residual plots),
+    ``detectors_``.
+    """
 
-    def save(self, path: str | os.PathLike, risk: bool = True) -> None:
-        """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
-        far faster than joblib's Python one). It holds what ``predict`` and ``risk`` need: the
-        fitted runs of the members with weight (each run's K fold siblings, or one model after
-        ``refit="full"``), their calibrators, the weights, and one fitted copy of each detector
-        with the combination over them (``risk=False`` leaves the detectors out: ``risk`` and
-        ``predict(reject=...)`` then say so); plus the leaderboard and report data (small).
-        The file is written to a temporary name and renamed, so a crash never leaves half a
-        model under ``path`` (docs/estimator.md lists sizes)."""
+    _task = "regression"
+
+    def __init__(
+        self,
+        library="regression",
+        metric="rmse",
+        cv: int | None = 5,
+        strategy: str = "es",
+        n_iter: int = 100,
+        n_bags: int = 20,
+        bag_fraction: float = 0.5,
+        replacement: bool = True,
+        sorted_init: bool = True,
+        max_init: int = 25,
+        prune_fraction: float = 1.0,
+        refit: str | None = None,
+        max_predict_ms: float | None = None,
+        store=None,
+        n_jobs: int = 1,
+        backend: str = "joblib",
+        client=None,
+        time_limit: float | None = None,
+        random_state: int = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.library = library
+        self.metric = metric
+        self.cv = cv
+        self.strategy = strategy
+        self.n_iter = n_iter
+        self.n_bags = n_bags
+        self.bag_fraction = bag_fraction
+        self.replacement = replacement
+        self.sorted_init = sorted_init
+        self.max_init = max_init
+        self.prune_fraction = prune_fraction
+        self.refit = refit
+        self.max_predict_ms = max_predict_ms
+        self.store = store
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.client = client
+        self.time_limit = time_limit
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y, groups=None) -> EnsembleSelectionRegressor:
+        """Build (or reuse) the regression library, combine its members, keep those with
+        weight. ``groups`` keeps the rows of one group (one person in panel data) in one
+        fold."""
+        lib, P, metric, weights, _ = self._fit_members(X, y, groups)
+        hill = np.tensordot(weights, P.astype(np.float64), axes=1)
+        self.hillclimb_predictions_ = hill
+        self.hillclimb_targets_ = np.asarray(lib.y, dtype=np.float64)
+        self.hillclimb_score_ = score(metric, lib.y, hill)
+        self.comparison_ = {
+            name: {
+                "ensemble": score(name, lib.y, hill),
+                "best member": _best(self.leaderboard_[name], name),
+            }
+            for name in REGRESSION_METRICS
+        }
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """``(n,)`` predicted values: the weighted average of the kept members' predictions."""
+        return self._weighted_sum(X)
+
+    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
+        """The ensemble's ``(n,)`` prediction from the predictions of *every* library member
+        (``Library.predict(X)``, ``(M, n)`` in library order)."""
         check_is_fitted(self, "weights_")
-        model = self
-        if not risk:
-            model = copy.copy(self)
-            model.detectors_ = None
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def __getstate__(self) -> dict:
-        """Pickled state; a live dask client (a connection) is left out, an address is kept."""
-        state = super().__getstate__()
-        if self.client is not None and not isinstance(self.client, str):
-            state = {**state, "client": None}
-        return state
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> EnsembleSelectionClassifier:
-        """Read a model written by :meth:`save`. This unpickles: load only files you trust. A
-        truncated or corrupt file raises :class:`ensel.errors.ModelFileError` (a ValueError)
-        with one line that says so."""
-        with open(path, "rb") as fh:
-            try:
-                model = pickle.load(fh)
-            except ImportError as exc:
-                raise ModelFileError(
-                    f"{path}: the model needs a module this Python lacks ({exc}); install it "
-                    "(e.g. the same ensel extras as where the model was saved)"
-                ) from None
-            except Exception as exc:  # truncated, corrupt, or not a pickle at all
-                reason = " ".join(str(exc).split())[:120]
-                raise ModelFileError(
-                    f"{path} is not a readable ensel model: the file is truncated or corrupt "
-                    f"({type(exc).__name__}: {reason}); save the model again or use the "
-                    "original file"
-                ) from None
-        if not isinstance(model, cls):
-            raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
-        return model
+        weights = self.leaderboard_["weight"].to_numpy()
+        if member_predictions.shape[0] != weights.size:
+            raise ValueError(
+                f"member_predictions has {member_predictions.shape[0]} members; the library "
+                f"has {weights.size}"
+            )
+        return np.tensordot(weights, member_predictions, axes=1)
 
 
 def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:
@@ -430,8 +608,16 @@ def _reject_thresholds(reject) -> tuple[float, float]:
 
 
 def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFrame:
+    """Every member's description, its hillclimb score on each metric of the library's task,
+    and its weight."""
     board = lib.members[["id", "family", "params", "calibration", "stage"]].copy()
     for name, scores in lib.member_scores(P).items():
         board[name] = scores
     board["weight"] = weights
     return board
+
+
+def load_model(path: str | os.PathLike) -> EnsembleSelectionClassifier | EnsembleSelectionRegressor:
+    """Read a classifier or a regressor written by ``save`` (this unpickles: load only files
+    you trust)."""
+    return _EnsembleSelectionBase.load(path)

@@ -35,14 +35,28 @@ def model_selection(P: np.ndarray, y: np.ndarray, metric, options: dict) -> np.n
 
 def bayes_average(P: np.ndarray, y: np.ndarray, metric, options: dict) -> np.ndarray:
     """Bayesian model averaging (Domingos 2000, as compared in §4.3.2): uniform prior, weights
-    proportional to each member's likelihood of the hillclimb labels, ``exp(-N * MXE)``. The
-    metric does not enter: BMA weighs by likelihood whatever the target metric. Weights below
+    proportional to each member's likelihood of the hillclimb labels, ``exp(-N * MXE)`` (for a
+    regression metric, a Gaussian likelihood of the residuals, see
+    ``_gaussian_log_likelihood``). The metric does not enter otherwise: BMA weighs by likelihood
+    whatever the target metric. Weights below
     ``1e-9`` of the largest are dropped (they cannot change a prediction) to keep the model small.
     """
-    log_likelihood = -y.size * score_batch("mxe", y, P)
+    if resolve_metric(metric).task == "regression":
+        log_likelihood = _gaussian_log_likelihood(P, y)
+    else:
+        log_likelihood = -y.size * score_batch("mxe", y, P)
     weights = np.exp(log_likelihood - log_likelihood.max())
     weights[weights < 1e-9] = 0.0
     return weights / weights.sum()
+
+
+def _gaussian_log_likelihood(P: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each member's log likelihood of real targets under Gaussian noise of its own maximum
+    likelihood variance (its hillclimb MSE): ``-N/2 (log(2 pi MSE) + 1)``. A member with zero
+    error gets the largest finite value."""
+    mse = score_batch("rmse", y, P) ** 2
+    mse = np.maximum(mse, np.finfo(float).tiny)
+    return -0.5 * y.size * (np.log(2.0 * np.pi * mse) + 1.0)
 
 
 STRATEGIES: dict[str, Strategy] = {

@@ -219,3 +219,45 @@ def test_prune_fraction_selects_only_from_the_best_members(cancer):
     assert not set(full.members_["id"]) <= {ids[i] for i in top}
     with pytest.raises(ValueError, match="prune_fraction must be a fraction in"):
         EnsembleSelectionClassifier(prune_fraction=0.0, **options).fit(X_train, y_train)
+
+
+def _messy_frame(n: int, seed: int):
+    """Data as it comes: NaN in numeric, categorical and boolean columns, a numeric column
+    with stray tokens, a constant and an all-missing column; the label reads a missing cell."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    colour = rng.choice(["red", "green", "blue"], size=n).astype(object)
+    flag = (rng.random(n) < 0.5).astype(object)
+    a_missing = rng.random(n) < 0.25
+    logit = 1.5 * np.where(a_missing, 1.0, a) + b + (colour == "red")
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
+    lab = np.round(b + rng.normal(size=n), 2).astype(str).astype(object)
+    lab[rng.random(n) < 0.1] = "?"
+    frame = pd.DataFrame(
+        {"a": np.where(a_missing, np.nan, a), "b": b, "colour": colour, "flag": flag,
+         "lab": lab, "const": 1.0, "empty": np.nan}
+    )  # fmt: skip
+    frame.loc[rng.random(n) < 0.1, "colour"] = None
+    frame.loc[rng.random(n) < 0.1, "flag"] = None
+    return frame, y
+
+
+@pytest.mark.parametrize("cv", [3, None])
+def test_fits_and_predicts_data_with_missing_values_as_it_is(cv):
+    X, y = _messy_frame(400, seed=0)
+    X_new, y_new = _messy_frame(200, seed=1)
+    X_new.loc[:20, "b"] = np.nan  # never missing in training
+    with pytest.warns(UserWarning) as record:
+        model = EnsembleSelectionClassifier(library="tiny", cv=cv, n_jobs=1, n_bags=5).fit(X, y)
+    said = " ".join(str(w.message) for w in record)
+    assert "column 'lab' is numeric but holds the non-numeric token(s) ['?']" in said
+    assert "['empty'] are missing in every training row" in said
+    assert model.dropped_columns_ == {"const": "constant", "empty": "missing in every row"}
+    assert model.n_features_in_ == 7 and "const" not in model.columns_
+    with pytest.warns(UserWarning, match="column 'lab' is numeric"):
+        proba = model.predict_proba(X_new)
+    assert np.isfinite(proba).all()
+    assert score("roc", (y_new == "yes").astype(int), proba[:, 1]) > 0.7
+    with pytest.warns(UserWarning, match="column 'lab' is numeric"):
+        risk = model.risk(X_new)
+    assert np.isfinite(risk.to_numpy()).all() and ((risk >= 0) & (risk <= 1)).all().all()

@@ -11,7 +11,8 @@ import torch
 class ScriptedMimic(torch.nn.Module):
     """``forward(numeric, categorical)``: ``numeric`` a double tensor ``(n, n_numeric)`` (shape
     ``(n, 0)`` when there are no numeric columns), ``categorical`` one list of n strings per
-    categorical column (an unseen string is an all-zero block); returns float probabilities
+    categorical column (an unseen string is an all-zero block); NaN marks a missing numeric cell
+    and ``""`` a missing categorical one, as in the ONNX graph; returns float probabilities
     (``(n,)`` predicted values for a regression mimic).
     ``numeric_columns``, ``categorical_columns`` and ``classes`` describe the inputs and
     outputs."""
@@ -23,6 +24,7 @@ class ScriptedMimic(torch.nn.Module):
     target: list[float]
     lookups: list[dict[str, int]]
     widths: list[int]
+    indicators: list[int]
 
     def __init__(self, mimic) -> None:
         super().__init__()
@@ -32,15 +34,22 @@ class ScriptedMimic(torch.nn.Module):
         self.classes = [str(c) for c in getattr(mimic, "classes_", [])]
         self.regression = hasattr(mimic, "target_mean_")
         self.target = [getattr(mimic, "target_mean_", 0.0), getattr(mimic, "target_scale_", 1.0)]
-        self.lookups = [{c: i for i, c in enumerate(cats)} for cats in enc.categories]
-        self.widths = [len(cats) for cats in enc.categories]
+        blocks = [enc.block_categories(j) for j in range(len(enc.categorical))]
+        self.lookups = [{c: i for i, c in enumerate(cats)} for cats in blocks]
+        self.widths = [len(cats) for cats in blocks]
+        self.indicators = list(enc.indicators)
         self.register_buffer("mean", torch.from_numpy(enc.mean.astype(np.float64)))
         self.register_buffer("scale", torch.from_numpy(enc.scale.astype(np.float64)))
         self.net = copy.deepcopy(mimic.module_).float().eval().requires_grad_(False)
 
     def forward(self, numeric: torch.Tensor, categorical: list[list[str]]) -> torch.Tensor:
         n = numeric.shape[0]
-        blocks = [((numeric - self.mean) / self.scale).float()]
+        missing = torch.isnan(numeric)
+        scaled = (numeric - self.mean) / self.scale
+        blocks = [torch.where(missing, torch.zeros_like(scaled), scaled).float()]
+        if len(self.indicators) > 0:
+            columns = torch.tensor(self.indicators, dtype=torch.long)
+            blocks.append(missing.index_select(1, columns).float())
         for j, lookup in enumerate(self.lookups):
             codes = torch.tensor([lookup.get(v, -1) for v in categorical[j]], dtype=torch.long)
             hot = codes.unsqueeze(1) == torch.arange(self.widths[j]).unsqueeze(0)

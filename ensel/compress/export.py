@@ -5,9 +5,12 @@ with no ensel or torch installed) and TorchScript.
 ONNX inputs (only those the data has): ``numeric``, double ``(n, n_numeric)``, the numeric
 columns in training order; ``categorical``, string ``(n, n_categorical)``, the categorical
 columns in training order as strings (``str(value)``; an unseen category is an all-zero one-hot
-block, as in ``MimicClassifier.predict_proba``). Outputs: ``probabilities``, float
-``(n, n_classes)``, and ``label`` (the most probable class). The column lists and the classes
-are in the model's metadata (``numeric_columns``, ``categorical_columns``, ``classes``, JSON).
+block, as in ``MimicClassifier.predict_proba``). Missing values: NaN in ``numeric`` (it becomes
+the training mean, plus the missing-indicator inputs the mimic learnt with), the empty string
+``""`` in ``categorical`` (its own level where training had missing cells there).
+Outputs: ``probabilities``, float ``(n, n_classes)``, and ``label`` (the most probable class).
+The column lists and the classes are in the model's metadata (``numeric_columns``,
+``categorical_columns``, ``classes``, JSON).
 A regression mimic's one output is ``prediction``, float ``(n,)``, in the target's units.
 """
 
@@ -45,7 +48,8 @@ def export_format(path: str | os.PathLike, format: str | None) -> str:
 
 
 def to_onnx(mimic, path: str | os.PathLike) -> None:
-    """Write ``mimic`` as one ONNX file: standardisation (``Sub``, ``Div`` in double), one-hot
+    """Write ``mimic`` as one ONNX file: standardisation (``Sub``, ``Div`` in double; ``IsNaN``
+    and ``Where`` put a missing cell at the mean and feed the missing indicators), one-hot
     (``ai.onnx.ml.OneHotEncoder`` per categorical column, unknown categories all zeros), the
     MLP (``MatMul``, ``Add``, activation) and ``Softmax``; ``ArgMax`` and a ``Gather`` from the
     class list give the label."""
@@ -64,18 +68,29 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
             helper.make_tensor_value_info("numeric", TensorProto.DOUBLE, ["n", len(enc.numeric)])
         )
         nodes += [
+            helper.make_node("IsNaN", ["numeric"], ["missing"]),
             helper.make_node("Sub", ["numeric", const("mean", enc.mean)], ["centred"]),
-            helper.make_node("Div", ["centred", const("scale", enc.scale)], ["standardised"]),
+            helper.make_node("Div", ["centred", const("scale", enc.scale)], ["numeric_z"]),
+            helper.make_node(
+                "Where", ["missing", const("zero", np.zeros(1)), "numeric_z"], ["standardised"]
+            ),
             helper.make_node("Cast", ["standardised"], ["numeric_f"], to=TensorProto.FLOAT),
         ]
         blocks.append("numeric_f")
+        if enc.indicators:
+            indicators = const("indicator_columns", np.asarray(enc.indicators, dtype=np.int64))
+            nodes += [
+                helper.make_node("Gather", ["missing", indicators], ["missing_some"], axis=1),
+                helper.make_node("Cast", ["missing_some"], ["indicators"], to=TensorProto.FLOAT),
+            ]
+            blocks.append("indicators")
     if enc.categorical:
         inputs.append(
             helper.make_tensor_value_info(
                 "categorical", TensorProto.STRING, ["n", len(enc.categorical)]
             )
         )
-        for j, cats in enumerate(enc.categories):
+        for j in range(len(enc.categorical)):
             column = const(f"column_{j}", np.array(j, dtype=np.int64))
             nodes += [
                 helper.make_node("Gather", ["categorical", column], [f"cat_{j}"], axis=1),
@@ -84,7 +99,7 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
                     [f"cat_{j}"],
                     [f"onehot_{j}"],
                     domain="ai.onnx.ml",
-                    cats_strings=list(cats),
+                    cats_strings=list(enc.block_categories(j)),
                     zeros=1,
                 ),
             ]

@@ -282,7 +282,7 @@ def compress(
     n_pseudo = _positive_int(n_pseudo, "n_pseudo")
     _check_options(hidden, loss, activation, epochs, batch_size, patience, n_threads)
     _check_split(n_pseudo, validation_fraction, learning_rate)
-    Encoding.fit(X)  # checks X before any work: not empty, no NaN or infinities
+    Encoding.fit(X)  # checks X before any work: not empty, no infinities
     seeds = np.random.default_rng(random_state).integers(2**31, size=2)
     timer = _Timer()
     pseudo = munge(X, size=n_pseudo, p=p, s=s, random_state=seeds[0])

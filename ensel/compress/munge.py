@@ -5,13 +5,14 @@ the dissertation)."""
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
-from ..data import Columns, as_frame, check_features
+from ..data import Columns, as_frame, check_features, coerce_numeric_text
 
 __all__ = ["munge", "nearest_neighbours"]
 
@@ -36,6 +37,13 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
     array operation. Integer columns are rounded back to integers; categorical columns (strings,
     pandas categoricals, booleans) keep their dtype and categories.
 
+    Missing values: a swapped attribute takes the neighbour's value, missing or not (a missing
+    own value takes a known neighbour value without noise); an attribute left alone keeps its
+    own, missing or not. So a pseudo cell is missing about as often as a data cell (exactly
+    when the neighbours are missing at the data's rate). Distances read a missing numeric cell
+    as the column mean plus a mismatch of 1 on a missing indicator; a missing categorical cell
+    is a category of its own.
+
     ``X``: an array (all columns numeric unless the array holds strings) or a DataFrame;
     ``p`` in [0, 1]; ``s`` > 0 (larger = pseudo values closer to the neighbour's).
     """
@@ -44,7 +52,7 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
         raise ValueError(f"p={p!r}: the swap probability must be a number in [0, 1]")
     if isinstance(s, bool) or not isinstance(s, Real) or not s > 0 or not math.isfinite(s):
         raise ValueError(f"s={s!r}: the local variance parameter must be a finite number > 0")
-    frame = as_frame(X)
+    frame = coerce_numeric_text(as_frame(X))
     check_features(frame)
     n = len(frame)
     if n < 2:
@@ -52,7 +60,7 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
     rng = np.random.default_rng(random_state)
     columns = Columns.infer(frame)
     nn = nearest_neighbours(frame, columns)
-    numeric = frame[list(columns.numeric)].to_numpy(np.float64)
+    numeric = frame[list(columns.numeric)].to_numpy(np.float64, na_value=np.nan)
     source = _rows(n, size, rng)
     new_numeric = np.empty((size, numeric.shape[1]))
     taken = np.empty((size, len(columns.categorical)), dtype=np.int64)
@@ -62,7 +70,9 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
         here, there = numeric[rows], numeric[nn[rows]]
         swap = rng.random(here.shape) < p
         noise = rng.standard_normal(here.shape) * (np.abs(here - there) / s)
-        new_numeric[block] = np.where(swap, there + noise, here)
+        # a missing neighbour value is taken as missing; a missing own value takes the
+        # neighbour's as it is (no distance, no noise): missingness stays at the data's rate
+        new_numeric[block] = np.where(swap, there + np.nan_to_num(noise), here)
         swap_cat = rng.random(taken[block].shape) < p
         taken[block] = np.where(swap_cat, nn[rows][:, None], rows[:, None])
     return _assemble(X, frame, columns, new_numeric, taken)
@@ -71,14 +81,21 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
 def nearest_neighbours(frame: pd.DataFrame, columns: Columns) -> np.ndarray:
     """Index of each row's nearest other row: squared distance = squared Euclidean distance of
     the standardised numeric columns + the number of mismatching categorical columns (one-hot
-    columns scaled by 1/sqrt(2) make a mismatch count 1), found with scikit-learn's trees."""
+    columns scaled by 1/sqrt(2) make a mismatch count 1), found with scikit-learn's trees. A
+    missing numeric cell sits at the mean and adds a 0/1 indicator; missing is a category."""
     parts = []
     if columns.numeric:
-        numeric = frame[list(columns.numeric)].to_numpy(np.float64)
-        scale = numeric.std(axis=0)
-        parts.append((numeric - numeric.mean(axis=0)) / np.where(scale > 0, scale, 1.0))
+        numeric = frame[list(columns.numeric)].to_numpy(np.float64, na_value=np.nan)
+        missing = np.isnan(numeric)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+            mean, scale = np.nanmean(numeric, axis=0), np.nanstd(numeric, axis=0)
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        parts.append(np.where(missing, 0.0, (numeric - np.nan_to_num(mean)) / scale))
+        if missing.any():
+            parts.append(missing[:, missing.any(axis=0)].astype(np.float64))
     for name in columns.categorical:
-        codes = pd.factorize(frame[name])[0]
+        codes = pd.factorize(frame[name], use_na_sentinel=False)[0]
         one_hot = np.zeros((codes.size, codes.max() + 1))
         one_hot[np.arange(codes.size), codes] = np.sqrt(0.5)
         parts.append(one_hot)

@@ -22,10 +22,11 @@ from ..errors import StoreError
 from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from .executor import Executor, make_executor
+from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .members import FittedMembers
 from .runs import refit_full
-from .spec import LibrarySpec, load_spec
+from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 from .training import TrainingData, prepare
 
@@ -59,6 +60,8 @@ class Library:
         self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])
         self.columns: list[str] = list(store.header["columns"])
+        self.input_columns = list(store.header.get("input_columns", self.columns))
+        self.dropped = dict(store.header.get("dropped", {}))  # column -> why it was left out
         self.categories: dict[str, list[str]] = dict(store.header.get("categories", {}))
         self._loaded: dict = {}
         self._scores: dict | None = None
@@ -192,6 +195,7 @@ def build_library(
     time_limit: float | None = None,
     retry_failed: bool = False,
     verbose: int = 1,
+    grow=None,
 ) -> Library:
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
@@ -209,8 +213,14 @@ def build_library(
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
     and the same seed gives the same store.
+    ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
+    (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+    "time": 120, "metric": "mxe", "families": [...]}``; grown runs are stored like any other.
     """
     library_spec = load_spec(spec)
+    grow_spec = parse_grow(grow, n_jobs=n_jobs if n_jobs > 0 else 2, seed=random_state)
+    if grow_spec is not None and library_spec.task != "classification":
+        raise ValueError("grow= grows classification libraries only; leave grow=None here")
     limit = time_limit if time_limit is not None else library_spec.time_limit
     executor = make_executor(n_jobs, limit, backend, client)
     try:
@@ -223,7 +233,9 @@ def build_library(
             random_state=random_state,
             task=library_spec.task,
         )
-        return _build(data, library_spec, cv, store, executor, random_state, retry_failed, verbose)
+        return _build(
+            data, library_spec, cv, store, executor, random_state, retry_failed, verbose, grow_spec
+        )
     finally:
         executor.close()
 
@@ -237,6 +249,7 @@ def _build(
     random_state: int,
     retry_failed: bool,
     verbose: int,
+    grow_spec: GrowSpec | None = None,
 ) -> Library:
     """Fit the runs of every section of ``library_spec`` missing from ``store`` through
     ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
@@ -271,6 +284,16 @@ def _build(
                 f"no run of spec {library_spec.name!r} finished, so the library is empty; "
                 f"errors: {reasons or 'none recorded'}"
             )
+        if grow_spec is not None:
+
+            def fit(runs: list[RunSpec]) -> dict[str, bool]:
+                todo = [("families", r) for r in _missing(writer, runs, retry_failed)]
+                _run_all(executor, todo, shared, stores, 0)
+                return {
+                    r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
+                }
+
+            order += _grow(writer, data, grow_spec, order, fit)
         writer.consolidate(order)
         for section, specs in sections:
             part = stores.get(section)
@@ -291,6 +314,19 @@ def _refit_task(task: tuple, shared: tuple):
     return refit_full(fitted, data, random_state, members)
 
 
+def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
+    """Run the growth stage over the ok runs of ``order``; the ids of the runs it added."""
+    binary = data.n_classes == 2
+
+    def predictions(run_ids: list[str]) -> np.ndarray:
+        P = np.concatenate([writer.run_predictions(r) for r in run_ids])
+        return P[..., 1] if binary else P
+
+    ok = writer.ok_runs(order)
+    added = grow_runs(grow_spec, predictions, ok, data.y[data.hillclimb], fit)
+    return [r for r in added if r not in order]
+
+
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     """The runs of ``specs`` that ``store`` has not finished."""
     done = store.records
@@ -309,6 +345,8 @@ def _header(data: TrainingData, cv: int | None) -> dict:
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
         "columns": list(data.X.columns),
+        "input_columns": list(data.input_columns or data.X.columns),
+        "dropped": dict(data.dropped),
         "categories": {
             col: [str(v) for v in cats]
             for col, cats in zip(data.columns.categorical, data.columns.categories, strict=True)

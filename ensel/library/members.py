@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..data import as_frame, check_columns
+from .runs import view_key
+from .views import transform
 
 __all__ = ["BATCH_ROWS", "FittedMembers"]
 
@@ -123,15 +125,13 @@ class FittedMembers:
 def _shared_views(runs, frame: pd.DataFrame, pool) -> dict:
     """The transformed matrix of every (view, sibling) the runs need, each computed once, keyed
     as ``FittedRun.predict`` looks them up."""
-    from .views import transform
-
     todo = {}
     for fitted in runs:
         siblings = getattr(fitted, "siblings", None)
         if siblings is None or not hasattr(fitted, "member_keys"):
             continue
         for k, (view, _) in enumerate(siblings):
-            todo.setdefault((fitted.run.view, len(siblings), k), view)
+            todo.setdefault(view_key(fitted.run.view, view, len(siblings), k), view)
     keys = list(todo)
     map_ = pool.map if pool is not None else map
     return dict(zip(keys, map_(lambda key: transform(todo[key], frame), keys), strict=True))

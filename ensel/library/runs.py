@@ -79,7 +79,7 @@ class FittedRun:
         at = {s: i for i, s in enumerate(stage_idx)}
         raw = []
         for k, (view, family_run) in enumerate(self.siblings):
-            key = (self.run.view, len(self.siblings), k)
+            key = view_key(self.run.view, view, len(self.siblings), k)
             if views is None:
                 matrix = transform(view, X)
             elif key in views:
@@ -162,7 +162,7 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     siblings = []
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
-        view = make_view(run.view, data.columns).fit(data.X.iloc[train])
+        view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
         fitted = wrap(
             family.fit(
                 transform(view, data.X.iloc[train]),
@@ -204,6 +204,12 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     return RunResult(predictions, FittedRun(run, siblings, sibling_of_group, calibrators), costs)
 
 
+def view_key(kind: str, view, n_siblings: int, k: int) -> tuple:
+    """What identifies a fitted view among the runs of one library: its kind, how it treats
+    missing values, and the sibling (fold) it was fitted for."""
+    return (kind, getattr(view, "native_missing", None), n_siblings, k)
+
+
 def predict_stages(family_run, X: np.ndarray, stages: list[int]) -> dict[str, np.ndarray]:
     """A family run's prediction of the stages of index ``stages`` only: through its
     ``predict(X, stages=...)`` where it has one, else every stage, sliced."""
@@ -222,7 +228,9 @@ def _takes_stages(cls: type) -> bool:
 
 
 def measure_cost(view, family_run, X: pd.DataFrame, n_stages: int) -> dict:
-    """What predicting with one sibling costs, in milliseconds per 1,000 rows, timed on
+    """What predicting with one sibling costs, in CPU milliseconds per 1,000 rows (CPU time of
+    this process, so a busy machine does not inflate it; the builder's workers run one
+    thread each), timed on
     ``COST_ROWS`` rows (``X`` repeated where shorter): ``view`` (the preprocessing), ``stages``
     (per stage index: that stage alone, or, for a ``cumulative`` run, that stage with every
     smaller one) and ``cumulative``. A run whose predict cannot skip stages costs all of them
@@ -236,9 +244,9 @@ def measure_cost(view, family_run, X: pd.DataFrame, n_stages: int) -> dict:
     def fastest(fn):
         best = np.inf
         for _ in range(COST_REPEATS):
-            start = time.perf_counter()
+            start = time.process_time()  # CPU time: what the work costs, whatever the load
             value = fn()
-            best = min(best, time.perf_counter() - start)
+            best = min(best, time.process_time() - start)
         return best, value
 
     view_s, matrix = fastest(lambda: transform(view, rows))
@@ -268,7 +276,7 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     extra = {"categorical": native_categorical(data)} if family.categorical else {}
     if extra and run.view != "native":
         extra["categorical"] = {}
-    view = make_view(run.view, data.columns).fit(data.X)
+    view = make_view(run.view, data.columns, family.native_missing).fit(data.X)
     model = wrap(
         family.fit(
             transform(view, data.X),

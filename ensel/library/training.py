@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,7 @@ from sklearn.model_selection import (
 from sklearn.utils.multiclass import type_of_target
 
 from ..calibration import CROSS_FIT_GROUPS
-from ..data import Columns, as_frame, check_features
+from ..data import Columns, as_frame, check_features, clean_columns
 
 __all__ = ["HOLDOUT", "TrainingData", "prepare"]
 
@@ -46,6 +46,8 @@ class TrainingData:
     folds: np.ndarray
     groups: np.ndarray
     task: str = "classification"  # "regression": y is the real target, classes is empty
+    input_columns: tuple[str, ...] = ()  # the columns given, before any was left out
+    dropped: dict[str, str] = field(default_factory=dict)  # column -> why it was left out
 
     @property
     def n_classes(self) -> int:
@@ -100,6 +102,7 @@ def prepare(
     ``task="regression"``: y is a real target, and the folds are plain (or grouped) K folds."""
     frame = as_frame(X)
     check_features(frame)
+    input_columns = tuple(frame.columns)
     y_arr = np.asarray(y)
     if y_arr.ndim == 2 and y_arr.shape[1] == 1:
         warnings.warn(
@@ -113,10 +116,15 @@ def prepare(
         raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
     if y_arr.shape[0] != frame.shape[0]:
         raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
+    if task != "regression" and pd.isna(y_arr).any():
+        raise ValueError(
+            f"y has missing labels (NaN/None) in {int(pd.isna(y_arr).sum())} of "
+            f"{y_arr.size} rows; drop those rows first"
+        )
+    frame, dropped = clean_columns(frame)
     if task == "regression":
-        return _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
-    if pd.isna(y_arr).any():
-        raise ValueError("y has missing labels; drop those rows first")
+        data = _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
+        return replace(data, input_columns=input_columns, dropped=dropped)
     kind = type_of_target(y_arr) if y_arr.dtype != object else "labels"
     if kind.startswith("continuous"):
         raise ValueError(
@@ -162,7 +170,16 @@ def prepare(
             if k < 2:
                 raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
         cal_groups = _kfold(y_enc[hill], k, hill_groups, random_state)
-    return TrainingData(frame, y_enc, classes, Columns.infer(frame), folds, cal_groups)
+    return TrainingData(
+        frame,
+        y_enc,
+        classes,
+        Columns.infer(frame),
+        folds,
+        cal_groups,
+        input_columns=input_columns,
+        dropped=dropped,
+    )
 
 
 def _prepare_regression(
@@ -193,6 +210,8 @@ def _prepare_regression(
         if not isinstance(cv, int | np.integer) or cv < 2:
             raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
         if units < cv:
+            if n == 1:
+                raise ValueError(f"y has 1 sample, fewer than cv={cv} folds; give more rows")
             raise ValueError(f"y has {units} {what}, fewer than cv={cv} folds; lower cv")
         folds = _plain_kfold(n, cv, groups, random_state)
         cal_groups = folds[folds != HOLDOUT]

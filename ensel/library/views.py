@@ -1,49 +1,157 @@
 """Preprocessing views (App. 4.A): SVMs, neural nets, KNN and logistic regression see one-hot,
 standardised features; trees and naive Bayes see the native features (categoricals as codes).
-A view is fitted on a training fold only."""
+A view is fitted on a training fold only, so nothing it learns (medians, scales, frequent
+levels) comes from the fold's hillclimb rows.
+
+Missing values reach a family in one of two ways, chosen by its ``Family.native_missing``:
+
+- ``native_missing=True`` (xgboost, lightgbm, scikit-learn's trees and forests): numeric NaN is
+  passed through as NaN; in the native view a missing categorical cell is NaN too, in the
+  standardised view it is a one-hot level of its own.
+- ``native_missing=False`` (the others): each numeric column is imputed by its median on the
+  fold's training rows, and a 0/1 missing-indicator column is added (after all other columns,
+  so the native view's column indices stay those of ``runs.native_categorical``) for every
+  numeric column that had a missing cell in those rows; a missing categorical cell is a level
+  of its own (its own one-hot column, or the code after the known categories in the native
+  view).
+
+One-hot views keep a column's frequent levels (at least ``MIN_LEVEL_ROWS`` training rows, the
+``MAX_LEVELS`` most frequent) and pool the rest, and categories never seen in training, into
+one "other" column, so an id-like column or a zip code does not blow up the matrix. Native views
+code every category (trees split on codes, whatever their number).
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from sklearn.compose import ColumnTransformer
-from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 from ..data import Columns
 
-__all__ = ["make_view"]
+__all__ = ["MAX_LEVELS", "MIN_LEVEL_ROWS", "VIEW_KINDS", "View", "make_view", "transform"]
+
+MAX_LEVELS = 32
+"""One-hot views: at most this many levels of a categorical column keep a column of their own."""
+MIN_LEVEL_ROWS = 5
+"""One-hot views: a level seen in fewer training rows of the fold is pooled into "other"."""
 
 
-def make_view(view: str, columns: Columns) -> ColumnTransformer:
-    """An unfitted transformer from the raw DataFrame to the float64 matrix of ``view``.
-    Unseen categories at predict time become all-zero one-hot rows or code -1."""
-    categories = [list(c) for c in columns.categories]
-    if view == "standardized":
-        numeric, categorical = (
-            StandardScaler(),
-            OneHotEncoder(categories=categories, handle_unknown="ignore", sparse_output=False),
-        )
-    elif view == "native":
-        numeric, categorical = (
-            "passthrough",
-            OrdinalEncoder(
-                categories=categories, handle_unknown="use_encoded_value", unknown_value=-1
-            ),
-        )
-    else:
-        raise ValueError(f"view={view!r} is not one of ('standardized', 'native')")
-    parts = []
-    if columns.numeric:
-        parts.append(("numeric", numeric, list(columns.numeric)))
-    if columns.categorical:
-        parts.append(("categorical", categorical, list(columns.categorical)))
-    return ColumnTransformer(parts, sparse_threshold=0.0, verbose_feature_names_out=False)
+def _text(col: pd.Series) -> pd.Series:
+    """A categorical column as strings (the form categories are stored in), missing as NaN."""
+    return col.astype(object).where(col.notna()).map(str, na_action="ignore")
 
 
-def transform(view: ColumnTransformer, X: pd.DataFrame) -> np.ndarray:
-    """Apply a fitted view; a warning (not a crash) for categories never seen in training."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*unknown categories.*")
-        return np.asarray(view.transform(X), dtype=np.float64)
+@dataclass
+class View:
+    """The transformer from the raw DataFrame (the training columns) to the float64 matrix a
+    family sees. ``kind``: ``"standardized"`` or ``"native"``; ``native_missing``: whether the
+    family takes NaN as it is (see the module docstring)."""
+
+    kind: str
+    columns: Columns
+    native_missing: bool = False
+    # learned by fit, on the fold's training rows
+    fill: np.ndarray = field(default_factory=lambda: np.zeros(0))  # median per numeric column
+    indicators: np.ndarray = field(default_factory=lambda: np.zeros(0, int))  # numeric cols
+    mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    scale: np.ndarray = field(default_factory=lambda: np.ones(0))
+    levels: list = field(default_factory=list)  # per categorical column: kept levels (one-hot)
+    pooled: list = field(default_factory=list)  # per categorical column: has an "other" column
+    missing_level: list = field(default_factory=list)  # per column: missing has its own column
+
+    def fit(self, X: pd.DataFrame) -> View:
+        numeric = _numeric(X, self.columns)
+        if numeric.shape[1]:
+            missing = np.isnan(numeric)
+            if not self.native_missing:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+                    fill = np.nanmedian(numeric, axis=0)
+                self.fill = np.where(np.isnan(fill), 0.0, fill)
+                self.indicators = np.flatnonzero(missing.any(axis=0))
+                numeric = np.where(missing, self.fill, numeric)
+            if self.kind == "standardized":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    mean, sd = np.nanmean(numeric, axis=0), np.nanstd(numeric, axis=0)
+                self.mean = np.where(np.isnan(mean), 0.0, mean)
+                self.scale = np.where(np.isnan(sd) | (sd <= 0), 1.0, sd)
+        if self.kind == "standardized":
+            self.levels, self.pooled, self.missing_level = [], [], []
+            for name in self.columns.categorical:
+                text = _text(X[name])
+                counts = text.value_counts(dropna=True)
+                frequent = counts[counts >= MIN_LEVEL_ROWS].index[:MAX_LEVELS]
+                kept = sorted(frequent, key=str)
+                self.levels.append(kept)
+                self.pooled.append(len(kept) < len(counts))
+                self.missing_level.append(bool(text.isna().any()))
+        return self
+
+    def transform(self, X: pd.DataFrame) -> np.ndarray:
+        blocks = []
+        numeric = _numeric(X, self.columns)
+        if numeric.shape[1]:
+            missing = np.isnan(numeric)
+            if not self.native_missing:
+                numeric = np.where(missing, self.fill, numeric)
+            if self.kind == "standardized":
+                numeric = (numeric - self.mean) / self.scale
+            blocks.append(numeric)
+        n = len(X)
+        for j, name in enumerate(self.columns.categorical):
+            text = _text(X[name])
+            absent = text.isna().to_numpy()
+            if self.kind == "native":
+                known = pd.Index([str(c) for c in self.columns.categories[j]], dtype=object)
+                codes = known.get_indexer(text).astype(np.float64)
+                codes[absent] = np.nan if self.native_missing else len(known)
+                blocks.append(codes[:, None])
+                continue
+            kept = self.levels[j]
+            codes = pd.Index(kept, dtype=object).get_indexer(text)
+            width = len(kept) + int(self.pooled[j]) + int(self.missing_level[j])
+            hot = np.zeros((n, width))
+            rows = np.arange(n)
+            inside = codes >= 0
+            hot[rows[inside], codes[inside]] = 1.0
+            if self.pooled[j]:  # infrequent and unseen levels
+                hot[rows[~inside & ~absent], len(kept)] = 1.0
+            if self.missing_level[j]:
+                hot[rows[absent], width - 1] = 1.0
+            blocks.append(hot)
+        if not self.native_missing and self.indicators.size:  # last: codes keep their index
+            blocks.append(np.isnan(_numeric(X, self.columns)[:, self.indicators]).astype(float))
+        if not blocks:
+            return np.zeros((n, 0))
+        return np.hstack(blocks).astype(np.float64, copy=False)
+
+
+def _numeric(X: pd.DataFrame, columns: Columns) -> np.ndarray:
+    if not columns.numeric:
+        return np.zeros((len(X), 0))
+    return X[list(columns.numeric)].to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+VIEW_KINDS: dict[str, Callable[[Columns, bool], View]] = {
+    "standardized": lambda columns, native_missing: View("standardized", columns, native_missing),
+    "native": lambda columns, native_missing: View("native", columns, native_missing),
+}
+"""View name -> factory ``(columns, native_missing) -> unfitted View``."""
+
+
+def make_view(view: str, columns: Columns, native_missing: bool = False) -> View:
+    """An unfitted view of ``view``'s kind for data with ``columns``; ``native_missing``: the
+    family takes NaN as it is (else numeric cells are imputed plus missing indicators)."""
+    if view not in VIEW_KINDS:
+        raise ValueError(f"view={view!r} is not one of {tuple(VIEW_KINDS)}")
+    return VIEW_KINDS[view](columns, native_missing)
+
+
+def transform(view: View, X: pd.DataFrame) -> np.ndarray:
+    """Apply a fitted view: the float64 matrix the family sees."""
+    return view.transform(X)

@@ -57,8 +57,8 @@ def inputs_for(session, X: pd.DataFrame) -> dict:
     numeric, categorical = (json.loads(meta[k]) for k in ("numeric_columns", "categorical_columns"))
     if numeric:
         feeds["numeric"] = X[numeric].to_numpy(np.float64)
-    if categorical:
-        feeds["categorical"] = X[categorical].astype(str).to_numpy()
+    if categorical:  # a missing categorical cell is the empty string
+        feeds["categorical"] = X[categorical].astype(str).fillna("").to_numpy()
     return feeds
 
 
@@ -108,8 +108,40 @@ def test_onnx_categorical_only(tmp_path):
     np.testing.assert_allclose(proba, mimic.predict_proba(X), atol=1e-5, rtol=0)
 
 
+def with_missing(X: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """``X`` with a fifth of its income, colour and member cells missing."""
+    rng = np.random.default_rng(seed)
+    X = X.astype({"member": object})
+    for name in ("income", "colour", "member"):
+        X.loc[rng.random(len(X)) < 0.2, name] = None if X[name].dtype == object else np.nan
+    return X
+
+
+def test_onnx_and_torchscript_take_missing_values_as_the_torch_mimic_does(tmp_path):
+    X = with_missing(mixed())
+    mimic = small_mimic(X, Scores(X, 2))
+    mimic.export(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    fresh = with_missing(mixed(400, seed=1), seed=1)
+    fresh.loc[:30, "age"] = np.nan  # never missing in training: at the mean, no indicator
+    expected = mimic.predict_proba(fresh)
+    assert np.isfinite(expected).all()
+    proba, _ = session.run(None, inputs_for(session, fresh))
+    np.testing.assert_allclose(proba, expected, atol=1e-5, rtol=0)
+    # missing values matter to the mimic: not the same as the rows with their values
+    assert np.abs(expected - mimic.predict_proba(mixed(400, seed=1))).max() > 1e-3
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        mimic.export(tmp_path / "m.pt")
+        scripted = torch.jit.load(str(tmp_path / "m.pt"))
+    numeric = torch.from_numpy(fresh[scripted.numeric_columns].to_numpy(np.float64))
+    categorical = [fresh[c].astype(str).fillna("").tolist() for c in scripted.categorical_columns]
+    got = scripted(numeric, categorical).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+
+
 def test_onnx_runs_where_ensel_cannot_be_imported(tmp_path):
-    X = mixed()
+    X = with_missing(mixed())
     mimic = small_mimic(X, Scores(X, 3))
     mimic.export(tmp_path / "m.onnx")
     X.to_csv(tmp_path / "rows.csv", index=False)
@@ -130,7 +162,10 @@ def test_onnx_runs_where_ensel_cannot_be_imported(tmp_path):
         session = ort.InferenceSession({str(tmp_path / "m.onnx")!r})
         meta = session.get_modelmeta().custom_metadata_map
         rows = list(csv.DictReader(open({str(tmp_path / "rows.csv")!r})))
-        num = [[float(r[c]) for c in json.loads(meta["numeric_columns"])] for r in rows]
+        num = [
+            [float(r[c]) if r[c] else float("nan") for c in json.loads(meta["numeric_columns"])]
+            for r in rows
+        ]
         cat = [[r[c] for c in json.loads(meta["categorical_columns"])] for r in rows]
         proba, _ = session.run(None, {{"numeric": np.array(num), "categorical": np.array(cat)}})
         np.save({str(tmp_path / "out.npy")!r}, proba)

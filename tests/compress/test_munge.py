@@ -97,7 +97,6 @@ def test_seeded():
     ("kwargs", "message"),
     [
         ({"X": pd.DataFrame({"a": []}), "size": 5}, "X has 0 sample(s)"),
-        ({"X": pd.DataFrame({"a": [1.0, np.nan, 2.0]}), "size": 5}, "missing values"),
         ({"X": pd.DataFrame({"a": [1.0, np.inf]}), "size": 5}, "infinite values"),
         ({"X": pd.DataFrame({"a": [1.0]}), "size": 5}, "at least 2 rows"),
         ({"X": np.ones((4, 2)), "size": 0}, "size=0: must be a positive integer"),
@@ -109,3 +108,23 @@ def test_bad_input(kwargs, message):
     with pytest.raises(ValueError) as info:
         munge(**kwargs)
     assert message in str(info.value)
+
+
+def test_missingness_is_kept_at_the_rate_of_the_data():
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(size=n),
+            "k": rng.choice(["x", "y", "z"], size=n).astype(object),
+        }
+    )
+    X.loc[rng.random(n) < 0.3, "a"] = np.nan
+    X.loc[rng.random(n) < 0.1, "k"] = None
+    pseudo = munge(X, 20_000, p=0.5, random_state=0)
+    assert abs(pseudo["a"].isna().mean() - 0.3) < 0.03
+    assert abs(pseudo["k"].isna().mean() - 0.1) < 0.02
+    assert pseudo["b"].notna().all()
+    # a missing cell's pseudo value is known only when taken from a known neighbour value
+    assert set(pseudo["k"].dropna()) == {"x", "y", "z"}

@@ -79,6 +79,49 @@ def test_hillclimb_predictions_never_come_from_a_model_that_saw_the_point(cancer
         np.testing.assert_allclose(test_time, expected)
 
 
+@pytest.mark.parametrize("cv", [5, None])
+def test_a_folds_imputer_never_sees_its_hillclimb_rows(cv, monkeypatch):
+    """With missing values everywhere, each sibling's view (median, missing indicators,
+    frequent levels) is fitted on its training rows only: the memoriser still reads 0.5 on every
+    hillclimb row, and every fitted median and level set is that of the sibling's own training
+    rows. A level found only among a sibling's held-out rows gets no column of its own."""
+    from ensel.library.training import prepare
+    from ensel.library.views import MIN_LEVEL_ROWS
+
+    rng = np.random.default_rng(0)
+    n = 300
+    X = pd.DataFrame(
+        {
+            "a": rng.normal(size=n) + np.arange(n) / 50,
+            "b": rng.normal(size=n),
+            "k": rng.choice(["u", "v", "w"], size=n).astype(object),
+        }
+    )
+    X.loc[rng.random(n) < 0.2, "a"] = np.nan
+    X.loc[rng.random(n) < 0.2, "k"] = None
+    y = (rng.random(n) < 0.5).astype(int)
+    data = prepare(X, y, cv=cv, random_state=0)
+    held_out_only = "only-in-fold-0"
+    X.loc[data.folds == 0, "b"] = np.nan  # b missing only in fold 0's rows
+    X.loc[np.flatnonzero(data.folds == 0)[:10], "k"] = held_out_only
+    family = Family(name="memorizer", fit=_fit_memorizer, params={}, view="standardized")
+    monkeypatch.setitem(FAMILIES, "memorizer", family)
+    spec = {"families": [{"family": "memorizer", "calibration": ["none", "platt"]}]}
+    lib = build_library(X, y, spec=spec, cv=cv, n_jobs=1, verbose=0)
+    np.testing.assert_array_equal(np.asarray(lib.predictions)[0], 0.5)
+    siblings = lib._fitted(lib.members["run"][0]).siblings
+    assert len(siblings) == (5 if cv else 1)
+    for k, (view, _) in enumerate(siblings):
+        train = X[data.folds != k]
+        fill = np.nan_to_num(np.nanmedian(train[["a", "b"]].to_numpy(float), axis=0))
+        np.testing.assert_allclose(view.fill, fill)
+        counts = train["k"].value_counts()
+        assert view.levels[0] == sorted(counts.index[counts >= MIN_LEVEL_ROWS])
+        assert (held_out_only in view.levels[0]) == (k != 0)
+        has_b_missing = bool(train["b"].isna().any())
+        assert (1 in view.indicators) == has_b_missing
+
+
 @dataclass
 class _RowKeyRun:
     def predict(self, X):
@@ -256,7 +299,6 @@ def test_an_empty_library_is_an_error(cancer):
     [
         (np.ones((10, 2)), np.arange(9) % 2, {}, "X has 10 rows but y has 9"),
         (np.ones((10, 2)), np.zeros(10), {}, "single class"),
-        (np.array([[np.nan, 1.0]] * 10), np.arange(10) % 2, {}, "missing values"),
         (np.array([[np.inf, 1.0]] * 10), np.arange(10) % 2, {}, "infinite values"),
         (np.ones((10, 2)), np.arange(10) % 2, {"cv": 6}, "fewer than cv=6 folds"),
         (np.ones((10, 2)), np.arange(10) % 2, {"cv": 1}, "cv=1"),

@@ -95,6 +95,51 @@ def test_family_handles_a_fold_without_one_class(name):
     assert out[..., 2].mean() > 0.2  # the last class keeps its own column
 
 
+# ------------------------------------------------------------------ missing values
+
+
+def _messy(n_classes: int, n: int = 300, seed: int = 0):
+    """Numeric and categorical columns with missing cells; the label depends on both, and on
+    whether ``a`` is missing (missingness that carries information)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    colour = rng.choice(["red", "green", "blue"], size=n).astype(object)
+    score = a + b + (colour == "red")
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    frame = pd.DataFrame({"a": a, "b": b, "c": rng.normal(size=n), "colour": colour})
+    frame.loc[rng.random(n) < 0.25, "a"] = np.nan
+    frame.loc[rng.random(n) < 0.1, "colour"] = None
+    return frame, y
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_family_takes_missing_values_through_its_view(name, n_classes):
+    """Every family fits and predicts on data with NaN in numeric and categorical columns,
+    also where a column had no missing cell in training: natively (NaN reaches the fit
+    function) or through its imputing view (no NaN reaches it)."""
+    from ensel.data import Columns
+    from ensel.library.views import make_view
+
+    family = _available(name)
+    frame, y = _messy(n_classes)
+    train, test = frame.iloc[:220], frame.iloc[220:].copy()
+    test.loc[test.index[:5], "c"] = np.nan  # never missing in training
+    view = make_view(family.view, Columns.infer(frame), family.native_missing).fit(train)
+    Z = view.transform(train)
+    assert np.isnan(Z).any() == family.native_missing
+    params = {**family.params, **family.test_params}
+    run = family.fit(
+        Z, y[:220], n_classes=n_classes, params=params, stages=family.test_stages, random_state=0
+    )
+    for variant, p in run.predict(view.transform(test)).items():
+        assert p.shape[-2:] == (80, n_classes), variant
+        assert np.isfinite(p).all()
+        np.testing.assert_allclose(p.sum(axis=-1), 1.0, atol=1e-9)
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_predicting_some_stages_equals_slicing_all(name):
     """``predict(X, stages=idx)`` computes only the stages asked for, in the order asked,

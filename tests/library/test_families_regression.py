@@ -109,9 +109,11 @@ def test_adaboost_r2_and_hist_gbdt_match_sklearn():
     from sklearn.tree import DecisionTreeRegressor
 
     X, y = _data(seed=6)
-    got = _fit(REGRESSORS["adaboost"], X, y, stages=(3, 9), seed=2).predict(X)["none"][..., 0]
-    ref = AdaBoostRegressor(DecisionTreeRegressor(max_depth=2), n_estimators=3, random_state=2)
-    np.testing.assert_allclose(got[0], ref.fit(X, y).predict(X), rtol=1e-9)
+    got = _fit(REGRESSORS["adaboost"], X, y, stages=(3, 4, 9), seed=2).predict(X)["none"][..., 0]
+    ref = AdaBoostRegressor(DecisionTreeRegressor(max_depth=2), n_estimators=9, random_state=2)
+    staged = list(ref.fit(X, y).staged_predict(X))
+    for i, s in enumerate((3, 4, 9)):  # the weighted median of each prefix
+        np.testing.assert_allclose(got[i], staged[s - 1], rtol=1e-9, err_msg=f"stage {s}")
     got = _fit(REGRESSORS["hist_gbdt"], X, y, stages=(7, 20), seed=2).predict(X)["none"][..., 0]
     ref = HistGradientBoostingRegressor(
         learning_rate=0.3, max_leaf_nodes=7, max_iter=7, early_stopping=False, random_state=2

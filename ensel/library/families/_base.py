@@ -62,7 +62,8 @@ class FitFn(Protocol):
 @dataclass(frozen=True)
 class Family:
     """A model family: its fit function, the parameters it accepts (name -> default), its view,
-    whether it has stages, and the analytic calibration variants its runs produce."""
+    whether it has stages, the analytic calibration variants its runs produce, and whether it
+    takes missing values natively (``native_missing``)."""
 
     name: str
     fit: FitFn
@@ -74,6 +75,10 @@ class Family:
     test_params: Mapping[str, Any] = field(default_factory=dict)  # small and fast, for tests
     test_stages: tuple[int, ...] | None = None
     validate: Callable[[dict[str, Any], tuple[int, ...] | None], None] | None = None
+    native_missing: bool = False
+    """True: the fit function takes NaN as it is (numeric NaN passed through; see
+    ``ensel.library.views``); False: its view imputes the median plus missing indicators,
+    fitted on each fold's training rows."""
     categorical: bool = False
     """The family splits (or embeds) categorical columns natively: on the native view its fit
     function also receives ``categorical={column index: number of categories}`` (the codes are
@@ -94,6 +99,11 @@ def register(family: Family, task: str | None = None) -> Family:
         family = dataclasses.replace(family, task=task)
     if family.view not in VIEWS:
         raise ValueError(f"family {family.name!r}: view {family.view!r} is not one of {VIEWS}")
+    if family.categorical and not family.native_missing:
+        raise ValueError(
+            f"family {family.name!r}: categorical=True needs native_missing=True (a missing "
+            "categorical code reaches it as NaN)"
+        )
     if family.task not in _REGISTRIES:
         raise ValueError(
             f"family {family.name!r}: task {family.task!r} is not one of {tuple(_REGISTRIES)}"

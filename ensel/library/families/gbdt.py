@@ -179,6 +179,7 @@ def _validate(name: str):
 register(
     Family(
         name="xgboost",
+        native_missing=True,
         fit=fit_xgboost,
         params={
             "max_depth": 6,
@@ -202,6 +203,7 @@ register(
 register(
     Family(
         name="lightgbm",
+        native_missing=True,
         fit=fit_lightgbm,
         params={
             "num_leaves": 31,

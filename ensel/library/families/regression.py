@@ -271,28 +271,46 @@ fit_extra_trees = _forest("ExtraTreesRegressor")
 @dataclass
 class _StagedPredictRun:
     """A boosted model whose ``staged_predict`` yields the prediction after every step; the
-    members keep the steps in ``stages`` (AdaBoost.R2's weighted median, HistGradientBoosting's
-    sum of trees)."""
+    members keep the steps in ``stages`` (HistGradientBoosting's sum of trees)."""
 
     model: Any
     stages: tuple[int, ...]
+    single_thread: bool = False  # HistGradientBoosting: predict on one OpenMP thread
 
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        from contextlib import nullcontext
+
+        from threadpoolctl import threadpool_limits
+
         wanted = set(self.stages)
         out, last = {}, None
-        for i, p in enumerate(self.model.staged_predict(X), start=1):
-            last = p
-            if i in wanted:
-                out[i] = p
+        limit = threadpool_limits(1, user_api="openmp") if self.single_thread else nullcontext()
+        with limit:
+            for i, p in enumerate(self.model.staged_predict(X), start=1):
+                last = p
+                if i in wanted:
+                    out[i] = p
         # a model that stopped early (a perfect fit) repeats its last prediction
         return {"none": _column(np.stack([out.get(s, last) for s in self.stages]))}
 
 
-def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state):
+def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state, categorical=None):
     """scikit-learn's HistGradientBoostingRegressor, ``max(stages)`` iterations without early
-    stopping; a member per listed iteration count (the same model as one trained that long)."""
+    stopping; a member per listed iteration count (the same model as one trained that long).
+    Categorical columns of the native view are split natively (as the classifier's hist_gbdt:
+    unseen codes count as missing); one OpenMP thread (the builder parallelises across runs)."""
     from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
 
+    from .hist_gbdt import MAX_BINS, categorical_mask
+
+    X = np.asarray(X, dtype=np.float64)
+    mask = categorical_mask(X.shape[1], categorical)
+    if mask.any():
+        X = X.copy()
+        cat = X[:, mask]
+        cat[cat < 0] = np.nan
+        X[:, mask] = cat
     model = HistGradientBoostingRegressor(
         loss=params["loss"],
         learning_rate=params["learning_rate"],
@@ -300,10 +318,38 @@ def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state):
         max_leaf_nodes=params["max_leaf_nodes"],
         min_samples_leaf=params["min_samples_leaf"],
         l2_regularization=params["l2_regularization"],
+        max_bins=MAX_BINS,
+        categorical_features=mask if mask.any() else None,
         early_stopping=False,
         random_state=random_state,
-    ).fit(X, y)
-    return _StagedPredictRun(model, stages)
+    )
+    with threadpool_limits(1, user_api="openmp"):
+        model.fit(X, y)
+    return _StagedPredictRun(model, stages, single_thread=True)
+
+
+@dataclass
+class _MedianRun:
+    """AdaBoost.R2's members: for each stage ``s`` the weighted median of the first ``s``
+    estimators' predictions (scikit-learn's ``_get_median_predict`` on a prefix). Every
+    estimator predicts once, not once per stage as ``staged_predict`` would."""
+
+    estimators: list
+    weights: np.ndarray
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        n_used = min(max(self.stages), len(self.estimators))
+        preds = np.stack([e.predict(X) for e in self.estimators[:n_used]], axis=1)  # (n, T)
+        rows = np.arange(preds.shape[0])
+        out = []
+        for s in self.stages:
+            p = preds[:, : min(s, n_used)]
+            order = np.argsort(p, axis=1, kind="stable")
+            cdf = np.cumsum(self.weights[: p.shape[1]][order], axis=1)
+            median = np.argmax(cdf >= 0.5 * cdf[:, -1:], axis=1)
+            out.append(p[rows, order[rows, median]])
+        return {"none": _column(np.stack(out))}
 
 
 def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
@@ -319,7 +365,9 @@ def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
         loss=params["loss"],
         random_state=random_state,
     ).fit(X, y)
-    return _StagedPredictRun(model, stages)
+    n = len(model.estimators_)  # fewer than asked when a step fits perfectly
+    weights = np.asarray(model.estimator_weights_[:n], dtype=np.float64)
+    return _MedianRun(list(model.estimators_), weights, stages)
 
 
 @dataclass
@@ -519,6 +567,7 @@ for _family in (
         fit=fit_tree,
         params={**_TREE_PARAMS, "ccp_alpha": 0.0},
         view="native",
+        native_missing=True,
         test_params={"max_depth": 4},
         validate=_validate_tree,
     ),
@@ -527,6 +576,7 @@ for _family in (
         fit=fit_bagged_trees,
         params=_TREE_PARAMS,
         view="native",
+        native_missing=True,
         stages="trees",
         test_params={"max_depth": 4},
         test_stages=(2, 5),
@@ -537,6 +587,7 @@ for _family in (
         fit=fit_random_forest,
         params={**_FOREST_PARAMS, "max_features": 0.33},
         view="native",
+        native_missing=True,
         stages="trees",
         test_params={"max_features": 2},
         test_stages=(4, 8),
@@ -547,6 +598,7 @@ for _family in (
         fit=fit_extra_trees,
         params=_FOREST_PARAMS,
         view="native",
+        native_missing=True,
         stages="trees",
         test_params={"max_features": 1.0},
         test_stages=(4, 8),
@@ -563,7 +615,9 @@ for _family in (
             "l2_regularization": 0.0,
         },
         view="native",
+        native_missing=True,
         stages="boosting iterations",
+        categorical=True,
         test_params={"learning_rate": 0.3, "max_leaf_nodes": 7},
         test_stages=(2, 5),
         validate=_staged("hist_gbdt iterations"),
@@ -590,6 +644,7 @@ for _family in (
             "reg_lambda": 1.0,
         },
         view="native",
+        native_missing=True,
         stages="boosting rounds",
         requires=("xgboost",),
         test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
@@ -608,6 +663,7 @@ for _family in (
             "reg_lambda": 0.0,
         },
         view="native",
+        native_missing=True,
         stages="boosting rounds",
         requires=("lightgbm",),
         test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},

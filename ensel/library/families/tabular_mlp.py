@@ -227,6 +227,7 @@ register(
             "label_smoothing": 0.0,
         },
         view="native",
+        native_missing=True,
         stages="epochs",
         requires=("torch",),
         test_params={"hidden": 32, "batch_size": 32},

@@ -239,6 +239,7 @@ def _needs_stages(params: dict, stages: tuple[int, ...] | None) -> None:
 register(
     Family(
         name="tree",
+        native_missing=True,
         fit=fit_tree,
         params=TREE_PARAMS,
         view="native",
@@ -248,6 +249,7 @@ register(
 register(
     Family(
         name="bagged_trees",
+        native_missing=True,
         fit=fit_bagged_trees,
         params=TREE_PARAMS,
         view="native",
@@ -260,6 +262,7 @@ register(
 register(
     Family(
         name="random_forest",
+        native_missing=True,
         fit=fit_random_forest,
         params={"max_features": 4, "criterion": "gini", "min_samples_leaf": 1},
         view="native",

@@ -1,0 +1,245 @@
+"""Regression: ensel's default regression library and ensemble selection for RMSE against
+scikit-learn's HistGradientBoostingRegressor, the best single library member, and AutoGluon
+best_quality at the same time budget, on real datasets with numeric targets.
+
+    python -m benchmarks.bench_regression [--quick] [--datasets medpar,...] [--seeds 5]
+                                          [--time-limit 60] [--no-autogluon] [--fresh]
+
+Each dataset × seed is a 70/30 split (``datasets.protocol_split``: grouped where rows share a
+subject). ensel fits ``EnsembleSelectionRegressor(library="regression", metric="rmse",
+time_limit=T, n_jobs=2)`` on the 70%; the best single member is the library member with the
+lowest hillclimb (out-of-fold) RMSE, predicted from the same library; HGB is ``_peers.run_hgb``
+(early stopping on 10% of the training rows); AutoGluon is ``_peers.run_autogluon`` with
+``presets="best_quality"``, ``time_limit=T`` and 2 CPUs. Test RMSE and MAE on the 30%.
+
+Every finished pair is appended to ``.bench-cache/regression/results.jsonl`` as it completes, so
+an interrupted run keeps what it measured and a rerun skips what is there (``--fresh`` starts
+over). The table and the targets (ensel's RMSE below AutoGluon's on >= 60% of dataset × seed
+pairs, below the best member's on >= 80%) are printed and written to docs/benchmarks.md with
+the pairs that ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import datasets
+from benchmarks._report import ROOT, machine_line, write_section
+from ensel import EnsembleSelectionRegressor
+from ensel.library import Library
+from ensel.metrics import score
+
+SECTION = "## Regression (EnsembleSelectionRegressor vs HGB, best member, AutoGluon)"
+DATASETS = ("workinghours", "treatment", "medpar", "vietnam_h", "rwm1984")
+QUICK_DATASETS = ("diabetes", "medpar")
+CACHE = ROOT / ".bench-cache" / "regression"
+TARGET_VS_AUTOGLUON = 0.6
+TARGET_VS_BEST_MEMBER = 0.8
+
+
+def split(name: str, seed: int):
+    """``X_train, X_test, y_train, y_test, groups_train`` of the protocol split for ``seed``."""
+    ds = datasets.load(name)
+    train, test = datasets.protocol_split(ds.y, seed, groups=ds.groups, classification=False)
+    X_tr, X_te = ds.X.iloc[train].reset_index(drop=True), ds.X.iloc[test].reset_index(drop=True)
+    y_tr, y_te = ds.y.iloc[train].reset_index(drop=True), ds.y.iloc[test].reset_index(drop=True)
+    groups = None if ds.groups is None else ds.groups.iloc[train].to_numpy()
+    return X_tr, X_te, y_tr, y_te, groups
+
+
+def errors(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    return {"rmse": score("rmse", y, pred), "mae": score("mae", y, pred)}
+
+
+def run_ensel(X_tr, X_te, y_tr, y_te, groups, seed: int, time_limit: float, spec: str) -> dict:
+    """ensel's regressor and, from the same library, its best single member."""
+    with tempfile.TemporaryDirectory(prefix="ensel-bench-regression-") as tmp:
+        store = Path(tmp) / "library"
+        model = EnsembleSelectionRegressor(
+            library=spec,
+            metric="rmse",
+            time_limit=time_limit,
+            n_jobs=2,
+            store=store,
+            random_state=seed,
+        )
+        start = time.perf_counter()
+        model.fit(X_tr, y_tr.to_numpy(), groups=groups)
+        fit_seconds = time.perf_counter() - start
+        pred = model.predict(X_te)
+        board = model.leaderboard()  # best hillclimb RMSE first
+        best = board.iloc[0]
+        best_pred = Library.open(store).predict(X_te, ids=[best["id"]])[0]
+    y = y_te.to_numpy()
+    return {
+        "ensel": {**errors(y, pred), "fit_seconds": fit_seconds},
+        "best_member": {**errors(y, best_pred), "member": f"{best['family']}@{best['stage']}"},
+        "library": {"members": len(board), "with_weight": len(model.members_)},
+    }
+
+
+def run_peers(X_tr, X_te, y_tr, y_te, seed: int, time_limit: float, autogluon: bool) -> dict:
+    from benchmarks._peers import run_autogluon, run_hgb
+
+    target = "__target__"
+    train = X_tr.assign(**{target: y_tr.to_numpy()})
+    test = X_te.assign(**{target: y_te.to_numpy()})
+    y = y_te.to_numpy()
+    out = {}
+    hgb = run_hgb(train, test, target, "regression", seed=seed)
+    out["hgb"] = {**errors(y, hgb.predictions), "fit_seconds": hgb.fit_seconds}
+    if autogluon:
+        ag = run_autogluon(
+            train, test, target, "regression", time_limit=time_limit,
+            presets="best_quality", num_cpus=2, seed=seed,
+        )  # fmt: skip
+        out["autogluon"] = {**errors(y, ag.predictions), "fit_seconds": ag.fit_seconds}
+    return out
+
+
+def load_results(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def summarise(results: list[dict]) -> tuple[list[str], dict]:
+    """Markdown table rows (one per dataset: medians over seeds) and the win counts."""
+    frame = pd.DataFrame(
+        [
+            {
+                "dataset": r["dataset"],
+                "seed": r["seed"],
+                **{f"{k}_{m}": r[k][m] for k in MODELS if k in r for m in ("rmse", "mae")},
+                "ensel_fit": r["ensel"]["fit_seconds"],
+                "ag_fit": r.get("autogluon", {}).get("fit_seconds", np.nan),
+            }
+            for r in results
+        ]
+    )
+    rows = []
+    header = (
+        "| dataset | pairs | ensel RMSE | best member | HGB | AutoGluon | ensel MAE | best member "
+        "| HGB | AutoGluon | ensel fit s | AutoGluon fit s |"
+    )
+    rows += [header, "|" + "---|" * 12]
+    for name, part in frame.groupby("dataset", sort=False):
+        med = part.median(numeric_only=True)
+
+        def cell(key, med=med):
+            return f"{med[key]:.4g}" if key in med and np.isfinite(med[key]) else "-"
+
+        rows.append(
+            f"| {name} | {len(part)} | "
+            + " | ".join(cell(f"{k}_rmse") for k in MODELS)
+            + " | "
+            + " | ".join(cell(f"{k}_mae") for k in MODELS)
+            + f" | {cell('ensel_fit')} | {cell('ag_fit')} |"
+        )
+    wins = {}
+    for other in ("best_member", "hgb", "autogluon"):
+        col = f"{other}_rmse"
+        if col in frame and frame[col].notna().any():
+            both = frame[frame[col].notna()]
+            beat = int((both["ensel_rmse"] < both[col]).sum())
+            ratio = float(np.median(both["ensel_rmse"] / both[col]))
+            wins[other] = (beat, len(both), ratio)
+    return rows, wins
+
+
+MODELS = ("ensel", "best_member", "hgb", "autogluon")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="2 small datasets, 1 seed, 20 s")
+    parser.add_argument("--datasets", help="comma-separated names from datasets.REGRESSION")
+    parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 5, quick 1)")
+    parser.add_argument("--time-limit", type=float, help="seconds per fit (default 60, quick 20)")
+    parser.add_argument("--spec", default="regression", help="ensel library spec")
+    parser.add_argument("--no-autogluon", action="store_true", help="skip the AutoGluon peer")
+    parser.add_argument("--fresh", action="store_true", help="forget cached results")
+    args = parser.parse_args()
+    names = args.datasets.split(",") if args.datasets else (
+        QUICK_DATASETS if args.quick else DATASETS
+    )  # fmt: skip
+    unknown = [n for n in names if n not in datasets.REGRESSION]
+    if unknown:
+        parser.error(f"unknown dataset(s) {unknown}; choose from {sorted(datasets.REGRESSION)}")
+    seeds = range(args.seeds or (1 if args.quick else 5))
+    time_limit = args.time_limit or (20.0 if args.quick else 60.0)
+    autogluon = not args.no_autogluon
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tag = "quick" if args.quick else "full"
+    path = CACHE / f"results-{tag}.jsonl"
+    if args.fresh and path.exists():
+        path.unlink()
+    results = load_results(path)
+    done = {(r["dataset"], r["seed"]) for r in results}
+    loads = []
+    for name in names:
+        for seed in seeds:
+            if (name, seed) in done:
+                continue
+            X_tr, X_te, y_tr, y_te, groups = split(name, seed)
+            record = {"dataset": name, "seed": seed, "n_train": len(X_tr), "n_test": len(X_te)}
+            record.update(run_ensel(X_tr, X_te, y_tr, y_te, groups, seed, time_limit, args.spec))
+            record.update(run_peers(X_tr, X_te, y_tr, y_te, seed, time_limit, autogluon))
+            record["load_average"] = os.getloadavg()[0]
+            loads.append(record["load_average"])
+            with open(path, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            results.append(record)
+            line = "  ".join(f"{k} {record[k]['rmse']:.4g}" for k in MODELS if k in record)
+            print(f"{name} seed {seed}: RMSE {line}", flush=True)
+    results = [r for r in results if r["dataset"] in names and r["seed"] in seeds]
+    rows, wins = summarise(results)
+    print("\n".join(rows))
+    expected = len(names) * len(seeds)
+    command = "python -m benchmarks.bench_regression" + (" --quick" if args.quick else "")
+    all_loads = [r["load_average"] for r in results]
+    lines = [
+        "",
+        machine_line(command),
+        f"Load average (1 min) when each pair finished: median {np.median(all_loads):.1f}, "
+        f"max {max(all_loads):.1f} (the 2 cores are shared). Time budget {time_limit:g} s per "
+        f"fit for ensel (`time_limit`) and AutoGluon; {len(results)} of {expected} dataset x "
+        f"seed pairs ran ({', '.join(names)}; seeds {seeds.start}..{seeds.stop - 1}).",
+        "",
+        "Medians over seeds of test RMSE and MAE (70/30 splits), and of fit wall seconds:",
+        "",
+        *rows,
+        "",
+    ]
+    for other, target in (
+        ("autogluon", TARGET_VS_AUTOGLUON),
+        ("best_member", TARGET_VS_BEST_MEMBER),
+        ("hgb", None),
+    ):
+        if other not in wins:
+            lines.append(f"- ensel vs {other}: not run.")
+            continue
+        beat, n, ratio = wins[other]
+        verdict = ""
+        if target is not None:
+            met = beat / n >= target
+            verdict = f"; target >= {target:.0%}: {'met' if met else 'NOT met'}"
+        lines.append(
+            f"- ensel's test RMSE below {other}'s on {beat} of {n} pairs ({beat / n:.0%})"
+            f"{verdict}; median RMSE ratio ensel / {other} {ratio:.3f}."
+        )
+    for line in lines[-3:]:
+        print(line)
+    write_section(SECTION, lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Library growth (ensel/library/grow.py): optuna proposes runs, scored by the out-of-sample
+score of the ensemble with them added; grown runs are stored, reused on a rerun, and bounded by
+the budget; bad ``grow=`` arguments get one-line errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from ensel.library import build_library
+from ensel.library.grow import GROW_SPACES, GrowSpec, _CrossSelection, grow_runs, parse_grow
+
+pytest.importorskip("optuna")
+
+SPEC = {"families": [{"family": "logreg", "params": {"ridge": [1.0]}}]}
+
+
+def _data(n=300, seed=0):
+    X, y = make_classification(
+        n_samples=n, n_features=6, n_informative=4, n_redundant=0, random_state=seed
+    )
+    return X, y
+
+
+def test_parse_grow_accepts_ints_dicts_and_none():
+    assert parse_grow(None) is None and parse_grow(0) is None and parse_grow(False) is None
+    assert parse_grow(5).trials == 5
+    spec = parse_grow({"time": 30, "trials": None, "families": ["extra_trees"]}, n_jobs=2)
+    assert spec.time == 30 and spec.trials is None and spec.batch == 2
+    assert spec.families == ("extra_trees",)
+
+
+@pytest.mark.parametrize(
+    ("grow", "message"),
+    [
+        ("lots", "grow='lots': use a number of trials"),
+        ({"trails": 3}, "grow has unknown key(s) ['trails']"),
+        ({"trials": None}, "grow needs a budget"),
+        ({"families": ["svm"]}, "grow families ['svm'] have no search space"),
+        (-1, "must be positive"),
+    ],
+)
+def test_parse_grow_errors_say_what_is_wrong(grow, message):
+    with pytest.raises(ValueError) as info:
+        parse_grow(grow)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_every_search_space_proposes_valid_runs():
+    import optuna
+
+    from ensel.library.families import get_family
+    from ensel.library.grow import _propose
+
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for name in GROW_SPACES:
+        for _ in range(5):
+            trial = study.ask()
+            run = _propose(_Fixed(trial, name), (name,), lambda f: f.view)
+            family = get_family(name)
+            family.validate(run.param_dict, run.stages)
+            study.tell(trial, 0.0)
+
+
+class _Fixed:
+    """A trial that answers ``family`` with a fixed name and samples everything else."""
+
+    def __init__(self, trial, name):
+        self.trial, self.name = trial, name
+
+    def suggest_categorical(self, key, choices):
+        if key == "family":
+            return self.name
+        return self.trial.suggest_categorical(key, choices)
+
+    def __getattr__(self, attr):
+        return getattr(self.trial, attr)
+
+
+def test_cross_selection_rewards_a_complementary_member():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    signal = np.where(y == 1, 0.7, 0.3)
+    weak = np.clip(signal + rng.normal(0, 0.35, 400), 0.01, 0.99)
+    strong = np.clip(signal + rng.normal(0, 0.1, 400), 0.01, 0.99)
+    noise = rng.uniform(0.01, 0.99, 400)
+    cross = _CrossSelection(y, "mxe", 0, {})
+    base = cross.value(weak[None])
+    assert cross.value(np.stack([weak, strong])) > base
+    assert cross.value(np.stack([weak, strong])) > cross.value(np.stack([weak, noise]))
+
+
+def test_grow_runs_stops_on_the_trial_budget_and_tells_failures():
+    y = np.random.default_rng(1).integers(0, 2, 200)
+    fitted = []
+
+    def predictions(ids):
+        rng = np.random.default_rng(len(ids[0]))
+        return rng.uniform(0.01, 0.99, (len(ids), y.size))
+
+    def fit(runs):
+        fitted.extend(runs)
+        return {r.run_id: i % 2 == 0 for i, r in enumerate(runs)}  # every other run fails
+
+    spec = GrowSpec(trials=4, families=("extra_trees",), batch=2, seed=0)
+    added = grow_runs(spec, predictions, ["base"], y, fit)
+    assert len(fitted) == 4
+    assert len(added) == 2
+
+
+def test_build_library_grows_stores_and_resumes(tmp_path):
+    X, y = _data()
+    grow = {"trials": 3, "families": ["extra_trees"]}
+    store = tmp_path / "lib"
+    lib = build_library(X, y, spec=SPEC, cv=3, store=store, verbose=0, grow=grow)
+    grown = lib.members[lib.members["family"] == "extra_trees"]
+    assert grown["run"].nunique() == 3
+    assert len(lib.members) == 1 + len(grown)
+    assert lib.predict(X[:5]).shape == (len(lib.members), 5)
+    records = dict(lib.store.records)
+    again = build_library(X, y, spec=SPEC, cv=3, store=store, verbose=0, grow=grow)
+    assert list(again.members["id"]) == list(lib.members["id"])
+    assert dict(again.store.records) == records  # nothing refitted
+    np.testing.assert_array_equal(np.asarray(again.predictions), np.asarray(lib.predictions))
+
+
+def test_a_zero_time_budget_grows_nothing():
+    X, y = _data(seed=2)
+    lib = build_library(X, y, spec=SPEC, cv=3, verbose=0, grow={"time": 0.0, "trials": None})
+    assert set(lib.members["family"]) == {"logreg"}
+
+
+def test_grow_refuses_regression_libraries():
+    X, y = _data(seed=3)
+    with pytest.raises(ValueError, match="grows classification libraries only"):
+        build_library(X, y.astype(float) + 0.5, spec="tiny_regression", grow=2, verbose=0)

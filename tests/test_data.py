@@ -1,0 +1,76 @@
+"""The input layer: missing values allowed, stray tokens in numeric columns, all-missing and
+constant columns left out, id-like columns warned, one-line errors for what cannot be used."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ensel.data import check_columns, check_features, clean_columns
+from ensel.library.training import prepare
+
+
+def test_missing_values_pass_the_checks_infinities_do_not():
+    frame = pd.DataFrame({"a": [1.0, np.nan], "b": ["x", None], "c": [True, None]})
+    check_features(frame)
+    with pytest.raises(ValueError, match=r"infinite values in column\(s\) \['a'\]"):
+        check_features(pd.DataFrame({"a": [1.0, np.inf]}))
+
+
+def test_stray_tokens_become_missing_with_a_warning_naming_column_and_tokens():
+    frame = pd.DataFrame(
+        {"lab": ["1.5", "?", "2.0", "NA", "3", "-"] * 5, "name": list("abcdef") * 5}
+    )
+    with pytest.warns(UserWarning, match=r"column 'lab' .* token\(s\) \['-', '\?', 'NA'\]"):
+        clean, dropped = clean_columns(frame)
+    assert clean["lab"].dtype == np.float64 and clean["lab"].isna().sum() == 15
+    assert clean["name"].dtype != np.float64 and not dropped  # words are a category
+
+
+def test_all_missing_columns_dropped_with_a_warning_constant_ones_with_a_note(caplog):
+    frame = pd.DataFrame(
+        {"x": np.arange(30.0), "empty": [np.nan] * 30, "same": [7] * 30, "flag": [1] * 29 + [None]}
+    )
+    with caplog.at_level(logging.INFO, logger="ensel.data"):
+        with pytest.warns(UserWarning, match=r"\['empty'\] are missing in every training row"):
+            clean, dropped = clean_columns(frame)
+    assert dropped == {"empty": "missing in every row", "same": "constant"}
+    assert list(clean.columns) == ["x", "flag"]  # one value plus missing cells: informative
+    assert "constant column(s) ['same']" in caplog.text
+
+
+def test_id_like_columns_are_warned_and_kept():
+    frame = pd.DataFrame({"id": [f"p{i}" for i in range(40)], "x": np.linspace(0, 1, 40)})
+    with pytest.warns(UserWarning, match="column 'id' has a distinct value in every row"):
+        clean, _ = clean_columns(frame)
+    assert "id" in clean  # x is continuous: all distinct values, no warning for it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clean_columns(frame[["x"]])
+
+
+def test_predict_time_text_in_a_numeric_column_becomes_missing():
+    new = pd.DataFrame({"a": ["1", "?", None], "k": ["x", None, "zz"]})
+    with pytest.warns(UserWarning) as record:
+        out = check_columns(new, ["a", "k"], {"k": ["x", "y"]})
+    messages = " ".join(str(w.message) for w in record)
+    assert "column 'a' is numeric but holds the non-numeric token(s) ['?']" in messages
+    assert "never seen in training: ['zz']" in messages  # a missing cell is not "unseen"
+    assert out["a"].dtype == np.float64 and np.isnan(out["a"][1])
+
+
+def test_missing_labels_are_a_one_line_error():
+    with pytest.raises(ValueError, match=r"y has missing labels \(NaN/None\) in 1 of 4 rows"):
+        prepare(np.ones((4, 1)), [0, 1, None, 1], cv=None)
+
+
+def test_prepare_keeps_the_input_columns_and_what_it_dropped():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=40), "c": [3.0] * 40})
+    data = prepare(X, rng.integers(0, 2, 40), cv=2)
+    assert data.input_columns == ("x", "c") and data.dropped == {"c": "constant"}
+    assert list(data.X.columns) == ["x"]
