@@ -44,8 +44,9 @@ class _Sink:
         self.fh, self.packer = fh, packer
 
     def write(self, data) -> int:
-        self.fh.write(self.packer.compress(data))
-        return len(data)
+        view = memoryview(data)  # pickle hands large arrays over as PickleBuffers
+        self.fh.write(self.packer.compress(view))
+        return view.nbytes
 
 
 class _EnsembleSelectionBase(BaseEstimator):
@@ -396,7 +397,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
             }
             for name in METRICS
         }
-        self.report_data_ = collect(lib, P, weights, metric, options)
+        self.report_data_ = collect(lib, P, weights, metric, options, self._predict_cost(lib))
         return self
 
     def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric):

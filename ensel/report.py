@@ -25,9 +25,15 @@ BINS = 10
 # ------------------------------------------------------------------ data, gathered at fit time
 
 
-def collect(lib, P: np.ndarray, weights: np.ndarray, metric, options: dict) -> dict:
+FRONT_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
+"""Budgets of the score-vs-cost front, as fractions of the chosen ensemble's predict cost."""
+
+
+def collect(lib, P: np.ndarray, weights: np.ndarray, metric, options: dict, cost=None) -> dict:
     """What the report needs from a library, computed once when the model is fitted (the
-    report can then be written from the saved model alone)."""
+    report can then be written from the saved model alone). ``cost``: a
+    :class:`~ensel.selection.PredictCost` of the members, for the front of hillclimb score
+    against predict cost (one single-bag selection per budget)."""
     from .selection import EnsembleSelection
 
     curves = {}
@@ -57,13 +63,34 @@ def collect(lib, P: np.ndarray, weights: np.ndarray, metric, options: dict) -> d
             strongest.append(
                 {"id": members["id"][i], "before": P[i].astype(float).tolist(), "after": after}
             )
+    front = [] if cost is None else _cost_front(P, lib.y, cost, weights, metric, options)
     return {
         "metric": metric.name,
+        "cost_front": front,
         "curves": curves,
         "strongest": strongest,
         "y": lib.y.tolist(),
         "n_members": int(P.shape[0]),
     }
+
+
+def _cost_front(P, y, cost, weights, metric, options: dict) -> list[dict]:
+    """Hillclimb score against predict cost (ms per 1,000 rows): single-bag selections under
+    budgets from 2% to 100% of the chosen ensemble's cost, and the chosen ensemble itself."""
+    from .selection import cost_front
+
+    full = cost.of(weights > 0)
+    if not full > 0:
+        return []
+    keys = ("n_iter", "replacement", "sorted_init", "max_init", "prune_fraction", "random_state")
+    chosen = {k: options[k] for k in keys if k in options}
+    budgets = [f * full for f in FRONT_FRACTIONS]
+    rows = cost_front(P, y, cost, budgets, metric=metric, n_bags=1, **chosen)
+    score = float(metric.batch(y, np.tensordot(weights, P, axes=1)[None])[0])
+    rows.append(
+        {"budget": None, "cost": full, "score": score, "n_members": int((weights > 0).sum())}
+    )
+    return [{k: (None if v is None else float(v)) for k, v in r.items()} for r in rows]
 
 
 def _same_stage(members: pd.DataFrame, i: int) -> pd.Series:
@@ -74,8 +101,11 @@ def _same_stage(members: pd.DataFrame, i: int) -> pd.Series:
 # ------------------------------------------------------------------ SVG
 
 
-def _svg_plot(series, *, xlim, ylim, xlabel, ylabel, kind="line", width=420, height=280):
-    """An SVG chart: ``series`` is a list of (label, xs, ys, colour); kind line, bar or step."""
+def _svg_plot(
+    series, *, xlim, ylim, xlabel, ylabel, kind="line", width=420, height=280, markers=False
+):
+    """An SVG chart: ``series`` is a list of (label, xs, ys, colour); kind line, bar or step;
+    ``markers`` draws a dot at every point."""
     left, right, top, bottom = 52, 12, 12, 40
     w, h = width - left - right, height - top - bottom
     x0, x1 = xlim
@@ -128,6 +158,12 @@ def _svg_plot(series, *, xlim, ylim, xlabel, ylabel, kind="line", width=420, hei
                 f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.8"'
                 f"{dash}/>"
             )
+            if markers:
+                parts.extend(
+                    f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{colour}"/>'
+                    for x, y in zip(xs, ys, strict=True)
+                    if np.isfinite(y)
+                )
         parts.append(
             f'<text x="{left + 8}" y="{top + 14 + 13 * k}" font-size="11" fill="{colour}">'
             f"{html.escape(label)}</text>"
@@ -165,6 +201,11 @@ def render(model) -> str:
         _section("Ensemble vs the best single member", _comparison(model)),
         _section("Composition by family", _composition(model)),
         _section("Hillclimb curve (Figure 4.1)", _curves(data)),
+        *(
+            [_section("Hillclimb score vs predict cost", _front(data))]
+            if data.get("cost_front")
+            else []
+        ),
         _section("Calibration of the strongest members", _calibration(data)),
         _section(
             f"Leaderboard ({len(board)} members, {len(model.members_)} with weight)",
@@ -267,6 +308,49 @@ def _curves(data: dict) -> str:
         width=560,
     )
     return chart
+
+
+def _front(data: dict) -> str:
+    """The score each predict-time budget buys: selections under budgets (one bag each) and
+    the chosen ensemble, with a table of the points."""
+    front = data["cost_front"]
+    budgeted = [r for r in front if r["budget"] is not None]
+    chosen = [r for r in front if r["budget"] is None]
+    series = [
+        ("best under a budget (one bag)", [r["cost"] for r in budgeted],
+         [r["score"] for r in budgeted], PALETTE[0]),
+        ("the fitted ensemble", [r["cost"] for r in chosen], [r["score"] for r in chosen],
+         PALETTE[1]),
+    ]  # fmt: skip
+    costs = [r["cost"] for r in front]
+    scores = [r["score"] for r in front]
+    chart = _svg_plot(
+        series,
+        xlim=(0.0, max(costs) * 1.05),
+        ylim=(min(scores), max(scores)),
+        xlabel="estimated predict cost, ms per 1,000 rows",
+        ylabel=f"hillclimb {data['metric']}",
+        width=560,
+        markers=True,
+    )
+    rows = "".join(
+        f"<tr><td>{_budget_label(r['budget'])}</td><td>{r['cost']:.3g}</td>"
+        f"<td>{r['score']:.4f}</td><td>{int(r['n_members'])}</td></tr>"
+        for r in front
+    )
+    table = (
+        "<table><tr><th>budget (ms/1k rows)</th><th>cost</th><th>hillclimb "
+        f"{html.escape(data['metric'])}</th><th>members</th></tr>{rows}</table>"
+    )
+    note = (
+        "<p>Costs are the builder's CPU timings of each run (a view once, a boosting run by "
+        "its largest stage), times the siblings that predict; see docs/estimator.md.</p>"
+    )
+    return chart + table + note
+
+
+def _budget_label(budget) -> str:
+    return "the fitted ensemble" if budget is None else f"{budget:.3g}"
 
 
 def _calibration(data: dict) -> str:

@@ -103,3 +103,19 @@ def test_a_broken_model_file_is_one_clear_line(data, tmp_path, damage):
     with pytest.raises(ModelFileError, match="is not a readable ensel model") as info:
         EnsembleSelectionClassifier.load(path)
     assert "\n" not in str(info.value)
+
+
+def test_saved_file_is_compressed_and_holds_large_arrays(tmp_path):
+    """Large arrays reach the compressing writer as pickle buffers (protocol 5)."""
+    import io
+    import pickle
+    import zlib
+
+    from ensel.estimator import _Sink
+
+    buffer, packer = io.BytesIO(), zlib.compressobj(3)
+    obj = {"a": np.arange(300_000)}
+    pickle.dump(obj, _Sink(buffer, packer), protocol=pickle.HIGHEST_PROTOCOL)
+    buffer.write(packer.flush())
+    np.testing.assert_array_equal(pickle.loads(zlib.decompress(buffer.getvalue()))["a"], obj["a"])
+    assert len(buffer.getvalue()) < obj["a"].nbytes / 5

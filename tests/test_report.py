@@ -43,7 +43,12 @@ def test_report_has_every_section(model):
     assert all(f"<td>{m}</td>" for m in METRICS)
     assert "with replacement" in page and "without replacement" in page
     # 3 strongest uncalibrated members x (reliability, histogram) + comparison, composition, curve
-    assert page.count('<svg class="plot"') == 2 * 3 + 3
+    # ... and the front of score against predict cost, where the builder timed the runs
+    front = model.report_data_["cost_front"]
+    assert page.count('<svg class="plot"') == 2 * 3 + 3 + bool(front)
+    assert front and "Hillclimb score vs predict cost" in page
+    budgeted = [r for r in front if r["budget"] is not None]
+    assert all(r["cost"] <= r["budget"] * (1 + 1e-9) for r in budgeted)
     assert "http" not in page.replace("http://www.w3.org/2000/svg", "")  # self-contained
     curves = model.report_data_["curves"]
     assert len(curves["without replacement"]) <= model.report_data_["n_members"]
@@ -78,7 +83,7 @@ def test_plots_render_in_headless_chromium(model, tmp_path):
     plots = re.search(r'data-plots="(\d+)"', dom)
     rendered = re.search(r'data-rendered="(\d+)"', dom)
     assert plots and rendered, "the report's check script did not run"
-    assert int(plots.group(1)) == 9
+    assert int(plots.group(1)) == 9 + bool(model.report_data_["cost_front"])
     assert int(rendered.group(1)) == int(plots.group(1))  # every plot laid out with content
 
 
