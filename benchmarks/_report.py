@@ -46,3 +46,22 @@ def median_seconds(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return float(np.median(times))
+
+
+def markdown_table(frame, floatfmt: str = ".4f", index: bool = True) -> str:
+    """``frame`` as a GitHub markdown table (no tabulate needed): the index as leading columns
+    when ``index``, floats formatted with ``floatfmt``, multi-level column names joined."""
+    import pandas as pd
+
+    frame = frame.reset_index() if index else frame
+    names = [" ".join(map(str, c)).strip() if isinstance(c, tuple) else str(c) for c in frame]
+
+    def cell(v) -> str:
+        if isinstance(v, float | np.floating):
+            return "nan" if pd.isna(v) else format(float(v), floatfmt)
+        return str(v)
+
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from benchmarks._report import machine_line, write_section
+from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks.datasets import CLASSIFICATION, load, protocol_split
 from ensel.library import build_library
 from ensel.library.spec import load_spec
@@ -237,6 +237,11 @@ def main(argv=None) -> None:
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--datasets", nargs="*", default=None)
     parser.add_argument("--no-catboost", action="store_true")
+    parser.add_argument(
+        "--store",
+        default=None,
+        help="keep the libraries here (reused on a rerun) instead of a temporary directory",
+    )
     args = parser.parse_args(argv)
     try:
         import catboost  # noqa: F401
@@ -251,15 +256,16 @@ def main(argv=None) -> None:
     load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-members-") as tmp:
+        root = Path(args.store) if args.store else Path(tmp)
         for name in names:
             for seed in seeds:
                 t = time.perf_counter()
-                rows += run_one(name, seed, args.n_jobs, with_catboost, Path(tmp))
+                rows += run_one(name, seed, args.n_jobs, with_catboost, root)
                 print(f"{name} seed {seed}: {time.perf_counter() - t:.0f} s", flush=True)
     table = pd.DataFrame(rows)
     summary = paired(table, "current default (2006 grid + xgb/lgbm)")
     load_after = os.getloadavg()
-    text = summary.to_markdown(index=False, floatfmt=".4f")
+    text = markdown_table(summary, ".4f", index=False)
     print(text)
     command = "python -m benchmarks.bench_members" + (" --quick" if args.quick else "")
     lines = [
@@ -277,8 +283,8 @@ def main(argv=None) -> None:
         "",
         "Per pair:",
         "",
-        table.pivot_table(index=["dataset", "seed"], columns="mix", values="logloss").to_markdown(
-            floatfmt=".4f"
+        markdown_table(
+            table.pivot_table(index=["dataset", "seed"], columns="mix", values="logloss")
         ),
         "",
     ]

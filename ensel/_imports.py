@@ -16,6 +16,7 @@ EXTRAS = {
     "distributed": "dask",
     "pgmpy": "bayesnet",
     "networkx": "bayesnet",
+    "matplotlib": "report",
 }
 """The ``pip install ensel[extra]`` that provides each optional module."""
 

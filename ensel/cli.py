@@ -21,6 +21,7 @@ from pathlib import Path
 
 MODEL_FILE = "model.pkl"
 LEADERBOARD_FILE = "leaderboard.csv"
+LIBRARY_DIR = "library"
 TASKS = ("auto", "classification", "regression")
 REGRESSION_MIN_DISTINCT = 20
 """``--task auto`` fits a regressor when the target is numeric with more distinct values than
@@ -152,8 +153,9 @@ def fit(args: argparse.Namespace) -> str:
     model.save(args.out / MODEL_FILE)
     model.leaderboard().to_csv(args.out / LEADERBOARD_FILE, index=False)
     return (
-        f"fitted {len(model.members_)} of {len(model.leaderboard_)} members; hillclimb "
-        f"{args.metric} {model.hillclimb_score_:.4f}; model in {args.out / MODEL_FILE}"
+        f"{len(model.members_)} of the library's {len(model.leaderboard_)} members have weight "
+        f"in the ensemble; hillclimb {args.metric} {model.hillclimb_score_:.4f}; model in "
+        f"{args.out / MODEL_FILE}"
     )
 
 
@@ -201,7 +203,7 @@ def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
         metric=args.metric,
         strategy=args.strategy,
         cv=cv,
-        store=args.out / "library",
+        store=args.out / LIBRARY_DIR,
         n_jobs=args.n_jobs,
         backend="joblib" if client is None else "dask",
         client=client,
@@ -228,18 +230,19 @@ def predict(args: argparse.Namespace) -> str:
     if hasattr(model, "predict_proba"):
         proba = model.predict_proba(frame)
         out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
-        out["prediction"] = model.classes_[proba.argmax(axis=1)]
     else:  # a regressor: one predicted value per row
-        out = pd.DataFrame({"prediction": model.predict(frame)})
+        out = pd.DataFrame(index=range(len(frame)))
     note = ""
-    if args.with_risk or args.reject is not None:
-        risk = model.risk(frame)
-        if args.reject is not None:
-            refused = (risk["combined"] > args.reject).to_numpy()
-            out["prediction"] = out["prediction"].astype(object).where(~refused, None)
-            note = f" ({int(refused.sum())} refused: combined risk above {args.reject})"
-        if args.with_risk:
-            out = pd.concat([out, risk.add_prefix("risk_")], axis=1)
+    if args.reject is not None:  # the model's reject option: thresholds checked, NaN risk refused
+        out["prediction"] = model.predict(frame, reject=args.reject)
+        refused = int(out["prediction"].isna().sum())
+        note = f" ({refused} refused: combined risk above {args.reject} or unknown)"
+    elif hasattr(model, "predict_proba"):
+        out["prediction"] = model.classes_[proba.argmax(axis=1)]
+    else:
+        out["prediction"] = model.predict(frame)
+    if args.with_risk:
+        out = pd.concat([out, model.risk(frame).add_prefix("risk_")], axis=1)
     out.to_csv(args.out, index=False)
     return f"wrote {len(out)} predictions to {args.out}{note}"
 
@@ -247,7 +250,9 @@ def predict(args: argparse.Namespace) -> str:
 def report(args: argparse.Namespace) -> str:
     from .report import write_report
 
-    write_report(_load(args.model_dir), args.html)
+    store = args.model_dir / LIBRARY_DIR  # where 'ensel fit' put the library, if it is there
+    library = store if (store / "store.json").is_file() else None
+    write_report(_load(args.model_dir), args.html, library=library)
     return f"wrote {args.html}"
 
 

@@ -22,6 +22,8 @@ __all__ = [
     "check_features",
     "clean_columns",
     "coerce_numeric_text",
+    "named",
+    "select_columns",
 ]
 
 log = logging.getLogger(__name__)
@@ -202,6 +204,35 @@ def clean_columns(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     return frame, dropped
 
 
+def named(X, columns, *, who: str):
+    """X as given when it is a DataFrame; any other input as a DataFrame whose columns take the
+    training ``columns`` names, in order, after a check that it has as many columns (the
+    scikit-learn convention: an array's columns are the training columns by position). ``who``
+    names the fitted object in the error, e.g. ``"EnsembleSelectionClassifier"``."""
+    if isinstance(X, pd.DataFrame):
+        return X
+    frame = as_frame(X)
+    if frame.shape[1] != len(columns):
+        raise ValueError(
+            f"X has {frame.shape[1]} features, but {who} is expecting {len(columns)} features "
+            "as input"
+        )
+    frame.columns = list(columns)
+    return frame
+
+
+def select_columns(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``frame`` reduced to the training ``columns`` in their order; a clear error for missing
+    columns (extra columns are ignored)."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"X lacks column(s) {missing[:10]} seen in training; expected columns "
+            f"{columns[:10]}{'...' if len(columns) > 10 else ''}"
+        )
+    return frame[columns]
+
+
 def check_columns(
     frame: pd.DataFrame, columns: list[str], categories: dict[str, list[str]]
 ) -> pd.DataFrame:
@@ -209,13 +240,7 @@ def check_columns(
     columns, a warning for categories never seen in training (they are encoded as unknown) and
     for numeric columns that arrive as text (their non-numeric tokens become missing values).
     Missing cells are allowed anywhere."""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"X lacks column(s) {missing[:10]} seen in training; expected columns "
-            f"{columns[:10]}{'...' if len(columns) > 10 else ''}"
-        )
-    frame = frame[columns]
+    frame = select_columns(frame, columns)
     for col in columns:
         if col in categories:
             continue

@@ -17,17 +17,17 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
-from .data import as_frame
+from .data import named
 from .errors import ModelFileError
 from .library import Library, build_library
 from .library.cost import predict_cost
+from .library.grow import GrowSpec
 from .library.spec import load_spec
 from .metrics import METRICS, REGRESSION_METRICS, greater_is_better, resolve_metric, score
-from .report import collect
 from .risk.combined import DetectorSet
 from .risk.reject import RejectRule, reject_mask
 from .selection import PredictCost
-from .strategies import STRATEGIES
+from .strategies import STRATEGIES, choose_selection
 
 __all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor", "load_model"]
 
@@ -89,6 +89,10 @@ class _EnsembleSelectionBase(BaseEstimator):
             "prune_fraction": self.prune_fraction,
             "random_state": self.random_state,
         }
+        self.selection_comparison_ = []
+        if getattr(self, "tune_selection", False) and self.strategy == "es":
+            options, self.selection_comparison_ = choose_selection(P, lib.y, metric, options)
+        self.selection_options_ = dict(options)
         if self.refit not in REFIT:
             raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
         cost = self._predict_cost(lib)
@@ -121,6 +125,7 @@ class _EnsembleSelectionBase(BaseEstimator):
         if isinstance(X, pd.DataFrame):
             self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
         self.detectors_ = _detector_set(lib, self.random_state)
+        self.library_path_ = None if lib.temporary else str(Path(lib.store.path).resolve())
         return lib, P, metric, weights, options
 
     def _predict_cost(self, lib: Library) -> PredictCost | None:
@@ -163,7 +168,20 @@ class _EnsembleSelectionBase(BaseEstimator):
             groups=groups,
             time_limit=self.time_limit,
             verbose=self.verbose,
+            grow=self._grow_spec(),
         )
+
+    def _grow_spec(self):
+        """``grow`` for the builder (classifiers only), selecting for this estimator's metric."""
+        grow = getattr(self, "grow", None)
+        if grow is None or grow is False or isinstance(grow, GrowSpec):
+            return grow
+        name = self.metric if isinstance(self.metric, str) else "mxe"
+        if isinstance(grow, dict):
+            return {"metric": name, **grow}
+        if isinstance(grow, int) and not isinstance(grow, bool) and grow > 0:
+            return {"trials": grow, "metric": name}
+        return grow  # the builder's error message names what is wrong
 
     def _weighted_sum(self, X) -> np.ndarray:
         """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout."""
@@ -184,19 +202,20 @@ class _EnsembleSelectionBase(BaseEstimator):
             )
         return self.detectors_.risks(self._frame(X), n_jobs=self.n_jobs)
 
+    def _refuse(self, X, reject, proba=None) -> np.ndarray:
+        """Rows to refuse under ``reject`` (see ``predict``): combined risk above the threshold
+        or NaN, or, with ``proba`` and a minimum top-class probability, below that."""
+        risk = self.risk(X)["combined"].to_numpy()
+        if isinstance(reject, RejectRule):
+            return reject.reject(risk, proba)
+        min_proba, max_risk = _reject_thresholds(reject)
+        return reject_mask(risk, max_risk, proba, min_proba if proba is not None else None)
+
     def _named(self, X):
         """X as given, or an array as a DataFrame of the training columns (in their order)
         after a check of its width."""
-        if isinstance(X, pd.DataFrame):
-            return X
-        X = as_frame(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input"
-            )
-        X.columns = getattr(self, "input_columns_", self.columns_)  # older saved models
-        return X
+        columns = getattr(self, "input_columns_", self.columns_)  # older saved models
+        return named(X, columns, who=type(self).__name__)
 
     def _frame(self, X) -> pd.DataFrame:
         """X as a checked DataFrame of the training columns, in their order."""
@@ -290,30 +309,41 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
     library : a built-in spec name (``"tiny"``, ``"default"``, ``"caruana2006"``), a spec path
         or dict, a built :class:`~ensel.library.Library`, or the path of a prediction store.
     metric : the metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
-        Default ``"mxe"``: §4.3.5 finds RMS and MXE competitive proxies for every target metric,
-        and on our benchmark (docs/benchmarks.md, five real datasets) selecting for MXE had the
-        best mean normalised score over all eight targets, above selecting for each target
-        directly; it also rewards calibrated probabilities.
+        Default ``"mxe"``: §4.3.5 finds RMS and MXE competitive proxies for every target metric;
+        in the first (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real
+        datasets) selecting for MXE had the best mean normalised score over all eight targets;
+        it also rewards calibrated probabilities.
     cv : folds of embedded cross-validation (§4.3.4); None holds out a hillclimb split.
     strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
         (Bayesian model averaging), as compared in §4.3.2.
     calibrate : ``"auto"`` Platt-scales the ensemble when ``metric`` does not itself reward
-        calibration (anything but rms and mxe); True always, False never. The calibrator is
+        calibration (a metric whose ``Metric.kind`` is not ``"probability"``, i.e. anything
+        but rms and mxe); True always, False never. The calibrator is
         cross-fitted on the hillclimb predictions to report log loss with and without it
         (``calibration_report_``) and then fitted on all of them.
 
     Attributes: ``members_`` (members with weight), ``weights_``, ``classes_``,
     ``leaderboard_``, ``comparison_`` (the ensemble's out-of-fold hillclimb score on every
     metric, cross-fitted where calibrated, against the best member's), ``hillclimb_score_``,
-    ``calibrator_``, ``calibration_report_``, ``report_data_`` (for :mod:`ensel.report`).
+    ``calibrator_``, ``calibration_report_``, ``fitted_members_`` (the members with weight and
+    their fitted runs, :class:`~ensel.library.FittedMembers`), ``library_path_`` (the store the
+    library lives in, for :mod:`ensel.report`; None when it was temporary).
     n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init : selection options (§4.2);
         the defaults are the dissertation's (20 bags of half the library, sorted
         initialisation, selection with replacement).
     prune_fraction : select only from the best ``prune_fraction`` of the library by its
         members' hillclimb scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule
         of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
-        4.1-4.2: on our benchmark's smaller libraries pruning to 10-50% moved the mean
-        normalised score by less than the spread between outer folds (docs/benchmarks.md).
+        4.1-4.2; no pruning experiment on our libraries has been run yet to set it otherwise.
+    tune_selection : choose the selection options per fit by a nested out-of-fold comparison on
+        the hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
+        library pruned to its best half or fifth, no bagging, no sorted initialisation); the
+        comparison is kept in ``selection_comparison_`` and the chosen options in
+        ``selection_options_``. Costs 15 extra selections.
+    grow : after building the library, propose new members where the ensemble gains (optuna;
+        :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+        "time": 120}``; growth selects for ``metric`` (for log loss when ``metric`` is a
+        callable). None: no growth.
     refit : None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
         each run of the ensemble once more on all training rows after selection and predicts
         with that one model (AutoGluon's refit_full), its calibrators refitted on the
@@ -349,6 +379,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         prune_fraction: float = 1.0,
         refit: str | None = None,
         max_predict_ms: float | None = None,
+        tune_selection: bool = False,
+        grow=None,
         store=None,
         n_jobs: int = 1,
         backend: str = "joblib",
@@ -371,6 +403,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         self.prune_fraction = prune_fraction
         self.refit = refit
         self.max_predict_ms = max_predict_ms
+        self.tune_selection = tune_selection
+        self.grow = grow
         self.store = store
         self.n_jobs = n_jobs
         self.backend = backend
@@ -385,7 +419,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         """Build (or reuse) the library, combine its members, keep those with weight."""
         if self.calibrate not in CALIBRATE:
             raise ValueError(f"calibrate={self.calibrate!r}: use one of {CALIBRATE}")
-        lib, P, metric, weights, options = self._fit_members(X, y, groups)
+        lib, P, metric, weights, _ = self._fit_members(X, y, groups)
         self.classes_ = lib.classes
         hill = np.tensordot(weights, P, axes=1)
         self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
@@ -397,14 +431,13 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
             }
             for name in METRICS
         }
-        self.report_data_ = collect(lib, P, weights, metric, options, self._predict_cost(lib))
         return self
 
     def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric):
         """Platt-scale the ensemble where ``calibrate`` asks for it; log loss of the hillclimb
         predictions before and after, cross-fitted so the 'after' is honest."""
         wanted = self.calibrate is True or (
-            self.calibrate == "auto" and metric.name not in ("rms", "mxe")
+            self.calibrate == "auto" and metric.kind != "probability"
         )
         if not wanted:
             return None, {}, _full(hill, self.classes_.size)
@@ -449,15 +482,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         labels = self.classes_[np.argmax(proba, axis=1)]
         if reject is None:
             return labels
-        risk = self.risk(X)["combined"].to_numpy()
-        if isinstance(reject, RejectRule):
-            refuse = reject.reject(risk, proba)
-        else:
-            min_proba, max_risk = _reject_thresholds(reject)
-            refuse = reject_mask(risk, max_risk, proba, min_proba)
-        out = labels.astype(object)
-        out[refuse] = None
-        return out
+        return _refused(labels, self._refuse(X, reject, proba))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
@@ -556,9 +581,22 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
         }
         return self
 
-    def predict(self, X) -> np.ndarray:
-        """``(n,)`` predicted values: the weighted average of the kept members' predictions."""
-        return self._weighted_sum(X)
+    def predict(self, X, reject=None) -> np.ndarray:
+        """``(n,)`` predicted values: the weighted average of the kept members' predictions.
+
+        ``reject`` adds the reject option of Gu & Easwaran's Eq. 10: a float ``r`` (or a
+        :class:`ensel.risk.reject.RejectRule` without ``min_confidence``) refuses rows whose
+        combined extrapolation risk exceeds ``r`` or is unknown; refused rows hold None (the
+        array is then of dtype object)."""
+        values = self._weighted_sum(X)
+        if reject is None:
+            return values
+        if isinstance(reject, tuple | list):
+            raise ValueError(
+                f"reject={reject!r}: a regressor has no class probabilities; give the largest "
+                "combined risk to accept (a float in [0, 1])"
+            )
+        return _refused(values, self._refuse(X, reject))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
         """The ensemble's ``(n,)`` prediction from the predictions of *every* library member
@@ -591,6 +629,13 @@ def _detector_set(lib: Library, random_state: int):
     detector_set = DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
     # the fold siblings scored every row out of fold for the combination; risk(X) needs one
     return DetectorSet([f.first_sibling() for f in detector_set.fitted], detector_set.combination)
+
+
+def _refused(predictions: np.ndarray, refuse: np.ndarray) -> np.ndarray:
+    """``predictions`` as an object array with None in the refused rows."""
+    out = predictions.astype(object)
+    out[refuse] = None
+    return out
 
 
 def _reject_thresholds(reject) -> tuple[float, float]:

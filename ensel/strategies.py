@@ -9,10 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import greater_is_better, resolve_metric, score_batch
+from .metrics import greater_is_better, resolve_metric, score, score_batch
 from .selection import EnsembleSelection
 
-__all__ = ["STRATEGIES", "bayes_average", "ensemble_selection", "model_selection"]
+__all__ = [
+    "SELECTION_CANDIDATES",
+    "STRATEGIES",
+    "bayes_average",
+    "choose_selection",
+    "ensemble_selection",
+    "model_selection",
+]
 
 Strategy = Callable[[np.ndarray, np.ndarray, Any, dict], np.ndarray]
 
@@ -64,3 +71,61 @@ STRATEGIES: dict[str, Strategy] = {
     "modsel": model_selection,
     "bayesavg": bayes_average,
 }
+
+
+SELECTION_CANDIDATES: tuple[dict, ...] = (
+    {},
+    {"prune_fraction": 0.5},
+    {"prune_fraction": 0.2},
+    {"n_bags": 1},
+    {"sorted_init": False},
+)
+"""Selection settings a nested comparison chooses among, as changes to the caller's options:
+as given, the library pruned to its best half or fifth (§4.3.6), no bagging, and no sorted
+initialisation (§4.2)."""
+
+
+def choose_selection(
+    P: np.ndarray,
+    y: np.ndarray,
+    metric,
+    options: dict,
+    candidates: tuple[dict, ...] = SELECTION_CANDIDATES,
+    n_folds: int = 3,
+) -> tuple[dict, list[dict]]:
+    """The selection options that score best out of fold, and the comparison.
+
+    Nested out-of-fold comparison: the hillclimb rows (already out-of-fold predictions) are cut
+    into ``n_folds`` stratified folds; for each candidate (``options`` updated by it) ensemble
+    selection is fitted on all folds but one and scored on that one. The candidate with the
+    best mean held-out score wins; ties go to the earlier candidate (the options as given come
+    first). Returns ``(chosen options, [{"options", "score", "se"} per candidate])``."""
+    from sklearn.model_selection import StratifiedKFold
+
+    metric = resolve_metric(metric)
+    sign = 1.0 if greater_is_better(metric) else -1.0
+    y = np.asarray(y)
+    seed = options.get("random_state", 0)
+    n_folds = int(min(n_folds, np.bincount(y).min())) if y.dtype.kind in "iu" else n_folds
+    if n_folds < 2:
+        return dict(options), []
+    folds = list(
+        StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros(y.size), y)
+    )
+    table = []
+    for change in candidates:
+        trial = {**options, **change}
+        scores = []
+        for fit_rows, held in folds:
+            es = EnsembleSelection(metric=metric, **trial).fit(P[:, fit_rows], y[fit_rows])
+            scores.append(score(metric, y[held], es.predict_proba(P[:, held])))
+        scores = np.asarray(scores)
+        table.append(
+            {
+                "options": change or {"as given": True},
+                "score": float(scores.mean()),
+                "se": float(scores.std(ddof=1) / np.sqrt(scores.size)),
+            }
+        )
+    best = int(np.argmax([sign * row["score"] for row in table]))
+    return {**options, **candidates[best]}, table

@@ -26,7 +26,11 @@ def test_fit_then_predict(csvs, capsys):
          "--out", str(out), "--library", "tiny", "--metric", "roc", "--cv", "3"]
     )  # fmt: skip
     assert code == 0
-    assert "members; hillclimb roc" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    model = pd.read_csv(out / "leaderboard.csv")
+    n_weighted = int((model["weight"] > 0).sum())
+    assert f"{n_weighted} of the library's 29 members have weight in the ensemble" in said
+    assert "hillclimb roc" in said
     assert (out / "model.pkl").is_file() and (out / "library" / "store.json").is_file()
     board = pd.read_csv(out / "leaderboard.csv")
     assert len(board) == 29 and {"roc", "rms", "weight"} <= set(board.columns)
@@ -46,6 +50,9 @@ def test_fit_then_predict(csvs, capsys):
     assert (risky["risk_box"].iloc[:5] == 1.0).all()
     refused = risky["risk_combined"] > 0.9
     assert refused.iloc[:5].all() and (risky["prediction"].isna() == refused).all()
+    # the reject threshold is checked by the model's reject option
+    assert main([*argv, "--reject", "1.5"]) == 2
+    assert "thresholds must lie in [0, 1]" in capsys.readouterr().err
     # predicting rows without a training column is a one-line error
     pd.read_csv(csvs / "new.csv").drop(columns="mean radius").to_csv(csvs / "bad.csv")
     assert main(["predict", str(out), str(csvs / "bad.csv"), "--out", str(csvs / "q.csv")]) == 2

@@ -74,3 +74,26 @@ def test_prepare_keeps_the_input_columns_and_what_it_dropped():
     data = prepare(X, rng.integers(0, 2, 40), cv=2)
     assert data.input_columns == ("x", "c") and data.dropped == {"c": "constant"}
     assert list(data.X.columns) == ["x"]
+
+
+def test_arrays_take_the_training_names_after_one_width_check():
+    from ensel.compress.encoding import Encoding
+    from ensel.data import named, select_columns
+    from ensel.risk import FeatureSpace
+
+    frame = named(np.zeros((2, 3)), ["a", "b", "c"], who="the thing")
+    assert list(frame.columns) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match=r"^X has 2 features, but the thing is expecting 3 "):
+        named(np.zeros((2, 2)), ["a", "b", "c"], who="the thing")
+    given = pd.DataFrame({"b": [1], "a": [2], "z": [0]})
+    assert named(given, ["a", "b"], who="the thing") is given  # a DataFrame goes by name
+    assert list(select_columns(given, ["a", "b"]).columns) == ["a", "b"]
+    with pytest.raises(ValueError, match=r"X lacks column\(s\) \['c'\] seen in training"):
+        select_columns(given, ["a", "c"])
+    # the detectors and the mimic encoding say it the same way
+    space, _ = FeatureSpace.fit(np.random.default_rng(0).random((5, 3)))
+    with pytest.raises(ValueError, match="X has 2 features, but the detector is expecting 3"):
+        space.transform(np.zeros((2, 2)))
+    encoding = Encoding.fit(np.random.default_rng(0).random((5, 3)))
+    with pytest.raises(ValueError, match="X has 4 features, but the mimic net is expecting 3"):
+        encoding.frame(np.zeros((2, 4)))

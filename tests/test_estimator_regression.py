@@ -82,6 +82,20 @@ def test_risk_uses_the_label_free_detectors(diabetes, fitted):
     assert (fitted.risk(far)["combined"] > risk["combined"].median()).all()
 
 
+def test_predict_with_reject_refuses_risky_rows(diabetes, fitted):
+    _, X_test, _, _ = diabetes
+    rows = pd.concat([X_test.iloc[:10], X_test.iloc[:5] * 50], ignore_index=True)
+    risk = fitted.risk(rows)["combined"].to_numpy()
+    out = fitted.predict(rows, reject=0.5)
+    refused = np.array([v is None for v in out])
+    np.testing.assert_array_equal(refused, ~(risk <= 0.5))
+    assert refused[10:].all()
+    with pytest.raises(ValueError, match="thresholds must lie in"):
+        fitted.predict(rows, reject=1.5)
+    with pytest.raises(ValueError, match="a regressor has no class probabilities"):
+        fitted.predict(rows, reject=(0.6, 0.5))
+
+
 @pytest.mark.parametrize("metric", ["mae", "r2"])
 def test_strategies_and_metrics_on_one_library(diabetes, lib, metric):
     X_train, X_test, y_train, y_test = diabetes

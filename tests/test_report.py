@@ -12,8 +12,9 @@ from sklearn.datasets import load_breast_cancer, load_iris
 
 from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
-from ensel.metrics import METRICS
-from ensel.report import render, write_report
+from ensel.library import Library
+from ensel.metrics import METRICS, greater_is_better
+from ensel.report import cost_front_data, hillclimb_curves, render, write_report
 
 SPEC = {
     "families": [
@@ -25,9 +26,13 @@ SPEC = {
 
 
 @pytest.fixture(scope="module")
-def model():
+def model(tmp_path_factory):
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
-    return EnsembleSelectionClassifier(library=SPEC, metric="roc", cv=3, n_bags=5).fit(X, y)
+    y = y.map({0: "malignant", 1: "benign"})
+    store = tmp_path_factory.mktemp("report") / "library"
+    return EnsembleSelectionClassifier(library=SPEC, metric="roc", cv=3, n_bags=5, store=store).fit(
+        X, y
+    )
 
 
 def test_report_has_every_section(model):
@@ -42,29 +47,61 @@ def test_report_has_every_section(model):
         assert title in page
     assert all(f"<td>{m}</td>" for m in METRICS)
     assert "with replacement" in page and "without replacement" in page
-    # 3 strongest uncalibrated members x (reliability, histogram) + comparison, composition, curve
-    # ... and the front of score against predict cost, where the builder timed the runs
-    front = model.report_data_["cost_front"]
-    assert page.count('<svg class="plot"') == 2 * 3 + 3 + bool(front)
-    assert front and "Hillclimb score vs predict cost" in page
+    # 3 strongest uncalibrated members x (reliability, histogram) + comparison, composition,
+    # curve, and the front of score against predict cost (the builder timed the runs)
+    assert page.count('<svg class="plot"') == 2 * 3 + 4
+    assert "Hillclimb score vs predict cost" in page
+    assert "http" not in re.sub(r"http://www\.w3\.org/[\w/.]+", "", page)  # self-contained
+    assert "classes: benign, malignant;" in page  # labels as written, not np.str_('benign')
+    # categorical axes: the metric names label the bars, the families the composition
+    assert all(f">{m}</text>" in page for m in METRICS)
+    assert all(f">{f}</text>" in page for f in model.members_["family"].unique())
+    curves = hillclimb_curves(model, Library.open(model.library_path_))
+    assert len(curves["without replacement"]) <= len(model.leaderboard_)
+    front = cost_front_data(model, Library.open(model.library_path_))
     budgeted = [r for r in front if r["budget"] is not None]
+    assert len(budgeted) >= 2 and front[-1]["budget"] is None
     assert all(r["cost"] <= r["budget"] * (1 + 1e-9) for r in budgeted)
-    assert "http" not in page.replace("http://www.w3.org/2000/svg", "")  # self-contained
-    curves = model.report_data_["curves"]
-    assert len(curves["without replacement"]) <= model.report_data_["n_members"]
+
+
+def test_fit_runs_one_selection_and_keeps_no_report_rows(monkeypatch):
+    from ensel.selection import EnsembleSelection
+
+    calls = []
+    real_fit = EnsembleSelection.fit
+
+    def counting_fit(self, P, y):
+        calls.append(P.shape)
+        return real_fit(self, P, y)
+
+    monkeypatch.setattr(EnsembleSelection, "fit", counting_fit)
+    X, y = load_breast_cancer(return_X_y=True)
+    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3).fit(X, y)
+    assert len(calls) == 1  # the ensemble's own selection; the report selects when asked
+    rows = {k: len(v) for k, v in vars(clf).items() if isinstance(v, list | np.ndarray)}
+    assert max(rows.values()) < len(y), rows  # nothing per hillclimb row is kept
+
+
+def test_report_without_the_library_says_how_to_get_curves():
+    X, y = load_breast_cancer(return_X_y=True)
+    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3).fit(X, y)
+    assert clf.library_path_ is None  # built in a temporary store, gone after fit
+    page = render(clf)
+    assert "Hillclimb curves need the library" in page
+    assert page.count('<svg class="plot"') == 2  # comparison and composition
 
 
 def test_the_ensemble_comparison_is_out_of_fold(model):
     board = model.leaderboard_
     for name in METRICS:
-        best = board[name].max() if name not in ("rms", "mxe") else board[name].min()
+        best = board[name].max() if greater_is_better(name) else board[name].min()
         assert model.comparison_[name]["best member"] == pytest.approx(best)
 
 
-def test_multiclass_report_says_reliability_is_binary():
+def test_multiclass_report_says_reliability_is_binary(tmp_path):
     X, y = load_iris(return_X_y=True)
-    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3).fit(X, y)
-    assert "drawn for binary problems" in render(clf)
+    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3, store=tmp_path / "s")
+    assert "drawn for binary problems" in render(clf.fit(X, y))
 
 
 @pytest.mark.slow
@@ -74,6 +111,14 @@ def test_plots_render_in_headless_chromium(model, tmp_path):
         pytest.skip("chromium is not installed (make test installs Debian's package)")
     path = tmp_path / "report.html"
     write_report(model, path)
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--window-size=1280,3000", f"--screenshot={shot}", path.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert shot.is_file() and shot.stat().st_size > 20_000, "no screenshot of the report"
     dom = subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()],
         capture_output=True,
@@ -83,7 +128,7 @@ def test_plots_render_in_headless_chromium(model, tmp_path):
     plots = re.search(r'data-plots="(\d+)"', dom)
     rendered = re.search(r'data-rendered="(\d+)"', dom)
     assert plots and rendered, "the report's check script did not run"
-    assert int(plots.group(1)) == 9 + bool(model.report_data_["cost_front"])
+    assert int(plots.group(1)) == 10
     assert int(rendered.group(1)) == int(plots.group(1))  # every plot laid out with content
 
 
@@ -92,3 +137,32 @@ def test_cli_report(model, tmp_path, capsys):
     assert main(["report", str(tmp_path), "--html", str(tmp_path / "r.html")]) == 0
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert np.isfinite(model.hillclimb_score_)
+
+
+def test_regression_report_plots_residuals(tmp_path, capsys):
+    from sklearn.datasets import load_diabetes
+
+    from ensel import EnsembleSelectionRegressor
+
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    spec = {
+        "task": "regression",
+        "families": [{"family": "linear"}, {"family": "knn", "stages": [5, 20]}],
+    }
+    reg = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=3, store=tmp_path / "lib")
+    reg.fit(X, y)
+    page = render(reg)
+    for title in ("Ensemble vs the best single member", "Hillclimb curve (Figure 4.1)",
+                  "Predicted against actual, and residuals", "Leaderboard"):  # fmt: skip
+        assert title in page
+    assert "Calibration of the strongest members" not in page
+    assert "a numeric target" in page and all(f"<td>{m}</td>" in page for m in ("rmse", "mae"))
+    assert 'aria-label="predicted against actual values"' in page
+    assert 'aria-label="residuals against predictions"' in page
+    # comparison, composition, curve, score vs cost, predicted vs actual, residuals
+    assert page.count('<svg class="plot"') == 6
+    reg.save(tmp_path / "model.pkl")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "model.pkl").rename(tmp_path / "m" / "model.pkl")
+    assert main(["report", str(tmp_path / "m"), "--html", str(tmp_path / "r.html")]) == 0
+    assert "Predicted against actual" in (tmp_path / "r.html").read_text()

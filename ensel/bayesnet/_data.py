@@ -1,5 +1,6 @@
 """Checks and encodes the tasks' data frames: discrete columns only, complete rows, each variable's
-states the union over the tasks, so that every task and every network shares one coding."""
+states the union over the tasks (with the declared categories of categorical columns, observed or
+not), so that every task and every network shares one coding."""
 
 from __future__ import annotations
 
@@ -117,6 +118,8 @@ def encode_tasks(dfs, arg: str = "dfs") -> Encoding:
                 variables.append(col)
                 seen[col] = set()
             seen[col].update(_values(df[col]))
+            if isinstance(df[col].dtype, pd.CategoricalDtype):  # declared states count too
+                seen[col].update(df[col].cat.categories)
     if len(dfs) > 1:
         for t, df in enumerate(dfs):
             others = {c for u, d in enumerate(dfs) if u != t for c in d.columns}

@@ -64,6 +64,8 @@ class MultitaskStructureLearner:
     networks_ : one fitted ``DiscreteNetwork`` per task (``.to_pgmpy()`` converts it).
     penalty_ : δ used; ``validation_scores_``: {δ: mean validation log likelihood} when "auto".
     variables_ : the variables per task; ``search_steps_`` multitask steps taken.
+    encoding_, adjacencies_ : the variables and states of all tasks and, per task, the boolean
+        adjacency matrix over ``encoding_.variables``.
     """
 
     def __init__(
@@ -217,6 +219,7 @@ class MultitaskStructureLearner:
             self.penalty_ = float(self.penalty)
             adjs, self.search_steps_ = self._multitask(scorers, enc.present, starts, self.penalty_)
         self.encoding_ = enc
+        self.adjacencies_ = [a.copy() for a in adjs]
         self.networks_ = self._networks(enc, adjs, enc.codes)
         self.structures_ = [n.edges for n in self.networks_]
         self.variables_ = [n.variables for n in self.networks_]

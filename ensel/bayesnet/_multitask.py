@@ -73,6 +73,7 @@ def branch_and_bound(
     cost: np.ndarray,
     incumbent: float = EPS,
     stats: dict | None = None,
+    old: float | None = None,
 ) -> tuple[float, np.ndarray | None]:
     """Best change of configuration score over the assignments of one pair's state in every task.
 
@@ -82,17 +83,23 @@ def branch_and_bound(
     exact scores and prior edits of the first l tasks plus the best score change of each
     remaining task (Eq. 2.9 for the Edit prior, Eq. 2.10 for the Paired prior; edits only grow
     as tasks are added), is not above ``incumbent``. Returns (value, states) of the best
-    assignment scoring above ``incumbent``, or (incumbent, None)."""
+    assignment scoring above ``incumbent``, or (incumbent, None). ``old``: the pair's current
+    edits when the caller has them."""
     k = options.shape[0]
     tasks = [t for t in range(k) if active[t]]
-    old = pair_penalty(current[:, None], active[:, None], prior, cost, k)[0]
+    if old is None:
+        old = pair_penalty(current[:, None], active[:, None], prior, cost, k)[0]
+    sub = options[tasks]
     best_rest = np.zeros(len(tasks) + 1)
-    for i in range(len(tasks) - 1, -1, -1):
-        best_rest[i] = best_rest[i + 1] + options[tasks[i]].max()
+    best_rest[:-1] = np.cumsum(sub.max(axis=1)[::-1])[::-1]
+    ranked = np.argsort(-sub, axis=1, kind="stable")
+    finite = np.isfinite(np.take_along_axis(sub, ranked, axis=1))
     orders = [
-        [s for s in np.argsort(-options[t], kind="stable") if np.isfinite(options[t, s])]
-        for t in tasks
+        [int(s) for s, ok in zip(r, f, strict=True) if ok]
+        for r, f in zip(ranked.tolist(), finite.tolist(), strict=True)
     ]
+    opt_rows = sub.tolist()
+    cost_rows = cost.tolist()
     scale = 1.0 / (k - 1) if k > 1 else 0.0
     best_value, best_states = incumbent, None
     chosen = np.array(current, copy=True)
@@ -107,17 +114,18 @@ def branch_and_bound(
                 best_value, best_states = value, chosen.copy()
             return
         t = tasks[level]
+        row = opt_rows[level]
         for s in orders[level]:
             if prior == "edit":
-                acc2 = acc + cost[s]
-                pen2 = float(acc2.min())
+                acc2 = [a + c for a, c in zip(acc, cost_rows[s], strict=True)]
+                pen2 = min(acc2)
                 counts2 = counts
             else:
                 acc2 = acc
-                pen2 = pen + scale * float(counts @ cost[:, s])
-                counts2 = counts.copy()
+                pen2 = pen + scale * sum(n * c for n, c in zip(counts, cost_rows[s], strict=True))
+                counts2 = list(counts)
                 counts2[s] += 1
-            part2 = partial + options[t, s]
+            part2 = partial + row[s]
             bound = part2 + lam * (pen2 - old) + best_rest[level + 1]
             if bound <= best_value:
                 continue
@@ -127,7 +135,7 @@ def branch_and_bound(
 
     if k < 2:
         lam = 0.0
-    dfs(0, 0.0, np.zeros(3), np.zeros(3), 0.0)
+    dfs(0, 0.0, [0.0, 0.0, 0.0], [0, 0, 0], 0.0)
     if stats is not None:
         stats["nodes"] = stats.get("nodes", 0) + visited
     return best_value, best_states
@@ -179,20 +187,39 @@ def multitask_search(
     active = np.stack([d.pair_ok[iu, iv] for d in dags])
     lam = lam if k > 1 else 0.0
     steps = 0
+    n_pairs = len(iu)
+    cached = np.full(n_pairs, np.nan)  # best improving change of each pair (-inf: none)
+    cached_states: list = [None] * n_pairs
+    prev_opts = prev_cur = None
     while steps < max_steps:
         opts = np.stack([d.options(iu, iv) for d in dags])  # (k, P, 3)
         cur = np.stack([d.states(iu, iv) for d in dags])
+        if prev_opts is not None:
+            changed = (opts != prev_opts).any(axis=(0, 2)) | (cur != prev_cur).any(axis=0)
+            cached[changed] = np.nan
+        prev_opts, prev_cur = opts, cur
         old = pair_penalty(cur, active, prior, cost, k)
         best = np.where(active, opts.max(axis=2), 0.0)
         upper = best.sum(axis=0) - lam * old
         incumbent, choice = EPS, None
+        known = ~np.isnan(cached)
+        if known.any():
+            p = int(np.argmax(np.where(known, cached, -np.inf)))
+            if cached[p] > incumbent:
+                incumbent, choice = float(cached[p]), (p, cached_states[p])
+        # pairs whose scores changed since the last step, by decreasing bound; a pair's
+        # search is pruned against EPS only so that its result can be reused next step
         for p in np.argsort(-upper, kind="stable"):
             if upper[p] <= incumbent:
                 break
+            if known[p]:
+                continue
             value, states = branch_and_bound(
-                opts[:, p, :], cur[:, p], active[:, p], lam, prior, cost, incumbent, stats
+                opts[:, p, :], cur[:, p], active[:, p], lam, prior, cost, EPS, stats, old[p]
             )
-            if states is not None:
+            cached[p] = value if states is not None else -np.inf
+            cached_states[p] = states
+            if states is not None and value > incumbent:
                 incumbent, choice = value, (p, states)
         if choice is None:
             break

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..data import Columns, as_frame, check_columns, check_features, coerce_numeric_text
+from ..data import (
+    Columns,
+    as_frame,
+    check_columns,
+    check_features,
+    coerce_numeric_text,
+    named,
+)
 
 __all__ = ["MISSING_TEXT", "Encoding"]
 
@@ -94,17 +101,7 @@ class Encoding:
         """``X`` as a checked DataFrame of the training columns, in training order: a clear
         error for a wrong width, missing columns or infinities; a warning for unseen
         categories and for text in numeric columns."""
-        if self.from_array and not isinstance(X, pd.DataFrame):
-            arr = np.asarray(X)
-            width = arr.shape[1] if arr.ndim == 2 else None
-            if width != len(self.columns):
-                raise ValueError(
-                    f"X has shape {arr.shape}, but the mimic was trained on "
-                    f"{len(self.columns)} columns; pass rows with the same columns in order"
-                )
-        frame = as_frame(X)
-        if self.from_array and not isinstance(X, pd.DataFrame):
-            frame.columns = list(self.columns)
+        frame = as_frame(named(X, self.columns, who="the mimic net") if self.from_array else X)
         known = {
             name: [*cats, MISSING_TEXT]
             for name, cats in zip(self.categorical, self.categories, strict=True)

@@ -82,6 +82,11 @@ class Library:
         return len(self.members)
 
     @property
+    def temporary(self) -> bool:
+        """True when the store lives in a temporary directory that goes with this object."""
+        return self._tmp is not None
+
+    @property
     def detectors(self) -> Library | None:
         """The detectors built beside the models (a spec's ``detectors:`` section), or None."""
         return self.parts.get("detectors")

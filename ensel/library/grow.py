@@ -217,7 +217,6 @@ def _study(spec: GrowSpec):
             group=True,
             constant_liar=True,
             n_startup_trials=min(8, max(2, (spec.trials or 16) // 3)),
-            warn_independent_sampling=False,
         )
         return optuna.create_study(direction="maximize", sampler=sampler)
 

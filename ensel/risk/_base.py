@@ -22,7 +22,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import Columns, as_frame
+from ..data import Columns, as_frame, named, select_columns
 
 __all__ = ["DETECTORS", "Detector", "FeatureSpace", "get_detector", "load_all", "register"]
 
@@ -120,22 +120,9 @@ class FeatureSpace:
     def transform(self, X) -> np.ndarray:
         """``X`` encoded in this space; a clear error for a wrong column count, missing columns
         or infinities. Unseen categories encode outside the box."""
-        if self.from_array and not isinstance(X, pd.DataFrame):
-            arr = np.asarray(X) if not hasattr(X, "shape") else X
-            if getattr(arr, "ndim", 2) != 2 or arr.shape[1] != self.n_features:
-                raise ValueError(
-                    f"X has {arr.shape[-1] if getattr(arr, 'ndim', 0) else 0} feature(s), but "
-                    f"the detector was fitted on {self.n_features}; pass rows with the same "
-                    "columns in the same order"
-                )
-        frame = as_frame(X)
-        missing = [c for c in self.names if c not in frame.columns]
-        if missing:
-            raise ValueError(
-                f"X lacks column(s) {missing[:10]} seen in training; expected columns "
-                f"{list(self.names[:10])}{'...' if self.n_features > 10 else ''}"
-            )
-        frame = frame[list(self.names)]
+        if self.from_array:
+            X = named(X, self.names, who="the detector")
+        frame = select_columns(as_frame(X), list(self.names))
         _check_frame(frame)
         return _encode(frame, self.names, self.categories)
 

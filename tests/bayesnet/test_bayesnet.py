@@ -4,6 +4,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ensel.bayesnet import (
@@ -311,6 +312,14 @@ def test_bad_parameters_name_the_argument(vstruct_net, params, name):
         assert getattr(est, key) is value  # stored untouched
     with pytest.raises(ValueError, match=name):
         est.fit([vstruct_net.sample(20, random_state=0)])
+
+
+def test_declared_categories_are_states(vstruct_net):
+    df = vstruct_net.sample(40, random_state=0)
+    df["B"] = pd.Categorical(["s0"] * 40, categories=["s0", "s1", "s2"])
+    m = MultitaskStructureLearner(penalty=0.0, restarts=0).fit([df])
+    assert m.networks_[0].states["B"] == ["s0", "s1", "s2"]
+    assert np.isfinite(m.log_likelihood([vstruct_net.sample(50, random_state=1)])[0])
 
 
 def test_unfitted_and_unknown_states(vstruct_net):

@@ -97,6 +97,30 @@ def test_dask_build_equals_the_local_build(data, client, local_tiny, tmp_path):
     np.testing.assert_allclose(lib.predict(X_new), local_tiny.predict(X_new), rtol=0, atol=1e-12)
 
 
+def test_dask_regression_build_equals_the_local_build(data, client, tmp_path):
+    """A regression library (task: regression, plain folds, label-free detectors) builds on
+    the cluster exactly as here."""
+    X, _ = data
+    y = X["mean area"].to_numpy() / 100.0  # a numeric target
+    X = X.drop(columns=["mean area", "mean perimeter", "mean radius"])
+    spec = {
+        "task": "regression",
+        "families": [
+            {"family": "linear", "params": {"ridge": [None, 1.0]}},
+            {"family": "random_forest", "params": {"max_features": 0.5}, "stages": [4, 8]},
+        ],
+        "detectors": [{"detector": "box"}],
+    }
+    with threadpool_limits(1):
+        ref = build_library(X, y, spec=spec, cv=CV, store=tmp_path / "here", verbose=0)
+    lib = build_library(
+        X, y, spec=spec, cv=CV, store=tmp_path / "dask", backend="dask", client=client, verbose=0
+    )
+    assert lib.task == "regression" and lib.n_members == 4
+    assert_same_library(lib, ref)
+    np.testing.assert_allclose(lib.predict(X.iloc[:20]), ref.predict(X.iloc[:20]), atol=1e-12)
+
+
 def _kill_a_busy_worker(client, stop: threading.Event, killed: list) -> None:
     """SIGKILL the process of the first worker seen running a task."""
     pids = client.run(os.getpid)
@@ -244,7 +268,7 @@ def test_cli_builds_on_a_scheduler(data, client, tmp_path, capsys):
     argv = ["fit", str(tmp_path / "train.csv"), "--target", "target", "--out", str(tmp_path / "m")]
     argv += ["--library", str(spec), "--cv", str(CV)]
     assert main([*argv, "--scheduler", client.scheduler.address]) == 0
-    assert "fitted" in capsys.readouterr().out
+    assert "members have weight in the ensemble" in capsys.readouterr().out
     model = EnsembleSelectionClassifier.load(tmp_path / "m" / "model.pkl")
     assert model.client == client.scheduler.address and model.backend == "dask"
     assert main([*argv, "--dask-local", "0"]) == 2

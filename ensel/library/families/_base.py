@@ -2,7 +2,7 @@
 
 A family is one fit function: it trains on a view of the training fold and returns a run whose
 ``predict`` gives every staged member at once (boosting steps, epochs, values of k, ...), so one
-training run yields several library members (DESIGN.md, "staged members").
+training run yields several library members ("staged members", see docs/library_specs.md).
 """
 
 from __future__ import annotations
