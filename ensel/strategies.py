@@ -28,7 +28,8 @@ def ensemble_selection(P: np.ndarray, y: np.ndarray, metric, options: dict) -> n
     """Weights of ensemble selection (Caruana et al. 2004, §4.1-4.2) for ``metric``."""
     options = dict(options)
     cost = options.pop("cost", None)
-    return EnsembleSelection(metric=metric, **options).fit(P, y, cost=cost).weights_
+    es = EnsembleSelection(metric=metric, **options)
+    return (es.fit(P, y) if cost is None else es.fit(P, y, cost=cost)).weights_
 
 
 def model_selection(P: np.ndarray, y: np.ndarray, metric, options: dict) -> np.ndarray:
