@@ -366,8 +366,8 @@ def main(argv=None) -> None:
         for m in ("MTL-Paired", "MTL-Edit"):
             row[f"{m} Δedit vs STL"] = f"{100 * (1 - g.loc[m, 'edit'] / stl_e):+.0f}%"
         row["δ Paired/Edit"] = (
-            f"1-{1 - deltas.get_group('MTL-Paired').delta.mean():.0e} / "
-            f"1-{1 - deltas.get_group('MTL-Edit').delta.mean():.0e}"
+            f"{_fmt_delta(deltas.get_group('MTL-Paired').delta.mean())} / "
+            f"{_fmt_delta(deltas.get_group('MTL-Edit').delta.mean())}"
         )
         row["seconds STL/Paired"] = (
             f"{g.loc['STL', 'seconds']:.1f}/{g.loc['MTL-Paired', 'seconds']:.1f}"
@@ -448,7 +448,7 @@ def main(argv=None) -> None:
             "",
             f"Our single-task search (tabu hill climbing, {1 if args.quick else 10} restarts) "
             "against pgmpy's "
-            "HillClimbSearch (tabu length 100, from the empty graph), BDeu with equivalent "
+            "HillClimbSearch (both tabu length 100, from the empty graph), BDeu with equivalent "
             "sample size 1 for both, on the same rows; BDeu of each result under our scorer.",
             "",
             _md(pg, ".2f"),

@@ -190,8 +190,8 @@ def main() -> None:
     results = load_results(path)
     done = {(r["dataset"], r["seed"]) for r in results}
     loads = []
-    for name in names:
-        for seed in seeds:
+    for seed in seeds:  # seed-major: a run cut short still covers every dataset
+        for name in names:
             if (name, seed) in done:
                 continue
             X_tr, X_te, y_tr, y_te, groups = split(name, seed)

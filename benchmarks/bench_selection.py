@@ -94,6 +94,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small libraries, few steps")
     parser.add_argument("--no-peer", action="store_true", help="skip AutoGluon")
+    parser.add_argument("--sizes", help="only these libraries, e.g. 2000x5000 (own section)")
+    parser.add_argument("--metrics", help="only these metrics, e.g. roc,lft (own section)")
+    parser.add_argument("--steps", type=int, help="greedy steps timed per metric")
     args = parser.parse_args()
 
     sizes = (
@@ -101,7 +104,10 @@ def main() -> None:
         if args.quick
         else [(200, 1000), (200, 5000), (2000, 1000), (2000, 5000)]
     )
-    steps = 20 if args.quick else 100
+    if args.sizes:
+        sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
+    metrics = args.metrics.split(",") if args.metrics else list(METRICS)
+    steps = args.steps or (20 if args.quick else 100)
     python = None if args.no_peer else peer_python()
 
     rows = []
@@ -110,7 +116,7 @@ def main() -> None:
         floor = floor_seconds(P)
         peer_steps = 3 if M * N >= 10_000_000 else 10
         peer = run_peer(python, P, y, peer_steps) if python else {}
-        for metric in METRICS:
+        for metric in metrics:
             ours = seconds_per_step(metric, P, y, steps)
             row = {"M": M, "N": N, "metric": metric, "ours": ours, "floor": floor}
             if metric in peer:
@@ -125,9 +131,10 @@ def main() -> None:
 
     M, N = sizes[-1]
     P, y = make_library(n_members=M, n_samples=N, random_state=0)
-    bagged = {
-        m: bagged_run_seconds(m, P, y) for m in (METRICS if not args.quick else ("rms", "roc"))
-    }
+    bagged_metrics = metrics if not args.quick else ("rms", "roc")
+    if args.metrics:
+        bagged_metrics = [m for m in metrics if m in ("roc",)] or metrics[:1]
+    bagged = {m: bagged_run_seconds(m, P, y) for m in bagged_metrics}
     for m, s in bagged.items():
         print(f"bagged 20 x 100 steps, M={M} N={N}, {m}: {s:.1f} s", flush=True)
     write_report(rows, bagged, (M, N), args)
@@ -153,9 +160,15 @@ def format_row(r: dict) -> str:
 
 def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], args) -> None:
     cmd = "python -m benchmarks.bench_selection" + (" --quick" if args.quick else "")
+    partial = bool(args.sizes or args.metrics or args.steps)
+    for flag in ("sizes", "metrics", "steps"):
+        cmd += f" --{flag} {getattr(args, flag)}" if getattr(args, flag) else ""
+    cmd += " --no-peer" if args.no_peer else ""
     lines = [
         "",
-        machine_line(cmd),
+        machine_line(cmd)
+        + f" Load average (1 min) at the end: {os.getloadavg()[0]:.1f} (a shared machine; the"
+        " ratios are measured in this one run).",
         "",
         "Seconds per greedy step (wall clock, median; ours uses both cores) on synthetic libraries "
         "(`ensel.synthetic.make_library`: 30% coarse tree-like members). Floor: one numpy pass "
@@ -174,7 +187,7 @@ def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, in
         *[f"| {m} | {s:.1f} |" for m, s in bagged.items()],
         "",
     ]
-    write_section(SECTION, lines)
+    write_section(SECTION + (" — rank metrics (issue 17)" if partial else ""), lines)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ Two implementations share one interface, ``scorer(S, k, available) -> (M,) score
 ``available`` (a boolean mask, or None for all) marks the members that may still be added:
 - exact: float64, the batch metrics of :mod:`ensel.metrics` over chunks of candidates (used for
   ``exact=True``, user metrics, and when numba is missing);
-- fast: float32 matrix, one numba pass per step (:mod:`ensel._kernels`); rank metrics quantise
-  the candidate's mean prediction to ``RANK_BINS`` levels instead of sorting.
+- fast: float32 matrix, one numba pass per step (:mod:`ensel._kernels`); rank metrics (ROC,
+  LFT, BEP, APR) quantise the candidate's mean prediction to ``RANK_BINS`` levels instead of
+  sorting, with per-candidate bounds on the exact score, and score exactly every candidate whose
+  bound reaches the best exact score found: each pick rests on exact scores.
 """
 
 from __future__ import annotations
@@ -26,14 +28,21 @@ except ImportError:  # pragma: no cover - exercised only where numba is not inst
 
 log = logging.getLogger(__name__)
 
-RANK_BINS = 1 << 14
-"""Score levels for fast rank metrics: steps of 6e-5 in probability (tests/test_selection.py
-shows selections identical to exact sorting on realistic libraries)."""
+RANK_BINS = 1 << 12
+"""Most score levels for fast rank metrics (fewer when N is small: about one level per case):
+their counters stay in the L1 cache and are read in order. The levels only decide which
+candidates are scored exactly, not the pick."""
 SERIAL_BELOW = 1 << 20
 """Matrices smaller than this are scored on one thread: a step then takes microseconds, and
 waking a second thread costs more (much more when another process holds the other core)."""
 REFINE = 8
-"""Fast rank metrics re-score this many best candidates per step by exact sorting."""
+"""Fast rank metrics score finalists exactly this many at a time, best upper bound first."""
+RANK_KERNELS = {"roc": 0, "lft": 1, "bep": 1, "apr": 2}
+"""Metrics whose fast kernel quantises scores (and so needs exact finalists), by kernel kind;
+LFT is a threshold metric in the dissertation's grouping (App. 4.C), but its top 25% is a rank
+cut, scored like BEP."""
+BOUND_SLACK = 1e-12
+"""Added to every upper bound: the bounds' own float64 rounding is far below it."""
 CHUNK_BYTES = 64 << 20
 """Exact scoring works on chunks of candidates of about this many bytes."""
 
@@ -72,21 +81,32 @@ def fast_available(metric: Metric) -> bool:
     return _kernels is not None and metric.kind != "custom"
 
 
+def quantised(metric: Metric) -> bool:
+    """True if the fast kernel of ``metric`` scores on quantised levels (rank kernels)."""
+    return (
+        metric.kind != "custom" and metric.task == "classification" and metric.name in RANK_KERNELS
+    )
+
+
 def fast_scorer(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
     """Score candidates with the compiled kernels; ``P`` is converted to float32 once.
 
-    For rank metrics the ``REFINE`` best available candidates by the quantised score are scored
-    again by exact sorting (of the same float32 predictions), so the step's decision and the
-    chosen candidate's score do not rest on the quantisation; the other candidates keep their
-    quantised scores, capped strictly below every refined one.
+    Rank kernels (ROC, LFT, BEP, APR) give each candidate a quantised score and the least and
+    most its exact score can be; candidates are then scored exactly (the same float64 numbers
+    as :mod:`ensel.metrics`, on the same float32 predictions), best upper bound first, until no
+    candidate left can reach the best exact score. The pick is the one exact scoring of every
+    candidate would make; the others keep their quantised scores, capped strictly below every
+    exact one.
     """
     P = np.ascontiguousarray(P, dtype=np.float32)
-    approx = _approx(metric, P, y)
-    return _refined(metric, approx, exact_scorer(metric, P, y)) if metric.kind == "rank" else approx
+    if not quantised(metric):
+        return _approx(metric, P, y)
+    return _refined(metric, _approx(metric, P, y), _exact_rows(metric, P, y))
 
 
 def _approx(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
-    """The compiled kernel's scores of every row of the float32 matrix ``P``."""
+    """The compiled kernel's scores of every row of the float32 matrix ``P`` (for rank kernels,
+    a tuple ``(estimate, low, high)``)."""
     if metric.task == "regression":
         approx = _regression(metric.name, P, y)
     elif P.ndim == 2:
@@ -98,18 +118,69 @@ def _approx(metric: Metric, P: np.ndarray, y: np.ndarray) -> StepScorer:
     return lambda S, k, available=None: approx(S, k)
 
 
-def _refined(metric: Metric, approx: StepScorer, exact: exact_scorer) -> StepScorer:
-    """Rank metrics: the ``REFINE`` best available candidates re-scored exactly."""
+def _exact_rows(metric: Metric, P: np.ndarray, y: np.ndarray, chunk_bytes: int = CHUNK_BYTES):
+    """``rows(S, k, members)``: exact scores of some candidates; compiled for binary rank
+    metrics (one sort per candidate), the batch metric otherwise."""
+    if P.ndim == 3 or metric.name not in RANK_KERNELS:
+        return exact_scorer(metric, P, y).rows
+    y8 = y.astype(np.int8)
+    kind = RANK_KERNELS[metric.name]
+    n_pos = int(y8.sum())
+    top, divide = {
+        "roc": (0.0, None),
+        "lft": (LIFT_FRACTION * len(y), lambda v: v / n_pos / LIFT_FRACTION),
+        "bep": (float(n_pos), lambda v: v / float(n_pos)),
+        "apr": (0.0, None),
+    }[metric.name]
+
+    def rows(S: np.ndarray, k: int, members: np.ndarray) -> np.ndarray:
+        if not isinstance(P, RowView):
+            out = _kernels.rank_exact(P, members.astype(np.int64), S, y8, float(k + 1), kind, top)
+        else:  # read the finalists' rows a chunk at a time
+            step = max(1, chunk_bytes // (4 * len(y)))
+            out = np.concatenate([
+                _kernels.rank_exact(
+                    np.ascontiguousarray(P[part], dtype=np.float32), np.arange(len(part)), S, y8,
+                    float(k + 1), kind, top,
+                )
+                for part in np.array_split(members, range(step, len(members), step))
+            ])  # fmt: skip
+        return out if divide is None else divide(out)
+
+    return rows
+
+
+def _refined(metric: Metric, bounds: StepScorer, exact_rows) -> StepScorer:
+    """Rank metrics: exact scores for every candidate whose upper bound reaches the best exact
+    score (branch and bound, ``REFINE`` candidates at a time); the rest capped below them."""
     sign = 1.0 if metric.greater_is_better else -1.0
 
     def refined(S: np.ndarray, k: int, available: np.ndarray | None = None) -> np.ndarray:
-        gain = sign * approx(S, k)
+        estimate, low, high = bounds(S, k)
+        gain = sign * estimate
+        upper = sign * (high if sign > 0 else low) + BOUND_SLACK
         if available is not None:
             gain[~available] = -np.inf
-        best = np.sort(np.argsort(-gain, kind="stable")[:REFINE])
-        exact_gain = sign * exact.rows(S, k, best)
+            upper[~available] = -np.inf
+        by_upper = np.argsort(-upper, kind="stable")
+        lower = sign * (low if sign > 0 else high)
+        # the first batch: every candidate whose upper bound reaches the best lower bound (one
+        # parallel call), at least REFINE
+        size = max(REFINE, int((upper >= lower[np.isfinite(upper)].max()).sum()))
+        best, at = -np.inf, 0
+        scored, exact_gain = [], []
+        while at < len(by_upper) and upper[by_upper[at]] >= best:
+            batch = by_upper[at : at + size]
+            batch = np.sort(batch[(upper[batch] >= best) & np.isfinite(upper[batch])])
+            at += size
+            size = REFINE
+            if len(batch):
+                scored.append(batch)
+                exact_gain.append(sign * exact_rows(S, k, batch))
+                best = max(best, float(exact_gain[-1].max()))
+        scored, exact_gain = np.concatenate(scored), np.concatenate(exact_gain)
         np.minimum(gain, np.nextafter(exact_gain.min(), -np.inf), out=gain)
-        gain[best] = exact_gain
+        gain[scored] = exact_gain
         return sign * gain
 
     return refined
@@ -144,17 +215,20 @@ def streamed_scorer(
     if exact or not fast_available(metric):
         return exact_scorer(metric, rows, y, chunk_bytes)
     starts = range(0, len(rows), block_rows)
+    ranked = quantised(metric)
 
-    def approx(S: np.ndarray, k: int, available: np.ndarray | None = None) -> np.ndarray:
-        out = np.empty(len(rows))
+    def approx(S: np.ndarray, k: int, available: np.ndarray | None = None):
+        out = np.empty((3 if ranked else 1, len(rows)))
         for start in starts:
             block = np.ascontiguousarray(rows[start : start + block_rows], dtype=np.float32)
-            out[start : start + len(block)] = _approx(metric, block, y)(S, k)
-        return out
+            out[:, start : start + len(block)] = _approx(metric, block, y)(S, k)
+        return tuple(out) if ranked else out[0]
 
-    if metric.kind != "rank":
+    if not ranked:
         return approx
-    return _refined(metric, approx, exact_scorer(metric, rows, y, chunk_bytes))
+    if rows.ndim == 3:
+        return _refined(metric, approx, exact_scorer(metric, rows, y, chunk_bytes).rows)
+    return _refined(metric, approx, _exact_rows(metric, rows, y, chunk_bytes))
 
 
 def candidate_scorer(metric: Metric, P: np.ndarray, y: np.ndarray, exact: bool) -> StepScorer:
@@ -206,11 +280,14 @@ def _binary(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
     y8 = y.astype(np.int8)
     n_chunks = min(len(P), 4 * numba.get_num_threads())
     counter = np.uint16 if len(y) < (1 << 16) else np.int64
-    histograms = np.zeros((n_chunks, 2 * RANK_BINS), counter)  # kernels leave them zeroed
-    table = k.LOWEST_BIT_TABLE
-    return lambda S, n: (
-        k.rank_binary(P, S, y8, float(n + 1), kind, top, histograms, table) / divisor
-    )
+    n_bins = min(RANK_BINS, max(64, 1 << int(np.ceil(np.log2(len(y))))))
+    histograms = np.zeros((n_chunks, 2 * n_bins), counter)  # kernels leave them zeroed
+
+    def ranks(S: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        scores = k.rank_binary(P, S, y8, float(n + 1), kind, top, histograms)
+        return tuple(v / divisor for v in scores)
+
+    return ranks
 
 
 def _regression(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
@@ -251,7 +328,11 @@ def _multiclass(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
         sign = np.ones(N)
         return lambda S, n: k.mean_log_loss(true_col, S[rows, y] / (n + 1), sign, 1 / (n + 1), EPS)
     # rank metrics: macro average of one-vs-rest binary scorers on contiguous class columns
+    # (and of their bounds)
     per_class = [(c, _binary(name, np.ascontiguousarray(P[:, :, c]), y == c)) for c in np.unique(y)]
-    return lambda S, n: np.mean(
-        [score(np.ascontiguousarray(S[:, c]), n) for c, score in per_class], axis=0
-    )
+
+    def ranks(S: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = [score(np.ascontiguousarray(S[:, c]), n) for c, score in per_class]
+        return tuple(np.mean([p[i] for p in parts], axis=0) for i in range(3))
+
+    return ranks

@@ -3,7 +3,8 @@
 Each kernel reads the library matrix ``P`` (float32, members x cases) once, adds each member to
 the running ensemble sum ``S`` (float64) and scores the result ``(S + P[m]) / k1`` for every
 member ``m`` in parallel. Rank metrics count positives and negatives per quantised score level
-instead of sorting each candidate (see ``fill_histogram``).
+instead of sorting each candidate (see ``fill_histogram``), with bounds on the exact score;
+``rank_exact`` scores the finalists exactly (a counting sort, then each level sorted).
 """
 
 from __future__ import annotations
@@ -160,73 +161,64 @@ def mean_log_loss(P, offset, sign, inv, eps):  # pragma: no cover - compiled
 # --------------------------------------------------------------------------- rank metrics
 
 
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-LOWEST_BIT_TABLE = np.zeros(64, np.int64)
-for _i in range(64):  # wrap-around multiplication is the point of the de Bruijn trick
-    _slot = (int(_DEBRUIJN) << _i) % (1 << 64) >> 58
-    LOWEST_BIT_TABLE[_slot] = _i
-
-
 @njit(inline="always", **_JIT)
-def fill_histogram(Pm, S, y, scale, n_bins, idx, counts, bits, occupied, table):  # pragma: no cover
-    """Count negatives (``counts[2b]``) and positives (``counts[2b + 1]``) per score level ``b``.
+def fill_histogram(Pm, S, y, k1, n_bins, idx, counts):  # pragma: no cover - compiled
+    """Count negatives (``counts[2b]``) and positives (``counts[2b + 1]``) per score level ``b``
+    (interleaved, so one level's two counters share a cache line).
 
-    Level ``b = floor((S + P) * scale)`` with ``scale = n_bins / k1`` quantises the candidate's
-    mean prediction to ``n_bins`` equal steps of [0, 1]; cases in one level count as tied. The
-    occupied levels are written to ``occupied`` in increasing order through a bitmap (64 levels
-    a word, de Bruijn lowest-bit lookup), so later passes touch at most N levels, not n_bins.
-    Returns the number of occupied levels; ``bits`` is left cleared.
+    Level ``b = floor(q * n_bins)`` of the candidate's mean prediction ``q = (S + P) / k1``,
+    computed exactly as the float64 exact scorer computes it, so levels are monotone in the
+    values that scorer sorts: cases in different levels are ordered as it orders them, and only
+    cases sharing a level can be misordered. ``n_bins`` is at most a few thousand (the counters
+    stay in the L1 cache), so later passes read every level in order.
     """
     N = S.shape[0]
     top = n_bins - 1
     for n in range(N):  # vectorisable: no stores that depend on data
-        idx[n] = min(np.int64((S[n] + Pm[n]) * scale), top)
+        idx[n] = min(np.int64((S[n] + Pm[n]) / k1 * n_bins), top)
     for n in range(N):
-        b = idx[n]
-        counts[2 * b + y[n]] += 1
-        bits[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    n_occ = 0
-    one = np.uint64(1)
-    for w in range(bits.shape[0]):
-        word = bits[w]
-        while word != 0:
-            low = word & (~word + one)
-            occupied[n_occ] = (w << 6) + table[(low * _DEBRUIJN) >> np.uint64(58)]
-            n_occ += 1
-            word ^= low
-        bits[w] = 0
-    return n_occ
+        counts[2 * idx[n] + y[n]] += 1
 
 
 @njit(inline="always", **_JIT)
-def _roc_from_histogram(counts, occupied, n_occ, n_pos, n_neg):  # pragma: no cover - compiled
-    """AUC with ties counted half; clears the histogram as it reads it."""
+def _roc_from_histogram(counts, n_bins, n_pos, n_neg, bound):  # pragma: no cover - compiled
+    """AUC with the cases of one level counted as tied; clears the histogram as it reads it.
+
+    ``bound[0]`` gets the largest possible error: half the positive-negative pairs that share a
+    level (the exact order counts each 0, 1/2 or 1; the levels count it 1/2).
+    """
     below = 0
     twice = 0
-    for i in range(n_occ):
-        b = occupied[i]
+    mixed = 0
+    for b in range(n_bins):
         neg = counts[2 * b]
         pos = counts[2 * b + 1]
         twice += np.int64(pos) * (2 * below + neg)
+        mixed += np.int64(pos) * neg
         below += neg
         counts[2 * b] = 0
         counts[2 * b + 1] = 0
+    bound[0] = mixed / (2.0 * n_pos * n_neg)
     return twice / (2.0 * n_pos * n_neg)
 
 
 @njit(inline="always", **_JIT)
-def _top_k_from_histogram(counts, occupied, n_occ, k):  # pragma: no cover - compiled
-    """Expected positives among the ``k`` highest cases (ties shared); clears the histogram."""
+def _top_k_from_histogram(counts, n_bins, k, bound):  # pragma: no cover - compiled
+    """Expected positives among the ``k`` highest cases (a level's cases shared as ties); clears
+    the histogram. ``bound`` gets the least and most positives the exact order can put there:
+    only the level that straddles the cut is uncertain."""
     seen = 0
     seen_pos = 0
     result = -1.0
-    for i in range(n_occ - 1, -1, -1):
-        b = occupied[i]
+    for b in range(n_bins - 1, -1, -1):
         neg = counts[2 * b]
         pos = counts[2 * b + 1]
         h = pos + neg
-        if result < 0.0 and seen + h >= k:
-            result = seen_pos + (k - seen) * pos / h
+        if result < 0.0 and h > 0 and seen + h >= k:
+            need = k - seen
+            result = seen_pos + need * pos / h
+            bound[0] = seen_pos + max(0.0, need - neg)
+            bound[1] = seen_pos + min(float(pos), need)
         seen += h
         seen_pos += pos
         counts[2 * b] = 0
@@ -235,62 +227,194 @@ def _top_k_from_histogram(counts, occupied, n_occ, k):  # pragma: no cover - com
 
 
 @njit(inline="always", **_JIT)
-def _apr_from_histogram(counts, occupied, n_occ, n_pos, tp_buf, prec_buf):  # pragma: no cover
-    """Eleven-point interpolated average precision; each occupied level is a threshold."""
+def _apr_from_histogram(
+    counts, n_bins, n_pos, tp_buf, prec_buf, best_buf, bound
+):  # pragma: no cover
+    """Eleven-point interpolated average precision with one threshold per level; clears the
+    histogram. The exact order has these thresholds and more, so this is a lower bound;
+    ``bound[0]`` gets an upper one: each level's precision as if its positives came first."""
     seen = 0
     seen_pos = 0
     n = 0
-    for i in range(n_occ - 1, -1, -1):
-        b = occupied[i]
+    for b in range(n_bins - 1, -1, -1):
         neg = counts[2 * b]
         pos = counts[2 * b + 1]
+        if pos + neg == 0:
+            continue
         seen += pos + neg
         seen_pos += pos
         tp_buf[n] = seen_pos
         prec_buf[n] = seen_pos / seen
+        best_buf[n] = seen_pos / (seen - neg) if pos > 0 else prec_buf[n]
         n += 1
         counts[2 * b] = 0
         counts[2 * b + 1] = 0
     for i in range(n - 2, -1, -1):  # best precision at this recall or beyond
         prec_buf[i] = max(prec_buf[i], prec_buf[i + 1])
+        best_buf[i] = max(best_buf[i], best_buf[i + 1])
     total = 0.0
+    upper = 0.0
     i = 0
     for level in range(11):
         while 10 * tp_buf[i] < level * n_pos:
             i += 1
         total += prec_buf[i]
+        upper += best_buf[i]
+    bound[0] = upper / 11.0
     return total / 11.0
 
 
 @njit(parallel=True, **_JIT)
-def rank_binary(P, S, y, k1, kind, k_top, histograms, table):  # pragma: no cover
-    """ROC (kind 0), expected top-k positives (kind 1: LFT/BEP) or APR (kind 2) per row.
+def rank_binary(P, S, y, k1, kind, k_top, histograms):  # pragma: no cover - compiled
+    """ROC (kind 0), expected top-k positives (kind 1: LFT/BEP) or APR (kind 2) per row, with
+    the least and most the exact score can be: ``(estimate, low, high)``, each ``(M,)``.
 
     Rows are split into ``len(histograms)`` runs, each with its own zeroed histogram row of
     ``2 * n_bins`` counters (uint16 when N < 65536: half the cache footprint), run in parallel.
-    ``n_bins`` must be a multiple of 64; ``table`` is ``LOWEST_BIT_TABLE``.
     """
     M, N = P.shape
     out = np.empty(M)
+    low = np.empty(M)
+    high = np.empty(M)
     n_pos = 0
     for n in range(N):
         n_pos += y[n]
     n_neg = N - n_pos
     n_chunks, n_bins = histograms.shape[0], histograms.shape[1] // 2
-    scale = n_bins / k1
     for ch in prange(n_chunks):
         counts = histograms[ch]
-        bits = np.zeros(n_bins // 64, np.uint64)
         idx = np.empty(N, np.int64)
-        occupied = np.empty(N, np.int64)
-        tp_buf = np.empty(N, np.int64)
-        prec_buf = np.empty(N)
+        tp_buf = np.empty(n_bins, np.int64)
+        prec_buf = np.empty(n_bins)
+        best_buf = np.empty(n_bins)
+        bound = np.empty(2)
         for m in range(ch * M // n_chunks, (ch + 1) * M // n_chunks):
-            n_occ = fill_histogram(P[m], S, y, scale, n_bins, idx, counts, bits, occupied, table)
+            fill_histogram(P[m], S, y, k1, n_bins, idx, counts)
             if kind == 0:
-                out[m] = _roc_from_histogram(counts, occupied, n_occ, n_pos, n_neg)
+                v = _roc_from_histogram(counts, n_bins, n_pos, n_neg, bound)
+                out[m], low[m], high[m] = v, v - bound[0], v + bound[0]
             elif kind == 1:
-                out[m] = _top_k_from_histogram(counts, occupied, n_occ, k_top)
+                out[m] = _top_k_from_histogram(counts, n_bins, k_top, bound)
+                low[m], high[m] = bound[0], bound[1]
             else:
-                out[m] = _apr_from_histogram(counts, occupied, n_occ, n_pos, tp_buf, prec_buf)
+                v = _apr_from_histogram(counts, n_bins, n_pos, tp_buf, prec_buf, best_buf, bound)
+                out[m], low[m], high[m] = v, v, bound[0]
+    return out, low, high
+
+
+@njit(inline="always", **_JIT)
+def _sorted_decreasing(q, n_bins, order, start, fill):  # pragma: no cover - compiled
+    """Case indices in decreasing order of ``q`` (values in [0, 1]) into ``order``: a counting
+    sort on ``n_bins`` levels, then each level's few cases sorted by value (insertion sort;
+    a sort call for crowded levels). ``start``/``fill``: scratch of ``n_bins + 1`` ints."""
+    N = q.shape[0]
+    top = n_bins - 1
+    start[:] = 0
+    for n in range(N):
+        start[top - min(np.int64(q[n] * n_bins), top) + 1] += 1
+    for b in range(n_bins):
+        start[b + 1] += start[b]
+    fill[:] = start
+    for n in range(N):
+        b = top - min(np.int64(q[n] * n_bins), top)
+        order[fill[b]] = n
+        fill[b] += 1
+    for b in range(n_bins):
+        lo, hi = start[b], start[b + 1]
+        if hi - lo > 32:
+            seg = order[lo:hi].copy()
+            keys = np.empty(hi - lo)
+            for i in range(hi - lo):
+                keys[i] = -q[seg[i]]
+            perm = np.argsort(keys)
+            for i in range(hi - lo):
+                order[lo + i] = seg[perm[i]]
+        else:
+            for i in range(lo + 1, hi):
+                v = order[i]
+                j = i - 1
+                while j >= lo and q[order[j]] < q[v]:
+                    order[j + 1] = order[j]
+                    j -= 1
+                order[j + 1] = v
+
+
+@njit(parallel=True, **_JIT)
+def rank_exact(P, rows, S, y, k1, kind, k_top):  # pragma: no cover - compiled
+    """Exact rank scores of the rows ``rows`` of ``P``: each candidate's mean ``(S + P) / k1``
+    sorted, equal values one tie group, with the arithmetic of :mod:`ensel.metrics` (the same
+    float64 numbers): ROC (kind 0), expected top-``k_top`` positives (kind 1), APR (kind 2)."""
+    N = S.shape[0]
+    out = np.empty(len(rows))
+    n_pos = 0
+    for n in range(N):
+        n_pos += y[n]
+    n_neg = N - n_pos
+    n_bins = 1 << max(6, min(16, int(math.log2(N + 1))))
+    for i in prange(len(rows)):
+        m = rows[i]
+        q = np.empty(N)
+        for n in range(N):
+            q[n] = (S[n] + P[m, n]) / k1
+        order = np.empty(N, np.int64)
+        start = np.empty(n_bins + 1, np.int64)
+        fill = np.empty(n_bins + 1, np.int64)
+        _sorted_decreasing(q, n_bins, order, start, fill)  # tie groups are found by value
+        if kind == 0:
+            above = 0  # negatives above the group
+            twice = 0
+            g = 0
+            while g < N:
+                e = g
+                pos = 0
+                while e < N and q[order[e]] == q[order[g]]:
+                    pos += y[order[e]]
+                    e += 1
+                neg = e - g - pos
+                # each positive: the negatives below it, plus half the tied ones
+                twice += np.int64(pos) * (2 * (n_neg - above - neg) + neg)
+                above += neg
+                g = e
+            out[i] = (0.5 * twice) / (n_pos * n_neg)
+        elif kind == 1:
+            full = 0
+            part = 0.0
+            g = 0
+            while g < N and g < k_top:
+                e = g
+                pos = 0
+                while e < N and q[order[e]] == q[order[g]]:
+                    pos += y[order[e]]
+                    e += 1
+                inside = (k_top - g) / (e - g)
+                if inside >= 1.0:
+                    full += pos
+                else:
+                    part = pos * inside
+                g = e
+            out[i] = full + part
+        else:
+            total = 0.0
+            best = np.empty(N)
+            tps = np.empty(N, np.int64)
+            n_groups = 0
+            g = 0
+            tp = 0
+            while g < N:
+                e = g
+                while e < N and q[order[e]] == q[order[g]]:
+                    tp += y[order[e]]
+                    e += 1
+                tps[n_groups] = tp
+                best[n_groups] = tp / e
+                n_groups += 1
+                g = e
+            for j in range(n_groups - 2, -1, -1):
+                best[j] = max(best[j], best[j + 1])
+            j = 0
+            for level in range(11):
+                while 10 * tps[j] < level * n_pos:
+                    j += 1
+                total += best[j]
+            out[i] = total / 11.0
     return out

@@ -194,7 +194,16 @@ def logistic_correction(votes: np.ndarray) -> np.ndarray:
 
     ``votes`` (..., C) holds each class's summed boosting weight ``s_k = sum_t w_t [h_t = k]``,
     with SAMME's weights ``w_t = 2 alpha_t``; for two classes ``2F = s_1 - s_0``, so the
-    correction is the softmax of the votes, which is also how it extends to several classes."""
-    z = votes - votes.max(axis=-1, keepdims=True)
+    correction is the softmax of the votes, which is also how it extends to several classes.
+
+    A learner with no training error has ``alpha = log((1 - err) / err) = inf`` (the boosting
+    family passes an infinite weight; scikit-learn stops boosting there and records 1): its
+    classes' votes are infinite and the correction is its limit, probability 1 on the
+    infinite class (shared if several), 0 elsewhere, not the softmax of a finite stand-in
+    (``1 / (1 + e^-1) = 0.73``)."""
+    votes = np.asarray(votes, dtype=np.float64)
+    top = votes.max(axis=-1, keepdims=True)
+    infinite = np.isposinf(top)
+    z = np.where(infinite, np.where(votes == top, 0.0, -np.inf), votes - np.where(infinite, 0, top))
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)

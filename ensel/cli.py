@@ -2,6 +2,7 @@
 
     ensel fit TRAIN.csv --target COL --out DIR [--task auto|classification|regression]
               [--library default|regression|PATH] [--metric mxe|rmse] [--cv 5]
+              [--time-limit SECONDS] [--run-time-limit SECONDS]
               [--n-jobs N | --scheduler tcp://HOST:8786 | --dask-local N]
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
@@ -62,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--cv", default="5", help="folds of embedded cross-validation, or 'none'")
     fit.add_argument("--drop", nargs="*", default=[], help="columns to leave out (ids, leaks)")
     fit.add_argument("--groups", help="column whose rows must stay in one fold (e.g. a person id)")
-    fit.add_argument("--n-jobs", type=int, default=1, help="worker processes (-1: all cores)")
+    fit.add_argument(
+        "--n-jobs", type=int, default=-1, help="worker processes (default -1: all cores)"
+    )
     cluster = fit.add_mutually_exclusive_group()
     cluster.add_argument(
         "--scheduler", metavar="ADDRESS", help="build on a dask cluster (tcp://HOST:8786)"
@@ -73,7 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="build on a dask LocalCluster of N worker processes here",
     )
-    fit.add_argument("--time-limit", type=float, help="seconds per training run")
+    fit.add_argument(
+        "--time-limit", type=float, help="seconds for the whole fit (default: no limit)"
+    )
+    fit.add_argument(
+        "--run-time-limit", type=float, help="seconds per training run (default: the spec's)"
+    )
     fit.add_argument("--seed", type=int, default=0)
 
     predict = commands.add_parser("predict", help="predict a CSV file with a fitted model")
@@ -208,6 +216,7 @@ def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
         backend="joblib" if client is None else "dask",
         client=client,
         time_limit=args.time_limit,
+        run_time_limit=args.run_time_limit,
         random_state=args.seed,
         verbose=1,
     ).fit(X, y, groups=groups)

@@ -66,8 +66,9 @@ def differences(table) -> dict[str, dict[str, tuple[float, float]]]:
 
 
 def format_table(table) -> str:
-    """Mean held-out score over the outer folds; the best per metric in bold."""
-    mean = {s: {m: float(np.mean(table[s][m])) for m in METRICS} for s in STRATEGIES}
+    """Mean held-out score over the outer folds; the best per metric in bold (ties as shown,
+    to four decimals, all bold)."""
+    mean = {s: {m: round(float(np.mean(table[s][m])), 4) for m in METRICS} for s in STRATEGIES}
     lines = ["| strategy | " + " | ".join(METRICS) + " |", "|---" * (len(METRICS) + 1) + "|"]
     best = {
         m: (max if greater_is_better(m) else min)(mean[s][m] for s in STRATEGIES) for m in METRICS

@@ -8,6 +8,9 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+import threading
+import time
+import warnings
 import zlib
 from pathlib import Path
 
@@ -70,15 +73,8 @@ class _EnsembleSelectionBase(BaseEstimator):
             )
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
+        started = time.monotonic()
         metric = resolve_metric(self.metric, task=self._task)
-        lib = self._library(X, y, groups)
-        if lib.task != self._task:
-            raise ValueError(
-                f"the library was built for {lib.task}, but {type(self).__name__} does "
-                f"{self._task}; use a {self._task} spec (e.g. "
-                f"{'regression' if self._task == 'regression' else 'default'})"
-            )
-        P = np.asarray(lib.predictions)
         options = {
             "n_iter": self.n_iter,
             "n_bags": self.n_bags,
@@ -89,6 +85,37 @@ class _EnsembleSelectionBase(BaseEstimator):
             "prune_fraction": self.prune_fraction,
             "random_state": self.random_state,
         }
+        speed = None
+        if self.time_limit is not None:
+            if (
+                isinstance(self.time_limit, bool)
+                or not isinstance(self.time_limit, int | float)
+                or not self.time_limit > 0
+            ):
+                raise ValueError(
+                    f"time_limit={self.time_limit!r}: give the fit's budget in seconds (> 0)"
+                )
+            speed = _Background(selection_speed, self.strategy, metric, options)
+        lib = self._library(X, y, groups, started)
+        if lib.task != self._task:
+            raise ValueError(
+                f"the library was built for {lib.task}, but {type(self).__name__} does "
+                f"{self._task}; use a {self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        P = np.asarray(lib.predictions)
+        self.budget_ = {}
+        if speed is not None:
+            speed = speed.result(default=SELECTION_SPEED)
+            after = 0.5 + 0.02 * self.time_limit  # detectors' combination, members, report
+            left = self.time_limit - (time.monotonic() - started) - after
+            options, self.budget_ = selection_within(options, left, speed, P.shape)
+            runs = lib.failures.drop_duplicates("run")
+            self.budget_.update(
+                build_seconds=time.monotonic() - started,
+                runs_ok=int(lib.members["run"].nunique()),
+                runs_not_finished=runs["status"].value_counts().to_dict(),
+            )
         self.selection_comparison_ = []
         if getattr(self, "tune_selection", False) and self.strategy == "es":
             options, self.selection_comparison_ = choose_selection(P, lib.y, metric, options)
@@ -126,6 +153,8 @@ class _EnsembleSelectionBase(BaseEstimator):
             self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
         self.detectors_ = _detector_set(lib, self.random_state)
         self.library_path_ = None if lib.temporary else str(Path(lib.store.path).resolve())
+        self.fit_seconds_ = time.monotonic() - started
+        self.ensel_version_ = _version()
         return lib, P, metric, weights, options
 
     def _predict_cost(self, lib: Library) -> PredictCost | None:
@@ -140,7 +169,20 @@ class _EnsembleSelectionBase(BaseEstimator):
             return None
         return PredictCost(needs, item_cost)
 
-    def _library(self, X, y, groups) -> Library:
+    def _build_budget(self, spec, X, y, started: float) -> float | None:
+        """The seconds the library build may take: ``time_limit`` less what ``fit`` has spent
+        and the reserve for what follows the build (``fit_reserve``)."""
+        if self.time_limit is None:
+            return None
+        n_rows = len(X) if self.cv is not None else max(1, int(0.2 * len(X)))
+        n_classes = 1 if self._task == "regression" else int(pd.Series(np.ravel(y)).nunique())
+        options = {"n_bags": self.n_bags, "n_iter": self.n_iter, "bag_fraction": self.bag_fraction}
+        units = _selection_units(spec.n_members, n_rows, n_classes, options)
+        selection = selection_seconds(units, options, SELECTION_SPEED)
+        reserve = fit_reserve(self.time_limit, selection)
+        return max(self.time_limit - reserve - (time.monotonic() - started), 1.0)
+
+    def _library(self, X, y, groups, started: float | None = None) -> Library:
         if isinstance(self.library, Library):
             return self.library
         if (
@@ -166,7 +208,10 @@ class _EnsembleSelectionBase(BaseEstimator):
             client=self.client,
             random_state=self.random_state,
             groups=groups,
-            time_limit=self.time_limit,
+            time_limit=self._build_budget(
+                spec, X, y, time.monotonic() if started is None else started
+            ),
+            run_time_limit=getattr(self, "run_time_limit", None),
             verbose=self.verbose,
             grow=self._grow_spec(),
         )
@@ -177,6 +222,8 @@ class _EnsembleSelectionBase(BaseEstimator):
         if grow is None or grow is False or isinstance(grow, GrowSpec):
             return grow
         name = self.metric if isinstance(self.metric, str) else "mxe"
+        if grow is True:
+            return {"trials": None, "time": None, "metric": name}
         if isinstance(grow, dict):
             return {"metric": name, **grow}
         if isinstance(grow, int) and not isinstance(grow, bool) and grow > 0:
@@ -298,6 +345,7 @@ class _EnsembleSelectionBase(BaseEstimator):
                 ) from None
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        _check_version(model, path)
         return model
 
 
@@ -342,8 +390,9 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         ``selection_options_``. Costs 15 extra selections.
     grow : after building the library, propose new members where the ensemble gains (optuna;
         :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
-        "time": 120}``; growth selects for ``metric`` (for log loss when ``metric`` is a
-        callable). None: no growth.
+        "time": 120}``, or True (with ``time_limit``: grow in whatever time the build leaves);
+        under ``time_limit`` growth never runs past the build's budget. Growth selects for
+        ``metric`` (for log loss when ``metric`` is a callable). None: no growth.
     refit : None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
         each run of the ensemble once more on all training rows after selection and predicts
         with that one model (AutoGluon's refit_full), its calibrators refitted on the
@@ -357,10 +406,16 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         per sibling times K, or once with ``refit="full"``. ``predict_cost_ms_`` is the
         estimate for the chosen ensemble.
     store : directory that keeps the library (resumable); None uses a temporary one.
-    n_jobs, backend, client, time_limit, random_state, verbose : as in
-        :func:`ensel.library.build_library`; ``backend="dask"`` builds on a dask cluster
-        (``client``: a scheduler address keeps the estimator clonable, or a
-        ``distributed.Client``; see docs/distributed.md).
+    time_limit : seconds for the whole ``fit`` (None: no limit), as AutoML tools take it. The
+        library is built in an anytime order within the budget less a reserve for selection,
+        the detectors' combination and loading the chosen members (see
+        :func:`ensel.library.build_library`); selection is then fitted into the time left
+        (``budget_`` says what it changed); ``fit`` returns within about 10% of the budget.
+    run_time_limit : seconds per training run (all folds); None takes the spec's cap.
+    n_jobs : worker processes for the build; -1 (the default) uses every core.
+    backend, client, random_state, verbose : as in :func:`ensel.library.build_library`;
+        ``backend="dask"`` builds on a dask cluster (``client``: a scheduler address keeps the
+        estimator clonable, or a ``distributed.Client``; see docs/distributed.md).
     """
 
     def __init__(
@@ -382,10 +437,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         tune_selection: bool = False,
         grow=None,
         store=None,
-        n_jobs: int = 1,
+        n_jobs: int = -1,
         backend: str = "joblib",
         client=None,
         time_limit: float | None = None,
+        run_time_limit: float | None = None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -410,6 +466,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         self.backend = backend
         self.client = client
         self.time_limit = time_limit
+        self.run_time_limit = run_time_limit
         self.random_state = random_state
         self.verbose = verbose
 
@@ -535,10 +592,11 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
         refit: str | None = None,
         max_predict_ms: float | None = None,
         store=None,
-        n_jobs: int = 1,
+        n_jobs: int = -1,
         backend: str = "joblib",
         client=None,
         time_limit: float | None = None,
+        run_time_limit: float | None = None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -560,6 +618,7 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
         self.backend = backend
         self.client = client
         self.time_limit = time_limit
+        self.run_time_limit = run_time_limit
         self.random_state = random_state
         self.verbose = verbose
 
@@ -609,6 +668,129 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
                 f"has {weights.size}"
             )
         return np.tensordot(weights, member_predictions, axes=1)
+
+
+RESERVE_SHARE = 0.25
+"""At most this share of a fit's time budget is kept back from the library build."""
+SELECTION_SHARE = 0.15
+"""At most this share of a fit's time budget is reserved for selection before the build (a
+budget that ends early builds few members, and ``selection_within`` fits selection into the
+time left after the build)."""
+SELECTION_SPEED = 5e-8
+"""Seconds per unit of selection work assumed before it is measured (``selection_speed``
+measured 3.7e-8 to 4.6e-8 on a shared 2-core machine under load)."""
+STEP_SECONDS = 3e-4
+"""Seconds of overhead per selection step (one bag, one step), whatever the library's size."""
+
+
+def _selection_units(n_members: int, n_rows: int, n_classes: int, options: dict) -> float:
+    """The work of ensemble selection: members x rows x classes x bags x steps x bag share."""
+    share = options["bag_fraction"] if options["n_bags"] > 1 else 1.0
+    columns = 1 if n_classes <= 2 else n_classes
+    return n_members * n_rows * columns * max(options["n_bags"], 1) * options["n_iter"] * share
+
+
+class _Background:
+    """``fn(*args)`` run in a thread; ``result`` waits for it (``default`` if it raised)."""
+
+    def __init__(self, fn, *args) -> None:
+        self._out: list = []
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        try:
+            self._out.append(fn(*args))
+        except Exception:
+            pass
+
+    def result(self, default):
+        self._thread.join()
+        return self._out[0] if self._out else default
+
+
+def selection_seconds(units: float, options: dict, speed: float) -> float:
+    """Estimated seconds of a selection of ``units`` work (``_selection_units``)."""
+    return speed * units + STEP_SECONDS * max(options["n_bags"], 1) * options["n_iter"]
+
+
+def selection_speed(strategy: str, metric, options: dict) -> float:
+    """Seconds per unit of selection work (``_selection_units``) on this machine now, from a
+    small selection after a tiny one that compiles or loads the selection kernels (paid once
+    per process anyway). ``fit`` runs it in a thread beside the library build."""
+    rng = np.random.default_rng(0)
+    P = (0.01 + 0.98 * rng.random((32, 2000))).astype(np.float32)
+    y = rng.integers(0, 2, 2000)
+    small = {**options, "n_bags": 2, "n_iter": 10, "prune_fraction": 1.0}
+    STRATEGIES[strategy](P[:4, :100], y[:100], metric, {**small, "n_iter": 2})  # warm up
+    start = time.monotonic()
+    STRATEGIES[strategy](P, y, metric, small)
+    return (time.monotonic() - start) / _selection_units(32, 2000, 2, small)
+
+
+def fit_reserve(time_limit: float, selection: float) -> float:
+    """Seconds of a fit's ``time_limit`` kept back from the library build for what follows:
+    selection (``selection_seconds``, estimated for the whole spec), then the detectors'
+    combination, loading the chosen members and the report (1 s + 5% of the budget); at most
+    ``RESERVE_SHARE`` of the budget (selection is then fitted into the time left, see
+    ``selection_within``)."""
+    selection = min(selection, SELECTION_SHARE * time_limit)
+    return min(RESERVE_SHARE * time_limit, 1.0 + 0.05 * time_limit + selection)
+
+
+def selection_within(
+    options: dict, seconds: float, speed: float, shape: tuple[int, ...]
+) -> tuple[dict, dict]:
+    """Selection ``options`` whose work fits in ``seconds`` at ``speed`` on predictions of
+    ``shape``, and what was changed: first the library is pruned to its best members by
+    hillclimb score (``prune_fraction``, §4.3.6: the top 10-20% lose little), down to 8
+    members; then fewer bags, then fewer steps (at least 10)."""
+    n_members, n_rows = shape[0], shape[1]
+    n_classes = shape[2] if len(shape) == 3 else 2
+    out = dict(options)
+
+    def cost(members: int) -> float:
+        return selection_seconds(_selection_units(members, n_rows, n_classes, out), out, speed)
+
+    report = {"selection_seconds_estimated": cost(n_members), "selection_seconds_allowed": seconds}
+    if cost(n_members) <= seconds:
+        return out, report
+    members = n_members
+    while members > min(n_members, 8) and cost(members) > seconds:
+        members = max(min(n_members, 8), int(members * 0.8))
+    out["prune_fraction"] = min(options["prune_fraction"], members / n_members)
+    while cost(members) > seconds and out["n_bags"] > 1:
+        out["n_bags"] = max(1, out["n_bags"] // 2)
+    while cost(members) > seconds and out["n_iter"] > 10:
+        out["n_iter"] = max(10, out["n_iter"] // 2)
+    report.update(
+        {k: out[k] for k in ("prune_fraction", "n_bags", "n_iter") if out[k] != options[k]}
+    )
+    return out, report
+
+
+def _version() -> str:
+    """The installed ensel version (stamped on fitted models)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ensel")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _check_version(model, path) -> None:
+    """Warn when ``model`` was saved by another ensel version than this one."""
+    saved = getattr(model, "ensel_version_", "before 0.1.0")
+    if saved != _version():
+        warnings.warn(
+            f"{path} was saved by ensel {saved} and is loaded by ensel {_version()}: a "
+            "saved model is a pickle and is only guaranteed to load and predict the same "
+            "with the ensel (and scikit-learn, xgboost, lightgbm) versions that saved it; "
+            "refit it if predictions fail",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:

@@ -121,7 +121,13 @@ def _expected_top_positives(r: _Ranked, k: float) -> np.ndarray:
     """Expected positives among the top ``k`` cases when ties are broken at random."""
     size = r.end - r.start + 1
     inside = np.clip((k - r.start) / size, 0.0, 1.0)
-    return np.where(r.ys, inside, 0.0).sum(axis=1)
+    # positives wholly inside, plus those of the one tie group the cut splits times its share:
+    # one product, not a sum of fractions, so the compiled exact scorer of the selection engine
+    # (``ensel._kernels.rank_exact``) gets the same float64 number
+    full = (r.ys & (inside >= 1.0)).sum(axis=1)
+    split = r.ys & (inside > 0.0) & (inside < 1.0)
+    share = np.where(split, inside, 0.0).max(axis=1)
+    return full + split.sum(axis=1) * share
 
 
 def _lft(y: np.ndarray, Q: np.ndarray) -> np.ndarray:

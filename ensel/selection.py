@@ -125,7 +125,8 @@ class EnsembleSelection:
     prune_fraction : only the best ``prune_fraction`` of members by the metric take part (§4.3.6;
         the dissertation finds 10-20% a good rule of thumb).
     exact : score candidates in float64 with exact sorting for the rank metrics. The default
-        fast path scores in float32 and quantises rank metrics to ``RANK_BINS`` levels.
+        fast path scores in float32; for rank metrics (ROC, LFT, BEP, APR) quantised levels with
+        bounds only decide which candidates are scored exactly, so the picks are the same.
     memory_budget : bytes the selection may use for copies of ``P`` (None: half the memory
         available now). Where the copies the in-memory path makes (float64 and float32, about
         16 bytes per prediction) would exceed it, ``P`` (a memory-mapped ``Library.predictions``,

@@ -93,3 +93,16 @@ def test_logistic_correction_is_friedmans_formula_for_two_classes():
     votes = np.array([[2 * alpha[h == -1].sum(), 2 * alpha[h == 1].sum()]])
     expected = 1 / (1 + np.exp(-2 * F))
     np.testing.assert_allclose(logistic_correction(votes)[0, 1], expected)
+
+
+def test_logistic_correction_of_a_perfect_learner_is_its_limit():
+    # a learner with no training error has alpha = inf: the correction tends to 0/1 (its
+    # limit as the weight grows), not the softmax of a finite weight of 1 (0.73)
+    votes = np.array([[0.0, np.inf], [np.inf, 0.0], [0.4, 1.1]])
+    out = logistic_correction(votes)
+    np.testing.assert_array_equal(out[:2], [[0.0, 1.0], [1.0, 0.0]])
+    for w in (10.0, 40.0):  # the finite weights approach the limit
+        assert logistic_correction(np.array([[0.0, w]]))[0, 1] > 1 - 1e-4
+    np.testing.assert_allclose(out[2], logistic_correction(votes[2:])[0])
+    tied = logistic_correction(np.array([[np.inf, np.inf, 0.0]]))
+    np.testing.assert_array_equal(tied, [[0.5, 0.5, 0.0]])

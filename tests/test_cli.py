@@ -115,3 +115,34 @@ def test_a_corrupt_model_file_is_one_line(csvs, capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith("ensel: error: ") and "not a readable ensel model" in err
     assert err.count("\n") == 1
+
+
+def test_a_csv_with_missing_values_fits_and_predicts_as_it_is(tmp_path, capsys):
+    """Empty cells, NA and a stray '?' in a numeric column: fit and predict from the command
+    line, with a one-line warning naming the column."""
+    import numpy as np
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    frame = X.iloc[:300, :6].copy()
+    rng = np.random.default_rng(0)
+    for col in frame.columns[:4]:
+        frame.loc[rng.random(len(frame)) < 0.2, col] = np.nan
+    frame["smoker"] = rng.choice(["yes", "no", None], size=len(frame))
+    frame["lab"] = frame["mean radius"].round(2).astype(object)
+    frame.loc[::9, "lab"] = "?"
+    frame["diagnosis"] = y.iloc[:300].map({0: "malignant", 1: "benign"}).to_numpy()
+    frame.iloc[:220].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[220:].drop(columns="diagnosis").to_csv(tmp_path / "new.csv", index=False)
+    out = tmp_path / "model"
+    argv = ["fit", str(tmp_path / "train.csv"), "--target", "diagnosis", "--out", str(out),
+            "--library", "tiny", "--cv", "3", "--n-jobs", "1", "--time-limit", "60"]  # fmt: skip
+    with pytest.warns(UserWarning, match="column 'lab' is numeric but holds"):
+        assert main(argv) == 0
+    assert "hillclimb mxe" in capsys.readouterr().out
+    with pytest.warns(UserWarning, match="column 'lab' is numeric but holds"):
+        assert (
+            main(["predict", str(out), str(tmp_path / "new.csv"), "--out", str(tmp_path / "p.csv")])
+            == 0
+        )
+    preds = pd.read_csv(tmp_path / "p.csv")
+    assert len(preds) == 80 and preds["prediction"].notna().all()

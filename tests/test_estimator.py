@@ -36,7 +36,7 @@ def cancer():
 @pytest.fixture(scope="module")
 def fitted(cancer):
     X_train, _, y_train, _ = cancer
-    return EnsembleSelectionClassifier(library=SMALL, metric="roc", cv=3, n_bags=5).fit(
+    return EnsembleSelectionClassifier(library=SMALL, n_jobs=1, metric="roc", cv=3, n_bags=5).fit(
         X_train, y_train
     )
 
@@ -72,7 +72,7 @@ def test_ensemble_is_the_weighted_average_of_its_members_then_platt(cancer, fitt
 
 def test_same_seed_gives_the_same_ensemble(cancer, fitted):
     X_train, X_test, y_train, _ = cancer
-    again = EnsembleSelectionClassifier(library=SMALL, metric="roc", cv=3, n_bags=5).fit(
+    again = EnsembleSelectionClassifier(library=SMALL, n_jobs=1, metric="roc", cv=3, n_bags=5).fit(
         X_train, y_train
     )
     assert list(again.members_["id"]) == list(fitted.members_["id"])
@@ -112,7 +112,9 @@ def test_strategies_on_the_same_library(cancer):
 def test_multiclass_dataframe_with_categorical_column():
     X, y = load_iris(return_X_y=True, as_frame=True)
     X = X.assign(big=np.where(X["petal length (cm)"] > 4, "yes", "no"))
-    clf = EnsembleSelectionClassifier(library=SMALL, metric="acc", cv=3, n_bags=3).fit(X, y)
+    clf = EnsembleSelectionClassifier(library=SMALL, n_jobs=1, metric="acc", cv=3, n_bags=3).fit(
+        X, y
+    )
     proba = clf.predict_proba(X)
     assert proba.shape == (150, 3)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
@@ -138,7 +140,7 @@ def test_save_load_round_trip(fitted, cancer, tmp_path):
 @pytest.mark.slow
 def test_clone_pipeline_and_cross_val_score(cancer):
     X_train, _, y_train, _ = cancer
-    clf = EnsembleSelectionClassifier(library=SMALL, metric="rms", cv=3, n_bags=3)
+    clf = EnsembleSelectionClassifier(library=SMALL, n_jobs=1, metric="rms", cv=3, n_bags=3)
     assert clone(clf).get_params() == clf.get_params()
     pipe = make_pipeline(FunctionTransformer(lambda frame: frame * 1.0), clf)
     scores = cross_val_score(pipe, pd.DataFrame(X_train), y_train, cv=3)
@@ -164,7 +166,7 @@ def test_bad_input_is_named(cancer, kwargs, y, message):
         labels = labels.copy()
         labels[3] = np.nan
     with pytest.raises(ValueError, match=message):
-        model = EnsembleSelectionClassifier(library=SMALL, **{"cv": 3, **kwargs})
+        model = EnsembleSelectionClassifier(library=SMALL, n_jobs=1, **{"cv": 3, **kwargs})
         model.fit(X_train.iloc[:60], labels[:60])
 
 
@@ -182,7 +184,7 @@ def test_passes_scikit_learn_check_estimator():
     from sklearn.utils.estimator_checks import check_estimator
 
     spec = {"families": [{"family": "logreg"}, {"family": "tree", "params": {"max_depth": 3}}]}
-    model = EnsembleSelectionClassifier(library=spec, cv=3, n_bags=2, n_iter=10)
+    model = EnsembleSelectionClassifier(library=spec, n_jobs=1, cv=3, n_bags=2, n_iter=10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(model, on_fail=None)
@@ -261,3 +263,47 @@ def test_fits_and_predicts_data_with_missing_values_as_it_is(cv):
     with pytest.warns(UserWarning, match="column 'lab' is numeric"):
         risk = model.risk(X_new)
     assert np.isfinite(risk.to_numpy()).all() and ((risk >= 0) & (risk <= 1)).all().all()
+
+
+class _Prior:
+    def __init__(self, p):
+        self.p = p
+
+    def predict(self, X, stages=None):
+        return {"none": np.tile(self.p, (1, len(X), 1))}
+
+
+def _fit_prior(X, y, *, n_classes, params, stages, random_state):
+    import time
+
+    if params["seconds"]:
+        time.sleep(params["seconds"])  # stopped by the budget's alarm (n_jobs=1)
+    counts = np.bincount(y, minlength=n_classes) + params["k"]
+    return _Prior(counts / counts.sum())
+
+
+def test_time_limit_is_the_whole_fit(cancer, monkeypatch):
+    """A budget test with a slow fake family: ``fit`` returns within 10% of ``time_limit``
+    with an ensemble of what finished, and says which runs the budget cut short."""
+    import time
+
+    from ensel.library.families import FAMILIES, Family
+
+    family = Family(name="prior", fit=_fit_prior, params={"k": 1.0, "seconds": 0}, view="native")
+    monkeypatch.setitem(FAMILIES, "prior", family)
+    spec = {
+        "families": [
+            {"family": "prior", "params": {"k": [1.0, 2.0], "seconds": [0, 120]}},
+            {"family": "logreg", "params": {"ridge": [1.0, 10.0]}, "calibration": ["platt"]},
+        ]
+    }
+    X_train, X_test, y_train, _ = cancer
+    start = time.monotonic()
+    model = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1, time_limit=10).fit(
+        X_train, y_train
+    )
+    elapsed = time.monotonic() - start
+    assert elapsed < 10 * 1.1 and model.fit_seconds_ <= elapsed
+    board = model.leaderboard()
+    assert {"prior", "logreg"} <= set(board["family"])
+    assert model.predict_proba(X_test).shape == (len(X_test), 2)

@@ -51,7 +51,9 @@ SPEC = {"families": [{"family": "logreg", "params": {"ridge": [0.01, 1.0, 100.0]
 
 def test_estimator_tunes_selection_per_fit():
     X, y = _data()
-    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, tune_selection=True, n_bags=5).fit(X, y)
+    clf = EnsembleSelectionClassifier(
+        library=SPEC, n_jobs=1, cv=3, tune_selection=True, n_bags=5
+    ).fit(X, y)
     assert len(clf.selection_comparison_) == len(SELECTION_CANDIDATES)
     changes = [{**clf.get_params(), **c} for c in SELECTION_CANDIDATES]
     assert any(
@@ -63,7 +65,9 @@ def test_estimator_tunes_selection_per_fit():
 
 def test_estimator_without_tuning_keeps_its_options():
     X, y = _data(seed=1)
-    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=5, prune_fraction=0.5).fit(X, y)
+    clf = EnsembleSelectionClassifier(
+        library=SPEC, n_jobs=1, cv=3, n_bags=5, prune_fraction=0.5
+    ).fit(X, y)
     assert clf.selection_comparison_ == []
     assert clf.selection_options_["prune_fraction"] == 0.5
 
@@ -83,4 +87,4 @@ def test_estimator_grows_its_library():
 def test_estimator_grow_errors_name_the_argument():
     X, y = _data(seed=3)
     with pytest.raises(ValueError, match="grow="):
-        EnsembleSelectionClassifier(library=SPEC, cv=3, grow="many").fit(X, y)
+        EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, grow="many").fit(X, y)

@@ -3,6 +3,8 @@ scikit-learn integration (clone, Pipeline, cross_val_score, check_estimator) and
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -135,7 +137,7 @@ def test_save_load_round_trip(fitted, diabetes, tmp_path):
 def test_clone_pipeline_and_cross_val_score(diabetes):
     X_train, _, y_train, _ = diabetes
     spec = {"task": "regression", "families": [{"family": "linear"}, {"family": "tree"}]}
-    model = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=2)
+    model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, n_bags=2)
     assert clone(model).get_params() == model.get_params()
     pipe = make_pipeline(FunctionTransformer(lambda X: X * 2.0), model)
     scores = cross_val_score(pipe, X_train.to_numpy(), y_train, cv=2)
@@ -146,7 +148,7 @@ def test_grouped_folds_keep_a_subject_together(diabetes):
     X_train, _, y_train, _ = diabetes
     groups = np.arange(len(y_train)) // 3
     spec = {"task": "regression", "families": [{"family": "linear"}]}
-    model = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=1).fit(
+    model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, n_bags=1).fit(
         X_train, y_train, groups=groups
     )
     assert model.predict(X_train.iloc[:3]).shape == (3,)
@@ -157,7 +159,7 @@ def test_categorical_columns(diabetes):
     X = pd.DataFrame({"a": rng.normal(size=200), "kind": rng.choice(["p", "q", "r"], 200)})
     y = 3 * X["a"] + (X["kind"] == "q") * 5 + rng.normal(0, 0.1, 200)
     spec = {**SMALL, "detectors": []}
-    model = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=3).fit(X, y)
+    model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, n_bags=3).fit(X, y)
     assert score("r2", y.to_numpy(), model.predict(X)) > 0.9
 
 
@@ -175,7 +177,9 @@ def test_bad_input_is_named(diabetes, kwargs, y, message):
     target = np.array(["a"] * len(y_train)) if y == "text" else y_train
     spec = {"library": {"task": "regression", "families": [{"family": "linear"}]}}
     with pytest.raises(ValueError, match=message):
-        EnsembleSelectionRegressor(**(spec | kwargs), cv=3).fit(X_train.iloc[:, :3], target)
+        EnsembleSelectionRegressor(**(spec | kwargs), cv=3, n_jobs=1).fit(
+            X_train.iloc[:, :3], target
+        )
 
 
 def test_classifier_refuses_a_regression_library(diabetes, lib):
@@ -184,7 +188,7 @@ def test_classifier_refuses_a_regression_library(diabetes, lib):
     with pytest.raises(ValueError, match="built for regression"):
         EnsembleSelectionClassifier(library=lib).fit(X_train, labels)
     with pytest.raises(ValueError, match="is for regression, but EnsembleSelectionClassifier"):
-        EnsembleSelectionClassifier(library=SMALL).fit(X_train, labels)
+        EnsembleSelectionClassifier(library=SMALL, n_jobs=1).fit(X_train, labels)
 
 
 @pytest.mark.slow
@@ -194,7 +198,7 @@ def test_passes_scikit_learn_check_estimator():
     from sklearn.utils.estimator_checks import check_estimator
 
     spec = {"task": "regression", "families": [{"family": "linear"}, {"family": "tree"}]}
-    model = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=2, n_iter=10)
+    model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, n_bags=2, n_iter=10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(model, on_fail=None)
@@ -211,6 +215,49 @@ def test_missing_values_in_features(diabetes):
     rng = np.random.default_rng(1)
     holes = X_train.mask(rng.random(X_train.shape) < 0.1)
     spec = {**SMALL, "detectors": []}
-    model = EnsembleSelectionRegressor(library=spec, cv=3, n_bags=3).fit(holes, y_train)
+    model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, n_bags=3).fit(holes, y_train)
     pred = model.predict(X_test.mask(rng.random(X_test.shape) < 0.1))
     assert np.isfinite(pred).all() and score("r2", y_test, pred) > 0.2
+
+
+@dataclasses.dataclass
+class _MeanRun:
+    value: float
+
+    def predict(self, X):
+        return {"none": np.full((1, len(X), 1), self.value)}
+
+
+def _fit_slow_mean(X, y, *, n_classes, params, stages, random_state):
+    """The training mean, after ``seconds`` of sleep (a run the budget must cut short)."""
+    import time
+
+    time.sleep(params["seconds"])
+    return _MeanRun(float(np.mean(y)))
+
+
+def test_time_limit_is_the_whole_fit(diabetes, monkeypatch):
+    """The budget holds for regression too: fit returns within 10% of time_limit with an
+    ensemble of the runs that finished."""
+    import time
+
+    from ensel.library.families import REGRESSORS, Family
+
+    slow = Family(name="slow_mean", fit=_fit_slow_mean, params={"seconds": 0}, task="regression")
+    monkeypatch.setitem(REGRESSORS, "slow_mean", slow)
+    spec = {
+        "task": "regression",
+        "families": [
+            {"family": "slow_mean", "params": {"seconds": [0, 120]}},
+            {"family": "linear", "params": {"ridge": [1.0, 10.0]}},
+        ],
+    }
+    X_train, X_test, y_train, _ = diabetes
+    start = time.monotonic()
+    model = EnsembleSelectionRegressor(library=spec, cv=3, n_jobs=1, time_limit=10)
+    model.fit(X_train, y_train)
+    elapsed = time.monotonic() - start
+    assert elapsed < 10 * 1.1 and model.fit_seconds_ <= elapsed
+    assert {"slow_mean", "linear"} <= set(model.leaderboard()["family"])
+    assert len(model.leaderboard()) == 3  # the 120 s run was cut short
+    assert model.predict(X_test).shape == (len(X_test),)

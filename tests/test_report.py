@@ -30,9 +30,9 @@ def model(tmp_path_factory):
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     y = y.map({0: "malignant", 1: "benign"})
     store = tmp_path_factory.mktemp("report") / "library"
-    return EnsembleSelectionClassifier(library=SPEC, metric="roc", cv=3, n_bags=5, store=store).fit(
-        X, y
-    )
+    return EnsembleSelectionClassifier(
+        library=SPEC, n_jobs=1, metric="roc", cv=3, n_bags=5, store=store
+    ).fit(X, y)
 
 
 def test_report_has_every_section(model):
@@ -76,7 +76,7 @@ def test_fit_runs_one_selection_and_keeps_no_report_rows(monkeypatch):
 
     monkeypatch.setattr(EnsembleSelection, "fit", counting_fit)
     X, y = load_breast_cancer(return_X_y=True)
-    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3).fit(X, y)
+    clf = EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, n_bags=3).fit(X, y)
     assert len(calls) == 1  # the ensemble's own selection; the report selects when asked
     rows = {k: len(v) for k, v in vars(clf).items() if isinstance(v, list | np.ndarray)}
     assert max(rows.values()) < len(y), rows  # nothing per hillclimb row is kept
@@ -84,7 +84,7 @@ def test_fit_runs_one_selection_and_keeps_no_report_rows(monkeypatch):
 
 def test_report_without_the_library_says_how_to_get_curves():
     X, y = load_breast_cancer(return_X_y=True)
-    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3).fit(X, y)
+    clf = EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, n_bags=3).fit(X, y)
     assert clf.library_path_ is None  # built in a temporary store, gone after fit
     page = render(clf)
     assert "Hillclimb curves need the library" in page
@@ -100,7 +100,7 @@ def test_the_ensemble_comparison_is_out_of_fold(model):
 
 def test_multiclass_report_says_reliability_is_binary(tmp_path):
     X, y = load_iris(return_X_y=True)
-    clf = EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=3, store=tmp_path / "s")
+    clf = EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, n_bags=3, store=tmp_path / "s")
     assert "drawn for binary problems" in render(clf.fit(X, y))
 
 

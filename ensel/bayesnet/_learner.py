@@ -53,7 +53,8 @@ class MultitaskStructureLearner:
     restarts : random restarts of the single-task tabu hill climbing that starts the search.
     reversal_cost : edits a reversed arc counts for in the prior (2: "double", 1: "single").
     equivalent_sample_size : BDeu's equivalent sample size.
-    tabu_length : length of the tabu list (and of the non-improving moves allowed in a row).
+    tabu_length : length of the tabu list, and the number of non-improving moves allowed in a row
+        (100, pgmpy's default tabu length; 10 is about 4x faster and scores lower).
     max_parents : optional bound on the parents of a node (None: unbounded).
     pseudocount : Dirichlet pseudo-count per CPT cell for the parameters (Bayesian updating).
     random_state : seed of the restarts and the validation split.
@@ -77,7 +78,7 @@ class MultitaskStructureLearner:
         penalty_grid=None,
         validation_fraction: float = 0.05,
         equivalent_sample_size: float = 1.0,
-        tabu_length: int = 10,
+        tabu_length: int = 100,
         max_parents: int | None = None,
         pseudocount: float = 1.0,
         random_state: int | None = 0,

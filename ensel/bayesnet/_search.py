@@ -70,7 +70,7 @@ def _perturb(dag: TaskDag, iu, iv, n_moves: int, rng: np.random.Generator) -> No
 def hill_climb(
     dag: TaskDag,
     restarts: int = 10,
-    tabu_length: int = 10,
+    tabu_length: int = 100,
     random_state: int | np.random.Generator | None = 0,
 ) -> np.ndarray:
     """Best DAG found by tabu hill climbing from ``dag`` and from ``restarts`` random
@@ -98,7 +98,7 @@ def learn_identical(
     cards: np.ndarray,
     ess: float = 1.0,
     restarts: int = 10,
-    tabu_length: int = 10,
+    tabu_length: int = 100,
     max_parents: int | None = None,
     random_state=0,
 ) -> np.ndarray:

@@ -13,6 +13,8 @@ import logging
 import os
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +23,13 @@ import pandas as pd
 from ..errors import StoreError
 from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
-from .executor import Executor, make_executor
+from ._worker import describe
+from .executor import Executor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .members import FittedMembers
 from .runs import refit_full
+from .schedule import anytime_order, relative_cost
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 from .training import TrainingData, prepare
@@ -33,6 +37,11 @@ from .training import TrainingData, prepare
 __all__ = ["Library", "build_library"]
 
 log = logging.getLogger(__name__)
+
+FAILED = ("failed", "timeout", "budget")
+"""Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget)."""
+MAX_RUN_SHARE = 0.5
+"""Under a time budget no run may take more than this share of it."""
 
 
 class Library:
@@ -55,7 +64,7 @@ class Library:
                 f"{len(self.members)} members; run build_library again to rebuild it"
             )
         others = [r for r in store.records if store.records[r]["status"] != "ok"]
-        self.failures = store.members(others, statuses=("failed", "timeout"))
+        self.failures = store.members(others, statuses=FAILED)
         self.hillclimb_index, self.y = store.hillclimb()
         self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])
@@ -198,6 +207,7 @@ def build_library(
     groups=None,
     hillclimb_fraction: float = 0.2,
     time_limit: float | None = None,
+    run_time_limit: float | None = None,
     retry_failed: bool = False,
     verbose: int = 1,
     grow=None,
@@ -211,22 +221,46 @@ def build_library(
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
     directory that keeps everything (a temporary one if None); building again into it reuses
     every finished run.
-    ``time_limit`` (seconds per run, all folds; default the spec's) stops runs that take too
-    long; they, and runs that fail, are recorded in ``Library.failures`` and skipped.
+    ``time_limit`` (seconds) is the budget of the whole build: the runs go in an anytime order
+    (``ensel.library.schedule``: round-robin over the families, strongest first, cheapest run
+    of each first; kernel SVMs and k-NN last on large data), no run may take more than half the
+    budget, and when the budget ends the runs in flight are stopped and the others not started;
+    they are recorded with status ``budget`` and built by the next build into the same store.
+    ``run_time_limit`` (seconds per run, all folds; default the spec's ``run_time_limit``)
+    stops a run that takes too long; such runs, and runs that fail, are recorded in
+    ``Library.failures`` and skipped.
     ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
     ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
-    and the same seed gives the same store.
+    and the same seed gives the same store (a budget that ends early gives fewer runs).
     ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
     (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
-    "time": 120, "metric": "mxe", "families": [...]}``; grown runs are stored like any other.
+    "time": 120, "metric": "mxe", "families": [...]}``; grown runs are stored like any other
+    (under a ``time_limit`` growth gets the time the spec's runs leave, at most its own ``time``;
+    ``grow=True``: as many trials as that time allows).
     """
+    started = time.monotonic()
+    if time_limit is not None and (
+        isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or time_limit <= 0
+    ):
+        raise ValueError(f"time_limit={time_limit!r}: give the build's budget in seconds (> 0)")
     library_spec = load_spec(spec)
     grow_spec = parse_grow(grow, n_jobs=n_jobs if n_jobs > 0 else 2, seed=random_state)
     if grow_spec is not None and library_spec.task != "classification":
         raise ValueError("grow= grows classification libraries only; leave grow=None here")
-    limit = time_limit if time_limit is not None else library_spec.time_limit
+    if grow_spec is not None and time_limit is None and grow_spec.is_open:
+        raise ValueError(
+            "grow=True grows in the time left under time_limit; give time_limit, or a budget "
+            "such as grow={'trials': 20} or grow={'time': 120}"
+        )
+    limit = run_time_limit if run_time_limit is not None else library_spec.run_time_limit
+    deadline, capped = None, False
+    if time_limit is not None:
+        deadline = started + float(time_limit)
+        cap = max(float(time_limit) * MAX_RUN_SHARE, 1.0)
+        capped = limit is None or cap < limit
+        limit = cap if capped else limit
     executor = make_executor(n_jobs, limit, backend, client)
     try:
         data = prepare(
@@ -239,7 +273,17 @@ def build_library(
             task=library_spec.task,
         )
         return _build(
-            data, library_spec, cv, store, executor, random_state, retry_failed, verbose, grow_spec
+            data,
+            library_spec,
+            cv,
+            store,
+            executor,
+            random_state,
+            retry_failed,
+            verbose,
+            grow_spec,
+            deadline,
+            limit if capped else None,
         )
     finally:
         executor.close()
@@ -255,6 +299,8 @@ def _build(
     retry_failed: bool,
     verbose: int,
     grow_spec: GrowSpec | None = None,
+    deadline: float | None = None,
+    budget_cap: float | None = None,
 ) -> Library:
     """Fit the runs of every section of ``library_spec`` missing from ``store`` through
     ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
@@ -279,11 +325,25 @@ def _build(
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        if deadline is not None:
+            tasks = [tasks[i] for i in anytime_order(tasks, len(data.X))]
         shared = (data, contexts, fits, random_state)
-        _run_all(executor, tasks, shared, stores, verbose)
+        first = _first_run(tasks) if deadline is not None else None
+        if first is not None:  # fitted here while the worker processes start
+            tasks.remove(first)
+            first_run = _Background(_fit_task, first, shared)
+        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap)
+        if first is not None:
+            first_run.commit(first, stores, deadline)
         order = [r.run_id for r in library_spec.runs]
         if not writer.ok_runs(order):
-            failed = writer.members(order, statuses=("failed", "timeout"))
+            failed = writer.members(order, statuses=FAILED)
+            if deadline is not None and (failed["status"] == "budget").any():
+                raise ValueError(
+                    f"no run of spec {library_spec.name!r} finished within the time budget, so "
+                    "the library is empty; give a larger time_limit (the finished work is kept "
+                    "in the store, if one was given)"
+                )
             reasons = "; ".join(dict.fromkeys(failed["error"].tolist()))[:500]
             raise ValueError(
                 f"no run of spec {library_spec.name!r} finished, so the library is empty; "
@@ -293,11 +353,16 @@ def _build(
 
             def fit(runs: list[RunSpec]) -> dict[str, bool]:
                 todo = [("families", r) for r in _missing(writer, runs, retry_failed)]
-                _run_all(executor, todo, shared, stores, 0)
+                _run_all(executor, todo, shared, stores, 0, deadline, budget_cap)
                 return {
                     r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
                 }
 
+            if deadline is not None:  # grow in the time the spec's runs left
+                left = max(0.0, deadline - time.monotonic())
+                grow_spec = dataclasses.replace(
+                    grow_spec, time=left if grow_spec.time is None else min(grow_spec.time, left)
+                )
             order += _grow(writer, data, grow_spec, order, fit)
         writer.consolidate(order)
         for section, specs in sections:
@@ -333,12 +398,15 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
-    """The runs of ``specs`` that ``store`` has not finished."""
+    """The runs of ``specs`` that ``store`` has not finished: never tried, cut short by a
+    build's time budget, or (with ``retry_failed``) failed or timed out."""
     done = store.records
     return [
         s
         for s in specs
-        if s.run_id not in done or (retry_failed and done[s.run_id]["status"] != "ok")
+        if s.run_id not in done
+        or done[s.run_id]["status"] == "budget"
+        or (retry_failed and done[s.run_id]["status"] != "ok")
     ]
 
 
@@ -369,29 +437,134 @@ def _fit_task(task: tuple, shared: tuple):
     return fits[section](run, data, contexts[section], random_state)
 
 
-def _run_all(executor: Executor, todo: list, shared, stores: dict, verbose: int) -> None:
+def _run_all(
+    executor: Executor,
+    todo: list,
+    shared,
+    stores: dict,
+    verbose: int,
+    deadline: float | None = None,
+    budget_cap: float | None = None,
+) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
-    store of its section."""
+    store of its section. ``budget_cap``: the per-run limit comes from the time budget, so a
+    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``."""
     if not todo:
         return
-    progress = _progress(todo, verbose)
+    progress = _progress(todo, verbose, deadline)
+    start = time.monotonic()
+    done = 0
+    cut: dict[tuple[str, str], float] = {}  # (section, family) -> cost of a run cut short
+
+    def skip(index: int) -> str | None:
+        """Under a budget, a run is not started when a run of its family that costs no more
+        was already cut short by the budget: it would not finish either."""
+        section, run = todo[index]
+        if deadline is None or section != "families":
+            return None
+        limit = cut.get((section, run.family))
+        if limit is not None and _cost(run) >= limit:
+            return (
+                "not started: a run of its family that costs no more did not finish within "
+                "the time budget"
+            )
+        return None
+
     try:
-        for outcome in executor.run(_fit_task, todo, shared):
+        for outcome in executor.run(_fit_task, todo, shared, deadline=deadline, skip=skip):
             section, run = todo[outcome.index]
             store = stores[section]
+            if outcome.status == "timeout" and budget_cap is not None:
+                outcome.status = "budget"
+                outcome.error = (
+                    f"stopped after {budget_cap:g} s: under a time budget no run may take more "
+                    f"than {MAX_RUN_SHARE:.0%} of it"
+                )
+            if outcome.status == "budget" and outcome.seconds > 0 and section == "families":
+                key = (section, run.family)
+                cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":
                 store.write_run(run, outcome.value, outcome.seconds)
             else:
                 store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
-                log.warning("run %s %s: %s", run.run_id, outcome.status, outcome.error)
+                if outcome.status != "budget":
+                    log.warning("run %s %s: %s", run.run_id, outcome.status, outcome.error)
+            done += 1
             if progress is not None:
-                progress.update(1)
+                if deadline is None:
+                    progress.update(1)
+                else:
+                    progress.set_postfix_str(f"{done}/{len(todo)} runs", refresh=False)
+                    progress.update(min(time.monotonic(), deadline) - start - progress.n)
+        skipped = sum(
+            stores[section].records.get(run.run_id, {}).get("status") == "budget"
+            for section, run in todo
+        )
+        if skipped:
+            log.info(
+                "the time budget ended with %d of %d runs not finished; build again into the "
+                "same store to add them",
+                skipped,
+                len(todo),
+            )
     finally:
         if progress is not None:
             progress.close()
 
 
-def _progress(todo: list, verbose: int):
+QUICK_FAMILIES = ("logreg", "naive_bayes", "tree", "linear")
+"""Under a time budget the cheapest run of the first of these families in the spec is fitted in
+the calling process while the worker processes start, so that even a budget that ends before
+any worker finishes a run leaves a library."""
+
+
+def _first_run(tasks: list) -> tuple | None:
+    """The quick run to fit in this process first (see ``QUICK_FAMILIES``), or None."""
+    for family in QUICK_FAMILIES:
+        runs = [t for t in tasks if t[0] == "families" and t[1].family == family]
+        if runs:
+            return min(runs, key=lambda t: _cost(t[1]))
+    return None
+
+
+class _Background:
+    """One task run in a thread of this process; ``commit`` waits for it and stores it."""
+
+    def __init__(self, fn, task, shared) -> None:
+        self.outcome: tuple | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, task, shared), daemon=True)
+        self._start = time.perf_counter()
+        self._thread.start()
+
+    def _run(self, fn, task, shared) -> None:
+        try:
+            self.outcome = ("ok", fn(task, shared), "")
+        except Exception as exc:  # recorded like a failed run
+            self.outcome = ("failed", None, describe(exc))
+
+    def commit(self, task: tuple, stores: dict, deadline: float) -> None:
+        self._thread.join(timeout=max(deadline - time.monotonic(), 0.5))
+        seconds = time.perf_counter() - self._start
+        section, run = task
+        if self._thread.is_alive():  # left to end on its own; its result is not kept
+            status, value, error = "budget", None, budget_message(seconds)
+        else:
+            status, value, error = self.outcome or ("failed", None, "no outcome")
+        if status == "ok":
+            stores[section].write_run(run, value, seconds)
+        else:
+            stores[section].write_failure(run, status, error, seconds)
+            if status != "budget":
+                log.warning("run %s %s: %s", run.run_id, status, error)
+
+
+def _cost(run) -> float:
+    return relative_cost(run.family, dict(run.params), run.stages)
+
+
+def _progress(todo: list, verbose: int, deadline=None):
+    """A progress bar on stderr (a terminal only): runs done, or, under a time budget, seconds
+    elapsed against the budget."""
     if not verbose or not sys.stderr.isatty():
         return None
     try:
@@ -399,4 +572,12 @@ def _progress(todo: list, verbose: int):
     except ImportError:
         return None
     members = sum(len(r.members) for _, r in todo)
-    return tqdm(total=len(todo), desc=f"library ({members} members)", unit="run")
+    if deadline is None:
+        return tqdm(total=len(todo), desc=f"library ({members} members)", unit="run")
+    budget = max(deadline - time.monotonic(), 0.0)
+    return tqdm(
+        total=round(budget, 1),
+        desc=f"library ({members} members)",
+        unit="s",
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of budget {postfix}",
+    )

@@ -29,7 +29,15 @@ from typing import Any
 
 from .._imports import optional
 from ._worker import describe
-from .executor import Executor, Outcome, TaskFn, register_backend, timeout_message
+from .executor import (
+    BUDGET_NOT_STARTED,
+    Executor,
+    Outcome,
+    TaskFn,
+    budget_message,
+    register_backend,
+    timeout_message,
+)
 
 __all__ = ["DaskExecutor", "connect", "local_cluster"]
 
@@ -105,14 +113,24 @@ class DaskExecutor(Executor):
             self.client.close()
             self._owned = False
 
-    def run(self, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> Iterator[Outcome]:
+    def run(
+        self,
+        fn: TaskFn,
+        tasks: Sequence[Any],
+        shared: Any,
+        deadline: float | None = None,
+        skip=None,
+    ) -> Iterator[Outcome]:
         if not self.client.scheduler_info().get("workers"):
             log.warning("the dask cluster has no workers yet; runs wait until one joins")
         session = _Session(self.client, fn, tasks, shared)
         next_check = time.monotonic() + CHECK_SECONDS
         try:
             while session.live:
-                batch = session.done.next_batch(block=self.time_limit is None)
+                if deadline is not None and time.monotonic() >= deadline:
+                    yield from self._stop_all(session.live)
+                    return
+                batch = session.done.next_batch(block=self.time_limit is None and deadline is None)
                 for future, result in batch:
                     outcome = session.finish(future, result)
                     if outcome is not None:
@@ -121,8 +139,8 @@ class DaskExecutor(Executor):
                     if time.monotonic() >= next_check:
                         yield from self._stop_overdue(session.live)
                         next_check = time.monotonic() + CHECK_SECONDS
-                    if not batch:
-                        time.sleep(POLL_SECONDS)
+                if (self.time_limit is not None or deadline is not None) and not batch:
+                    time.sleep(POLL_SECONDS)
         finally:
             session.cancel()
 
@@ -145,6 +163,27 @@ class DaskExecutor(Executor):
         for key, (_, seconds) in overdue.items():
             i = live.pop(key)[0]
             yield Outcome(i, "timeout", None, timeout_message(self.time_limit), seconds)
+
+    def _stop_all(self, live: dict) -> Iterator[Outcome]:
+        """The end of the build's time budget: every live task is cancelled (the workers
+        running one are restarted) and reported with status ``budget``."""
+
+        def executing(dask_scheduler) -> dict:  # defined here: cloudpickled by value
+            return {
+                ts.key: (ws.address, seconds)
+                for ws in dask_scheduler.workers.values()
+                for ts, seconds in ws.executing.items()
+            }
+
+        running = self.client.run_on_scheduler(executing)
+        self.client.cancel([future for _, future in live.values()])
+        busy = {k: v for k, v in running.items() if k in live}
+        self._kill_workers(sorted({address for address, _ in busy.values()}))
+        for key, (i, _) in list(live.items()):
+            seconds = busy[key][1] if key in busy else 0.0
+            message = budget_message(seconds) if key in busy else BUDGET_NOT_STARTED
+            yield Outcome(i, "budget", None, message, seconds)
+        live.clear()
 
     def _kill_workers(self, addresses: list[str]) -> None:
         """Kill the processes of these workers from their nannies, which start fresh ones. The

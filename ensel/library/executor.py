@@ -33,10 +33,12 @@ from ._worker import describe
 
 __all__ = [
     "BACKENDS",
+    "BUDGET_NOT_STARTED",
     "Executor",
     "Outcome",
     "ProcessExecutor",
     "SerialExecutor",
+    "budget_message",
     "make_executor",
     "register_backend",
     "timeout_message",
@@ -62,8 +64,20 @@ class Outcome:
 
 class Executor(ABC):
     @abstractmethod
-    def run(self, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> Iterator[Outcome]:
-        """Call ``fn(task, shared)`` for every task; yield outcomes in completion order."""
+    def run(
+        self,
+        fn: TaskFn,
+        tasks: Sequence[Any],
+        shared: Any,
+        deadline: float | None = None,
+        skip: Callable[[int], str | None] | None = None,
+    ) -> Iterator[Outcome]:
+        """Call ``fn(task, shared)`` for every task, in the order given as workers free up;
+        yield outcomes in completion order. ``deadline`` (a ``time.monotonic()`` value) ends
+        the whole run: tasks still running then are stopped and tasks not started are not
+        started, each with status ``budget``. ``skip(index)``, asked just before a task would
+        start, may return a reason not to start it (status ``budget``; executors that send all
+        tasks at once, such as dask's, do not ask)."""
 
     def close(self) -> None:  # noqa: B027 - most executors hold nothing between runs
         """Release what the executor holds between runs (a client it opened)."""
@@ -80,22 +94,40 @@ class SerialExecutor(Executor):
     def __init__(self, time_limit: float | None = None) -> None:
         self.time_limit = time_limit
 
-    def run(self, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> Iterator[Outcome]:
-        use_alarm = (
-            self.time_limit is not None and threading.current_thread() is threading.main_thread()
-        )
+    def run(
+        self,
+        fn: TaskFn,
+        tasks: Sequence[Any],
+        shared: Any,
+        deadline: float | None = None,
+        skip: Callable[[int], str | None] | None = None,
+    ) -> Iterator[Outcome]:
+        main = threading.current_thread() is threading.main_thread()
         for i, task in enumerate(tasks):
             start = time.perf_counter()
+            limit, by_budget = _task_limit(self.time_limit, deadline)
+            if by_budget and limit <= 0:
+                yield Outcome(i, "budget", None, BUDGET_NOT_STARTED, 0.0)
+                continue
+            reason = skip(i) if skip is not None else None
+            if reason:
+                yield Outcome(i, "budget", None, reason, 0.0)
+                continue
+            use_alarm = limit is not None and main
             previous = None
-            limit_message = timeout_message(self.time_limit)
             if use_alarm:
                 previous = signal.signal(signal.SIGALRM, _raise_time_limit)
-                signal.setitimer(signal.ITIMER_REAL, self.time_limit)
+                signal.setitimer(signal.ITIMER_REAL, limit)
             try:
                 value = fn(task, shared)
                 outcome = Outcome(i, "ok", value, "", time.perf_counter() - start)
             except _TimeLimit:
-                outcome = Outcome(i, "timeout", None, limit_message, time.perf_counter() - start)
+                seconds = time.perf_counter() - start
+                outcome = (
+                    Outcome(i, "budget", None, budget_message(seconds), seconds)
+                    if by_budget
+                    else Outcome(i, "timeout", None, timeout_message(self.time_limit), seconds)
+                )
             except Exception as exc:
                 outcome = Outcome(i, "failed", None, describe(exc), time.perf_counter() - start)
             finally:
@@ -103,6 +135,25 @@ class SerialExecutor(Executor):
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     signal.signal(signal.SIGALRM, previous)
             yield outcome
+
+
+def _task_limit(time_limit: float | None, deadline: float | None) -> tuple[float | None, bool]:
+    """The seconds a task starting now may run, and whether the budget (not the per-run
+    limit) sets them."""
+    if deadline is None:
+        return time_limit, False
+    left = deadline - time.monotonic()
+    if time_limit is None or left < time_limit:
+        return left, True
+    return time_limit, False
+
+
+BUDGET_NOT_STARTED = "not started: the build's time budget ran out"
+
+
+def budget_message(seconds: float) -> str:
+    """What a run stopped by the end of the build's time budget says."""
+    return f"stopped by the end of the build's time budget after {seconds:.0f} s"
 
 
 def _raise_time_limit(signum, frame):
@@ -178,19 +229,39 @@ class ProcessExecutor(Executor):
         self.time_limit = time_limit
         self.threads = threads
 
-    def run(self, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> Iterator[Outcome]:
+    def run(
+        self,
+        fn: TaskFn,
+        tasks: Sequence[Any],
+        shared: Any,
+        deadline: float | None = None,
+        skip: Callable[[int], str | None] | None = None,
+    ) -> Iterator[Outcome]:
         shared_bytes = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         self._failed_starts = 0
+        self._deadline = deadline
         pending = deque(enumerate(tasks))
         n = min(self.n_workers, len(pending))
         workers = [_Worker(shared_bytes, self.threads) for _ in range(n)]
         try:
             while pending or any(w.task is not None for w in workers):
+                if deadline is not None and time.monotonic() >= deadline:
+                    for w in workers:  # no time to wait for a worker to end on its own
+                        if w.task is None:
+                            w.stop(kill=True)
+                    yield from _out_of_budget(workers, pending)
+                    return
                 for w in workers:
-                    if w.ready and w.task is None and pending:
-                        w.task, task = pending.popleft()
-                        w.started = time.perf_counter()
+                    while w.ready and w.task is None and pending:
+                        index, task = pending.popleft()
+                        reason = skip(index) if skip is not None else None
+                        if reason:
+                            yield Outcome(index, "budget", None, reason, 0.0)
+                            continue
+                        w.task, w.started = index, time.perf_counter()
                         w.send((w.task, fn, task))
+                if not pending and all(w.task is None for w in workers):
+                    break  # the last tasks were skipped
                 waiting = [w for w in workers if w.task is not None or not w.ready]
                 busy = [w for w in waiting if w.task is not None]
                 wait([w.conn for w in waiting], timeout=self._poll_timeout(busy))
@@ -242,13 +313,30 @@ class ProcessExecutor(Executor):
         return w
 
     def _poll_timeout(self, busy: list[_Worker]) -> float | None:
-        if self.time_limit is None or not busy:
-            return None
-        now = time.perf_counter()
-        return max(0.0, min(w.started + self.time_limit - now for w in busy)) + 0.01
+        waits = []
+        if self.time_limit is not None and busy:
+            now = time.perf_counter()
+            waits.append(min(w.started + self.time_limit - now for w in busy))
+        if self._deadline is not None:
+            waits.append(self._deadline - time.monotonic())
+        return max(0.0, min(waits)) + 0.01 if waits else None
 
     def _overdue(self, w: _Worker) -> bool:
         return self.time_limit is not None and time.perf_counter() - w.started > self.time_limit
+
+
+def _out_of_budget(workers: list[_Worker], pending: deque) -> Iterator[Outcome]:
+    """The end of the budget: the running tasks are stopped (their workers killed, so even a
+    long call in native code ends now) and the tasks not started are reported unstarted."""
+    for w in workers:
+        if w.task is not None:
+            elapsed = time.perf_counter() - w.started
+            index, w.task = w.task, None
+            w.stop(kill=True)
+            yield Outcome(index, "budget", None, budget_message(elapsed), elapsed)
+    while pending:
+        index, _ = pending.popleft()
+        yield Outcome(index, "budget", None, BUDGET_NOT_STARTED, 0.0)
 
 
 def _local(n_jobs: int, time_limit: float | None, client) -> Executor:

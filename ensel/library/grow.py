@@ -140,15 +140,23 @@ class GrowSpec:
     seed: int = 0
     selection: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def is_open(self) -> bool:
+        """No budget of its own (``grow=True``): it needs the build's time budget."""
+        return self.trials is None and self.time is None
+
 
 def parse_grow(grow, metric: str = "mxe", n_jobs: int = 1, seed: int = 0) -> GrowSpec | None:
-    """``grow`` as a GrowSpec: None/False/0 (no growth), an int (that many trials), a number of
-    seconds as ``{"time": s}``, a dict of GrowSpec fields, or a GrowSpec."""
+    """``grow`` as a GrowSpec: None/False/0 (no growth), True (as long as the build's time budget
+    allows), an int (that many trials), a number of seconds as ``{"time": s}``, a dict of
+    GrowSpec fields, or a GrowSpec."""
     if grow is None or grow is False or (isinstance(grow, int) and grow == 0):
         return None
     if isinstance(grow, GrowSpec):
         return grow
     base = {"metric": metric, "batch": max(1, int(n_jobs)), "seed": seed}
+    if grow is True:  # as long as the build's time budget allows
+        return GrowSpec(trials=None, time=None, **base)
     if isinstance(grow, bool) or not isinstance(grow, int | dict):
         raise ValueError(
             f"grow={grow!r}: use a number of trials (int), a dict such as "
@@ -164,8 +172,6 @@ def parse_grow(grow, metric: str = "mxe", n_jobs: int = 1, seed: int = 0) -> Gro
             f"grow has unknown key(s) {unknown}; allowed: {sorted(GrowSpec.__dataclass_fields__)}"
         )
     spec = GrowSpec(**{**base, **grow})
-    if spec.trials is None and spec.time is None:
-        raise ValueError("grow needs a budget: 'trials', 'time' (seconds) or both")
     bad = [f for f in spec.families if f not in GROW_SPACES]
     if bad:
         raise ValueError(f"grow families {bad} have no search space; known: {sorted(GROW_SPACES)}")

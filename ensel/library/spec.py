@@ -5,7 +5,7 @@ A spec looks like::
 
     name: example
     seed: 0                # seeds the range samplers
-    time_limit: 300        # seconds per training run (all folds); optional
+    run_time_limit: 300    # seconds per training run (all folds); optional
     families:
       - family: adaboost
         params: {max_depth: [1, 2]}          # lists expand as a cartesian product
@@ -47,7 +47,8 @@ CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")
 ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler", "target")
-TOP_KEYS = ("name", "description", "seed", "time_limit", "task")
+TOP_KEYS = ("name", "description", "seed", "run_time_limit", "time_limit", "task")
+"""``time_limit`` is the old name of ``run_time_limit`` (a per-run cap), still read."""
 """Top-level keys about the spec itself; every other key is a section of runs (see kinds.py)."""
 TASKS = ("classification", "regression")
 TARGET_TRANSFORMS = ("none", "log1p")
@@ -96,7 +97,7 @@ class LibrarySpec:
 
     name: str
     sections: tuple[tuple[str, tuple], ...]
-    time_limit: float | None
+    run_time_limit: float | None  # seconds per training run (all folds), or None
     source: str
     task: str = "classification"
 
@@ -162,9 +163,16 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
     seed = doc.get("seed", 0)
     if not isinstance(seed, int):
         raise SpecError(f"{source}: key 'seed' must be an integer, got {seed!r}")
-    time_limit = doc.get("time_limit")
-    if time_limit is not None and (not isinstance(time_limit, int | float) or time_limit <= 0):
-        raise SpecError(f"{source}: key 'time_limit' must be a positive number of seconds")
+    key = "run_time_limit" if "run_time_limit" in doc or "time_limit" not in doc else "time_limit"
+    if "run_time_limit" in doc and "time_limit" in doc:
+        raise SpecError(f"{source}: give 'run_time_limit' (seconds per run) only, not 'time_limit'")
+    run_time_limit = doc.get(key)
+    if run_time_limit is not None and (
+        isinstance(run_time_limit, bool)
+        or not isinstance(run_time_limit, int | float)
+        or run_time_limit <= 0
+    ):
+        raise SpecError(f"{source}: key {key!r} must be a positive number of seconds (per run)")
     task = doc.get("task", "classification")
     if task not in TASKS:
         raise SpecError(f"{source}: key 'task' is {task!r}; allowed: {list(TASKS)}")
@@ -172,7 +180,7 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
     return LibrarySpec(
         name=str(doc.get("name", Path(source).stem)),
         sections=tuple((k, get_kind(k).parse(doc[k], source, seed, task)) for k in order),
-        time_limit=time_limit,
+        run_time_limit=run_time_limit,
         source=source,
         task=task,
     )

@@ -39,7 +39,8 @@ from .kinds import PackedRun, RunLike
 __all__ = ["PackedRun", "PredictionStore", "member_id"]
 
 FORMAT = 1
-STATUSES = ("ok", "failed", "timeout")
+STATUSES = ("ok", "failed", "timeout", "budget")
+"""budget: stopped or never started because the build's time budget ran out (resumed later)."""
 
 
 def member_id(run_id: str, stage: int | None, calibration: str) -> str:

@@ -150,9 +150,10 @@ def grow_tree(
     variable and a random candidate threshold, report §2.5 and §3). Candidate thresholds are the
     midpoints between consecutive distinct values in the node (integers between categories);
     ``edge_splits`` adds one threshold below and one above all the node's values (halfway to the
-    node's box edge), which cuts off empty space (report §3 and Table A.1). A node is split while
-    some variable has two distinct values, both children keep ``min_samples_leaf`` data weight
-    and the gain is positive (random splits need no gain)."""
+    node's box edge), which cuts off empty space (report §3 and Table A.1; for the gain splits
+    the side with data keeps ``min_samples_leaf``, the other holds background only). A node is
+    split while some variable has two distinct values, both children keep ``min_samples_leaf``
+    data weight and the gain is positive (random splits need no gain)."""
     keep = w > 0
     rows = np.flatnonzero(keep)
     depth_cap = -1 if max_depth is None else int(max_depth)
@@ -189,9 +190,10 @@ def prune_tree(tree: Tree, Z: np.ndarray, w: np.ndarray, loss: str = "brier") ->
     """Reduced-error pruning (Quinlan 1987) on held-out rows ``Z`` with weights ``w``.
 
     The held-out background is exact too: a node expects ``w.sum() * bg / bg[root]`` background
-    points. Bottom-up, a subtree becomes a leaf when the leaf's loss on the held-out data is no
-    larger than the subtree's. ``loss`` is "brier" (chaos forest, report §3) or "error"
-    (misclassification, Hooker §4)."""
+    points. Bottom-up, a subtree becomes a leaf when that lowers the loss on the held-out data:
+    strictly for "brier" (chaos forest, report §3: a split stays unless removing it improves
+    the Brier score), and when it is no larger for "error" (misclassification, Hooker §4, as
+    Quinlan's reduced-error pruning)."""
     held_fg = node_weights(tree, Z, w)
     held_bg = float(np.sum(w)) * tree.bg / tree.bg[0]
     left, right = _prune(tree.left, tree.right, tree.value, held_fg, held_bg, LOSSES[loss])
@@ -213,20 +215,28 @@ def fit_forest(
     random_state=None,
 ) -> tuple[Forest, list[Tree]]:
     """Bagged trees (Breiman 1996; report §4.1): each tree sees a bootstrap sample of the rows
-    as weights. With ``prune``, a random ``structure_fraction`` of each bootstrap sample grows
-    the tree and the rest prunes it (chaos forest, report §3). All random draws are made here,
+    as weights. With ``prune``, the rows are split at random: a bootstrap sample of a
+    ``structure_fraction`` of the rows grows the tree, one of the other rows prunes it (report
+    §3: "half of the training data in each bootstrap sample are used for constructing the tree
+    structure ... the half not used for tree construction is used to estimate the error"), so
+    no row both grows a tree and judges its pruning. All random draws are made here,
     in order, so that the forest does not depend on ``n_jobs``."""
     rng = np.random.default_rng(random_state)
     n = Z.shape[0]
     jobs = []
     for _ in range(n_estimators):
-        sample = rng.integers(0, n, n) if bootstrap else rng.permutation(n)
         if prune is None:
+            sample = rng.integers(0, n, n) if bootstrap else np.arange(n)
             w_grow, w_prune = np.bincount(sample, minlength=n).astype(float), None
-        else:
+        else:  # rows, not draws, are split: no row both grows and prunes
             n_grow = min(max(1, round(structure_fraction * n)), n - 1) if n > 1 else 1
-            w_grow = np.bincount(sample[:n_grow], minlength=n).astype(float)
-            w_prune = np.bincount(sample[n_grow:], minlength=n).astype(float)
+            rows = rng.permutation(n)
+            grows, prunes = rows[:n_grow], rows[n_grow:]
+            if bootstrap:  # each half a bootstrap sample of its own rows, of its own size
+                grows = grows[rng.integers(0, len(grows), len(grows))]
+                prunes = prunes[rng.integers(0, len(prunes), len(prunes))]
+            w_grow = np.bincount(grows, minlength=n).astype(float)
+            w_prune = np.bincount(prunes, minlength=n).astype(float)
         jobs.append((w_grow, w_prune, int(rng.integers(2**63))))
 
     def one(w_grow, w_prune, seed):
@@ -315,11 +325,15 @@ def _share(t, lo, hi):  # pragma: no cover - compiled
 
 
 @njit(**_JIT)
-def _best_split(Z, idx, ww, lo, hi, is_cat, bgc, criterion, min_leaf, order):  # pragma: no cover
+def _best_split(
+    Z, idx, ww, lo, hi, is_cat, bgc, criterion, min_leaf, order, edge
+):  # pragma: no cover
     """Best (gain, feature, threshold) over the features in ``order`` (gain -1: none).
 
     C4.5 gain with missing values: the gain on rows that know the variable (plus the background,
-    which always does), scaled by their share of the node's total weight."""
+    which always does), scaled by their share of the node's total weight. With ``edge``, a
+    numeric variable also offers the thresholds halfway between the box edge and the node's
+    lowest (highest) value: an empty side of background only (report Table A.1)."""
     best_gain = -1.0
     best_f = -1
     best_t = 0.0
@@ -366,6 +380,28 @@ def _best_split(Z, idx, ww, lo, hi, is_cat, bgc, criterion, min_leaf, order):  #
                     best_f = f
                     best_t = t
                 t += 1.0
+        if edge and not is_cat[f] and k_tot >= min_leaf:
+            for side in range(2):
+                if side == 0:
+                    if kv[0] <= lo[f]:
+                        continue
+                    t = 0.5 * (lo[f] + kv[0])
+                    fg_l = 0.0
+                else:
+                    if kv[-1] >= hi[f]:
+                        continue
+                    t = 0.5 * (kv[-1] + hi[f])
+                    fg_l = k_tot
+                bg_l = bgc * _share(t, lo[f], hi[f])
+                bg_r = bgc - bg_l
+                fg_r = k_tot - fg_l
+                child = (fg_l + bg_l) * _impurity(fg_l, bg_l, criterion)
+                child += (fg_r + bg_r) * _impurity(fg_r, bg_r, criterion)
+                gain = scale * (parent - child / total)
+                if gain > best_gain:
+                    best_gain = gain
+                    best_f = f
+                    best_t = t
     return best_gain, best_f, best_t
 
 
@@ -491,7 +527,7 @@ def _grow(
             for i in range(d):  # the first max_features features that can split at all
                 g = perm[i]
                 gi, fi, ti = _best_split(
-                    Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, perm[i : i + 1]
+                    Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, perm[i : i + 1], edge
                 )
                 if fi < 0:
                     continue
@@ -665,7 +701,7 @@ def _prune(left, right, value, held_fg, held_bg, loss):  # pragma: no cover - co
             sub[i] = as_leaf
             continue
         below = sub[left[i]] + sub[right[i]]
-        if as_leaf <= below:
+        if as_leaf < below or (loss == 0 and as_leaf == below):
             left[i] = -1
             right[i] = -1
             sub[i] = as_leaf

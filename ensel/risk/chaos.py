@@ -18,14 +18,16 @@ __all__ = ["ChaosForest"]
 class ChaosForest(Detector):
     """An ensemble of purely random trees grown against the exact uniform background.
 
-    As the report (§2.5, §3): each tree takes a bootstrap sample; a ``structure_fraction`` (half)
-    of it grows the tree, splitting a random variable at a random threshold drawn from the
-    midpoints between the node's sorted values plus, with ``edge_splits``, one threshold below
-    and one above all of them; trees grow until the data in a node runs out (or ``max_depth``).
-    The other half prunes each tree bottom-up wherever a leaf's Brier score on it (held-out rows
-    against their exact expected background counts) is no worse than the subtree's
-    (``prune="brier"``; "error" or None also allowed). Risk is the mean over trees of the leaf's
-    ``bg / (fg + bg)``, 1 outside the box; a missing value mixes both branches (C4.5)."""
+    As the report (§2.5, §3): the rows are split at random for each tree; a bootstrap sample
+    of a ``structure_fraction`` (half) of them grows the tree, splitting a random variable at a
+    random threshold drawn from the midpoints between the node's sorted values plus, with
+    ``edge_splits``, one threshold below and one above all of them; trees grow until the data
+    in a node runs out (or ``max_depth``). A bootstrap sample of the other rows (disjoint from
+    the first: no row both grows and prunes a tree) prunes it bottom-up wherever a leaf's Brier
+    score on them (held-out rows against their exact expected background counts) is strictly
+    lower than the subtree's (``prune="brier"``; "error" or None also allowed). Risk is the
+    mean over trees of the leaf's ``bg / (fg + bg)``, 1 outside the box; a missing value mixes
+    both branches (C4.5)."""
 
     one_outside_box = True
     test_params: ClassVar[dict] = {"n_estimators": 10}

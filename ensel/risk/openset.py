@@ -17,11 +17,16 @@ from ._base import Detector, register
 from ._evt import fit_weibull, weibull_log_survival
 from ._forest import fit_forest
 
-__all__ = ["AGGREGATIONS", "OpenSetForest", "accuracy_threshold", "tree_pertinence"]
+__all__ = ["AGGREGATIONS", "STEELE", "OpenSetForest", "accuracy_threshold", "tree_pertinence"]
 
 AGGREGATIONS = ("min", "mean", "product")
 """Ways to combine the node pertinences along a row's path (Steele §II-B)."""
 _MIN_TAIL = 3  # a side of a node with fewer training distances gets no tail model
+STEELE = {"aggregation": "min", "min_samples_leaf": 1, "reject_rate": None}
+"""Steele's own settings: his best aggregation in the unknown-class tests ("min pertinence
+seems to be the best metric"), fully grown trees, and a threshold trained for accuracy; pass
+validation rows of unknown classes to :meth:`OpenSetForest.fit_threshold` for his threshold
+(``OpenSetForest(**STEELE)``; docs/risk.md compares them with the defaults)."""
 
 
 @register("openset_forest")
@@ -126,6 +131,15 @@ class OpenSetForest(Detector):
                 f"reject_rate must lie in (0, 1) or be None (accuracy threshold); got "
                 f"{self.reject_rate!r}"
             )
+
+    def fit_threshold(self, X_known, X_unknown) -> OpenSetForest:
+        """Steele's threshold (§II-C): the ``threshold_`` that maximises the accuracy of
+        accepting validation rows of the known classes ``X_known`` and rejecting validation rows
+        of classes unseen in training ``X_unknown``; returns self. Without such rows, ``fit``
+        sets it from ``reject_rate`` (or the uniform background, ``reject_rate=None``)."""
+        check_is_fitted(self, "threshold_")
+        self.threshold_ = accuracy_threshold(self.risk(X_known), self.risk(X_unknown))
+        return self
 
     def pertinence(self, X) -> np.ndarray:
         """Forest pertinence of each row of X in [0, 1] (1 = like the training data)."""

@@ -399,3 +399,114 @@ def test_resume_after_a_killed_build_loses_and_refits_nothing(tmp_path, monkeypa
             assert (path / "runs" / name).stat().st_mtime_ns == stamp
     fresh = build_library(X, y, spec="tiny", cv=3, n_jobs=1, verbose=0)
     np.testing.assert_array_equal(np.asarray(resumed.predictions), np.asarray(fresh.predictions))
+
+
+# ------------------------------------------------------------------ time budget
+
+
+@dataclass
+class _PriorRun:
+    p: np.ndarray
+
+    def predict(self, X, stages=None):
+        return {"none": np.tile(self.p, (1, len(X), 1))}
+
+
+FITTED: list = []
+
+
+def _fit_fast(X, y, *, n_classes, params, stages, random_state):
+    FITTED.append(params["k"])
+    return _PriorRun(
+        (np.bincount(y, minlength=n_classes) + params["k"]) / (y.size + 2 * params["k"])
+    )
+
+
+def _fit_slow(X, y, *, n_classes, params, stages, random_state):
+    if params["seconds"]:
+        time.sleep(params["seconds"])  # interrupted by the budget's alarm (n_jobs=1)
+    return _fit_fast(X, y, n_classes=n_classes, params={"k": 1.0}, stages=None, random_state=0)
+
+
+@pytest.fixture
+def fast_and_slow(monkeypatch):
+    for name, fit, params in (
+        ("fast", _fit_fast, {"k": 1.0}),
+        ("slow", _fit_slow, {"seconds": 60}),
+    ):
+        monkeypatch.setitem(
+            FAMILIES, name, Family(name=name, fit=fit, params=params, view="native")
+        )
+    FITTED.clear()
+    return {
+        "families": [
+            {"family": "fast", "params": {"k": [1.0, 2.0, 3.0, 4.0]}},
+            {"family": "slow", "params": {"seconds": [60, 61]}},
+        ]
+    }
+
+
+def test_a_time_budget_ends_the_build_on_time_and_a_later_build_resumes(
+    cancer, fast_and_slow, tmp_path
+):
+    """A slow family cannot finish within the budget: the build returns on time with the fast
+    members, the slow runs are recorded as cut short by the budget, and a second build into the
+    same store fits only them (the fast ones are reused)."""
+    X, y = cancer
+    start = time.monotonic()
+    lib = build_library(
+        X, y, spec=fast_and_slow, cv=3, store=tmp_path / "s", n_jobs=1, time_limit=5, verbose=0
+    )
+    assert time.monotonic() - start < 5 * 1.1 + 0.5
+    assert set(lib.members["family"]) == {"fast"} and len(lib.members) == 4
+    assert sorted(lib.failures["status"]) == ["budget", "budget"]
+    assert all("time budget" in e for e in lib.failures["error"])
+    assert len(FITTED) == 4 * 3  # four fast runs of three folds each
+    FITTED.clear()
+    # the slow family now returns at once for the same parameters (the same run ids)
+    FAMILIES["slow"] = Family(
+        name="slow", fit=_fit_quick_slow, params={"seconds": 60}, view="native"
+    )
+    again = build_library(X, y, spec=fast_and_slow, cv=3, store=tmp_path / "s", n_jobs=1, verbose=0)
+    assert len(again.members) == 6 and len(again.failures) == 0
+    assert FITTED == [1.0] * 2 * 3  # only the two slow runs were fitted, over three folds
+
+
+def _fit_quick_slow(X, y, *, n_classes, params, stages, random_state):
+    return _fit_fast(X, y, n_classes=n_classes, params={"k": 1.0}, stages=None, random_state=0)
+
+
+def test_budget_order_is_round_robin_over_families_strongest_and_cheapest_first():
+    from ensel.library.schedule import STRENGTH, anytime_order, relative_cost
+    from ensel.library.spec import load_spec
+
+    spec = load_spec("default")
+    tasks = [("families", r) for r in spec.runs]
+    tasks += [("detectors", d) for d in spec.section("detectors")]
+    order = [tasks[i] for i in anytime_order(tasks, n_rows=5000)]
+    assert sorted(map(id, order)) == sorted(map(id, tasks))  # a permutation
+
+    def name(task):
+        return task[1].family if task[0] == "families" else task[0]
+
+    def deferred(task):
+        _, run = task
+        return run.family in ("svm", "knn") and dict(run.params).get("kernel") != "linear"
+
+    kept = [t for t in order if not deferred(t)]
+    families = sorted({name(t) for t in kept if t[0] == "families"}, key=STRENGTH.index)
+    first_round = [name(t) for t in kept[: len(families) + 1]]
+    assert [f for f in first_round if f != "detectors"] == families  # strongest first
+    assert "detectors" in first_round  # the detectors take part from the first round
+    for family in families:  # cheapest run of each family first
+        costs = [
+            relative_cost(r.family, dict(r.params), r.stages)
+            for s, r in order
+            if s == "families" and r.family == family
+        ]
+        assert costs == sorted(costs), family
+    last = [i for i, t in enumerate(order) if deferred(t)]
+    assert last and min(last) == len(order) - len(last)  # kernel SVMs and k-NN last
+    small = [tasks[i] for i in anytime_order(tasks, n_rows=500)]
+    groups = {name(t) for t in small}  # on small data they take their turn in the first round
+    assert min(i for i, t in enumerate(small) if deferred(t)) < len(groups)

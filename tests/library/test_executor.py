@@ -42,3 +42,32 @@ def test_make_executor_checks_n_jobs():
 def test_workers_that_cannot_start_stop_the_build_with_the_reason():
     with pytest.raises(RuntimeError, match=r"cannot start: worker process died \(exit code 3"):
         list(ProcessExecutor(1).run(task, ["ok"], StartupBomb()))
+
+
+def test_serial_executor_stops_at_the_deadline_and_starts_nothing_after():
+    import time
+
+    start = time.monotonic()
+    tasks = ["ok", "spin", "ok", "ok"]
+    outcomes = list(SerialExecutor(time_limit=30).run(task, tasks, 21, deadline=start + 0.5))
+    assert time.monotonic() - start < 3
+    assert [o.status for o in outcomes] == ["ok", "budget", "budget", "budget"]
+    assert "stopped by the end of the build's time budget" in outcomes[1].error
+    assert outcomes[2].error == "not started: the build's time budget ran out"
+
+
+@pytest.mark.slow
+def test_process_executor_kills_running_tasks_at_the_deadline():
+    import time
+
+    start = time.monotonic()
+    tasks = ["ok", "sleep", "spin", "ok", "ok"]
+    executor = ProcessExecutor(2, time_limit=60)
+    outcomes = {o.index: o for o in executor.run(task, tasks, 5, deadline=start + 6)}
+    elapsed = time.monotonic() - start
+    assert 6 <= elapsed < 10  # the budget, not the per-run limit, ended the run
+    assert sorted(outcomes) == list(range(len(tasks)))
+    assert outcomes[0].status == "ok" and outcomes[0].value == 10
+    assert [outcomes[i].status for i in (1, 2)] == ["budget", "budget"]
+    assert all("stopped by the end" in outcomes[i].error for i in (1, 2))
+    assert all(outcomes[i].status == "budget" and outcomes[i].seconds == 0 for i in (3, 4))

@@ -96,6 +96,19 @@ def test_family_handles_a_fold_without_one_class(name):
     assert out[..., 2].mean() > 0.2  # the last class keeps its own column
 
 
+def test_adaboost_with_a_perfect_first_learner_predicts_zero_or_one():
+    # one stump separates the classes: alpha is infinite, boosting stops after it, and both the
+    # logistic correction and the vote share are 0/1 (they were 0.73 / 1 with alpha recorded as 1)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0.1).astype(int)
+    run = _fit(FAMILIES["adaboost"], X, y, 2, stages=(1, 4))
+    assert len(run.estimators) == 1
+    out = run.predict(X)
+    for variant in ("none", "logistic"):
+        np.testing.assert_array_equal(out[variant][..., 1], np.broadcast_to(y, (2, 200)))
+
+
 # ------------------------------------------------------------------ missing values
 
 

@@ -36,7 +36,6 @@ def test_parse_grow_accepts_ints_dicts_and_none():
     [
         ("lots", "grow='lots': use a number of trials"),
         ({"trails": 3}, "grow has unknown key(s) ['trails']"),
-        ({"trials": None}, "grow needs a budget"),
         ({"families": ["svm"]}, "grow families ['svm'] have no search space"),
         (-1, "must be positive"),
     ],
@@ -136,3 +135,25 @@ def test_grow_refuses_regression_libraries():
     X, y = _data(seed=3)
     with pytest.raises(ValueError, match="grows classification libraries only"):
         build_library(X, y.astype(float) + 0.5, spec="tiny_regression", grow=2, verbose=0)
+
+
+def test_open_growth_needs_the_build_time_budget():
+    X, y = _data(seed=4)
+    assert parse_grow(True).is_open and parse_grow({"trials": None}).is_open
+    with pytest.raises(ValueError, match="grows in the time left under time_limit"):
+        build_library(X, y, spec=SPEC, cv=3, verbose=0, grow=True)
+
+
+def test_growth_under_a_time_budget_stops_at_the_deadline():
+    X, y = _data(seed=5)
+    lib = build_library(
+        X,
+        y,
+        spec=SPEC,
+        cv=3,
+        verbose=0,
+        time_limit=30,
+        grow={"families": ["extra_trees"], "trials": 2},
+    )
+    assert "logreg" in set(lib.members["family"])  # the spec's run first, growth after
+    assert lib.members["run"].nunique() <= 3

@@ -134,3 +134,51 @@ def test_same_seed_same_forest_any_n_jobs_and_other_seed_differs():
 def test_bad_parameters_are_named(params, word):
     with pytest.raises(ValueError, match=word):
         ChaosForest(**params).fit(blob(50))
+
+
+def test_the_growing_and_pruning_rows_are_disjoint(monkeypatch):
+    import ensel.risk._tree as tree_module
+
+    seen = []
+    real_grow, real_prune = tree_module.grow_tree, tree_module.prune_tree
+
+    def grow(Z, w, *args, **kw):
+        seen.append(("grow", w.copy()))
+        return real_grow(Z, w, *args, **kw)
+
+    def prune(tree, Z, w, loss):
+        seen.append(("prune", w.copy()))
+        return real_prune(tree, Z, w, loss)
+
+    monkeypatch.setattr(tree_module, "grow_tree", grow)
+    monkeypatch.setattr(tree_module, "prune_tree", prune)
+    Z = blob(300)
+    grow = {"split": "random", "edge_splits": True}
+    fit_forest(Z, Z.min(0), Z.max(0), np.zeros(3, bool), n_estimators=3, n_jobs=1, grow=grow,
+               prune="brier", random_state=0)  # fmt: skip
+    grows = [w for kind, w in seen if kind == "grow"]
+    prunes = [w for kind, w in seen if kind == "prune"]
+    assert len(grows) == len(prunes) == 3
+    for g, p in zip(grows, prunes, strict=True):
+        assert g.sum() == p.sum() == 150  # half of the rows each, bootstrapped
+        assert not ((g > 0) & (p > 0)).any()  # no row on both sides
+
+
+def test_brier_pruning_keeps_a_split_that_does_not_lower_the_score():
+    from ensel.risk._tree import _prune
+
+    # root with two leaves; the leaves' Brier loss on the held-out data equals the root's
+    left, right = np.array([1, -1, -1]), np.array([2, -1, -1])
+    value = np.array([0.5, 0.5, 0.5])
+    fg, bg = np.array([4.0, 2.0, 2.0]), np.array([4.0, 2.0, 2.0])
+    kept_left, _ = _prune(left, right, value, fg, bg, 1)
+    assert kept_left[0] == 1  # a tie keeps the split (Brier)
+    pruned_left, _ = _prune(left, right, value, fg, bg, 0)
+    assert pruned_left[0] == -1  # a tie prunes it (misclassification error, Quinlan)
+    better = np.array(
+        [0.5, 0.1, 0.9]
+    )  # value: the background share  # the split lowers the Brier score: kept
+    assert (
+        _prune(left, right, better, np.array([4.0, 4.0, 0.0]), np.array([4.0, 0.0, 4.0]), 1)[0][0]
+        == 1
+    )

@@ -81,27 +81,53 @@ def test_risk_is_one_outside_the_box(name):
     np.testing.assert_array_equal(det.risk(out), 1.0)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_mixed_columns_and_missing_values(name):
+def _messy(n_classes: int, n: int = 300):
+    """Numeric, categorical and boolean columns with missing cells in each kind."""
     rng = np.random.default_rng(0)
-    n = 300
     frame = pd.DataFrame(
         {
             "x": rng.normal(size=n),
             "z": rng.uniform(size=n),
-            "colour": rng.choice(["red", "green", "blue"], size=n),
-            "flag": rng.random(n) > 0.5,
+            "colour": rng.choice(["red", "green", "blue"], size=n).astype(object),
+            "flag": (rng.random(n) > 0.5).astype(object),
         }
     )
     frame.loc[::17, "x"] = np.nan
-    y = np.where(frame["x"].fillna(0) > 0, "yes", "no")
+    frame.loc[::13, "colour"] = None
+    frame.loc[::11, "flag"] = None
+    score = frame["x"].fillna(0).to_numpy() + (frame["colour"] == "red")
+    cuts = np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1])
+    y = np.array(["no", "yes", "maybe"])[np.digitize(score, cuts)]
+    return frame, y
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_mixed_columns_and_missing_values(name, n_classes):
+    """NaN in numeric, categorical and boolean columns, binary and multiclass labels; new rows
+    with NaN also where training had none, and an unseen category."""
+    frame, y = _messy(n_classes)
     det = make(name).fit(frame, y if get_detector(name).requires_y else None)
     new = frame.head(10).copy()
     new.loc[0, "colour"] = "purple"  # unseen category
+    new.loc[1:3, "z"] = np.nan  # never missing in training
+    new.loc[4, ["x", "colour", "flag"]] = [np.nan, None, None]
     r = det.risk(new)
-    assert r.shape == (10,) and np.isfinite(r).all()
+    assert r.shape == (10,) and np.isfinite(r).all() and ((r >= 0) & (r <= 1)).all()
     if det.one_outside_box:
         assert r[0] == 1.0
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_combined_risk_takes_missing_values(n_classes):
+    from ensel.risk import CombinedRisk
+
+    frame, y = _messy(n_classes)
+    comb = CombinedRisk(detectors=["box", "isolation_forest", "cert"], cv=3).fit(frame, y)
+    new = frame.head(20).copy()
+    new.loc[1:3, "z"] = np.nan
+    r = comb.risk(new)
+    assert r.shape == (20,) and np.isfinite(r).all() and ((r >= 0) & (r <= 1)).all()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -54,7 +54,9 @@ def cancer():
 @pytest.fixture(scope="module")
 def fitted(cancer):
     X, y = cancer
-    return EnsembleSelectionClassifier(library=SPEC, cv=3, n_bags=2, random_state=0).fit(X, y)
+    return EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, n_bags=2, random_state=0).fit(
+        X, y
+    )
 
 
 def test_spec_detector_section_is_validated():
@@ -133,7 +135,7 @@ def test_predict_with_reject_refuses_risky_rows(fitted, cancer):
 
 def test_risk_without_detectors_says_what_to_do(cancer):
     X, y = cancer
-    clf = EnsembleSelectionClassifier(library={"families": [{"family": "logreg"}]}, cv=3)
+    clf = EnsembleSelectionClassifier(library={"families": [{"family": "logreg"}]}, n_jobs=1, cv=3)
     clf.fit(X, y)
     with pytest.raises(ValueError, match="detectors:"):
         clf.risk(X)

@@ -180,3 +180,20 @@ def test_bad_parameters_are_clear_errors(params, message):
     X = np.random.default_rng(0).normal(size=(40, 2))
     with pytest.raises(ValueError, match=message):
         OpenSetForest(n_estimators=2, **params).fit(X, X[:, 0] > 0)
+
+
+def test_steele_settings_and_a_threshold_trained_on_unknown_classes():
+    from ensel.risk.openset import STEELE
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 0).astype(int)
+    det = OpenSetForest(n_estimators=10, random_state=0, **STEELE).fit(X, y)
+    assert det.aggregation == "min" and det.reject_rate is None
+    known = rng.normal(size=(200, 3))
+    unknown = rng.normal(size=(200, 3)) * 0.5 + np.array([2.5, -2.5, 0.0])  # an unseen class
+    assert det.fit_threshold(known, unknown) is det
+    expected = accuracy_threshold(det.risk(known), det.risk(unknown))
+    assert det.threshold_ == expected
+    accuracy = (np.sum(~det.reject(known)) + np.sum(det.reject(unknown))) / 400
+    assert accuracy > 0.7

@@ -39,10 +39,12 @@ class _CatBoostRun:
     stages: tuple[int, ...]
     n_classes: int
 
-    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        """Members at the stages of index ``stages`` (all by default)."""
         frame = _frame(X, self.columns)
-        out = np.empty((len(self.stages), frame.shape[0], self.n_classes))
-        for i, s in enumerate(self.stages):
+        wanted = range(len(self.stages)) if stages is None else stages
+        out = np.empty((len(wanted), frame.shape[0], self.n_classes))
+        for i, s in enumerate(self.stages[j] for j in wanted):
             p = np.asarray(self.model.predict_proba(frame, ntree_end=s), dtype=np.float64)
             out[i] = full_proba(p / p.sum(axis=1, keepdims=True), self.classes, self.n_classes)
         return {"none": out}

@@ -204,7 +204,10 @@ class _BoostRun:
                     staged[j] = votes.copy()
         v = np.stack(staged)
         total = v.sum(axis=-1, keepdims=True)
-        share = np.where(total > 0, v / np.where(total > 0, total, 1.0), 1.0 / self.n_classes)
+        with np.errstate(invalid="ignore"):  # inf / inf where a learner is perfect
+            share = np.where(total > 0, v / np.where(total > 0, total, 1.0), 1.0 / self.n_classes)
+        perfect = np.isposinf(total[..., 0])  # a perfect learner's vote is the whole share
+        share[perfect] = logistic_correction(v[perfect])
         return {"none": share, "logistic": logistic_correction(v)}
 
 
@@ -228,6 +231,9 @@ def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
     ).fit(X, y)
     n = len(model.estimators_)
     weights = np.asarray(model.estimator_weights_[:n], dtype=np.float64)
+    # a learner with no weighted training error has alpha = inf (scikit-learn stops there and
+    # records 1.0): keep the limit, so the logistic correction gives 0/1, not 0.73
+    weights[np.asarray(model.estimator_errors_[:n]) <= 0.0] = np.inf
     return _BoostRun(list(model.estimators_), weights, n_classes, stages)
 
 

@@ -1,0 +1,267 @@
+"""Dissertation §4.3.3, §4.3.4 and §4.3.6 on real data: library pruning (Fig. 4.4-4.5),
+hillclimb-set size (Fig. 4.2) and the percent loss reduction of ensemble selection over model
+selection (Table 4.3), on the cross-validated libraries of ``bench_paper``.
+
+    python -m benchmarks.bench_pruning [--quick] [--store DIR] [--datasets a,b] [--folds 0,1]
+                                       [--spec default] [--rows N]
+
+For each dataset and outer fold (bench_paper's folds and store layout: a library built with
+cv=5 on the other folds, reused from ``--store`` when it is there) ensemble selection runs on
+the library's out-of-fold hillclimb predictions and is scored on the outer test fold:
+- pruning: only the best ``fraction`` of members by their hillclimb score on the target metric
+  take part (``prune_fraction``), with 20 bags of half the pool and without bagging;
+- hillclimb size: a random subset of the hillclimb cases (100, 250, 500, 1000, all), with and
+  without bagging, and MODSEL on the same subset;
+- Table 4.3: percent loss reduction of ES-CV against MODSEL-CV on the same library.
+Scores are normalised per dataset, fold and metric (§4.3.1): 0 = the best constant prediction,
+1 = the best test score of any member or method on that fold; then averaged over folds and
+datasets. ``--rows N`` subsamples each dataset to N rows first (to build large specs in time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import datasets
+from benchmarks._report import machine_line, write_section
+from benchmarks.bench_paper import DATASETS, SEED, outer_folds
+from ensel.library import build_library
+from ensel.metrics import LIFT_FRACTION, METRICS, baseline_score, score, score_batch
+from ensel.selection import EnsembleSelection
+from ensel.strategies import model_selection
+
+SECTION = "## Library pruning, hillclimb-set size and loss reduction (§4.3.3-4.3.6)"
+FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+SIZES = (100, 250, 500, 1000, None)
+BAGGED_FRACTIONS = (0.05, 0.1, 0.2, 0.5, 1.0)
+"""Fractions also run with 20 bags (every fraction runs without bagging): bagged runs cost 10x."""
+UNBAGGED_SIZES = (250, 1000)
+"""Hillclimb sizes run without bagging only."""
+
+
+def load_fold(name: str, fold: int, spec: str, store: Path, rows: int | None):
+    """(library, test predictions, test labels) of one outer fold; built if not in the store."""
+    X, y, groups = getattr(datasets, name)()
+    if rows is not None and rows < len(X):
+        keep = np.sort(np.random.default_rng(SEED).choice(len(X), rows, replace=False))
+        X, y = X.iloc[keep].reset_index(drop=True), y.iloc[keep].reset_index(drop=True)
+        groups = None if groups is None else groups.iloc[keep].reset_index(drop=True)
+    train, test = outer_folds(y, groups, 5)[fold]
+    g_tr = None if groups is None else groups.iloc[train].reset_index(drop=True)
+    lib = build_library(
+        X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True), spec=spec,
+        cv=5, groups=g_tr, store=store / f"{name}-f{fold}-cv5", n_jobs=2, random_state=SEED,
+        verbose=0,
+    )  # fmt: skip
+    y_test = np.searchsorted(lib.classes, np.asarray(y.iloc[test]))
+    return lib, np.asarray(lib.predict(X.iloc[test].reset_index(drop=True))), y_test
+
+
+def es_test(P, y, P_test, y_test, metric, **options) -> float:
+    es = EnsembleSelection(metric, random_state=SEED, **options).fit(P, y)
+    return score(metric, y_test, np.tensordot(es.weights_, P_test, axes=1))
+
+
+def run_fold(lib, P_test, y_test, quick: bool) -> list[dict]:
+    """Rows ``{experiment, setting, bagging, metric, score}`` of one library."""
+    P = np.asarray(lib.predictions, dtype=np.float64)
+    y = np.asarray(lib.y)
+    rows = []
+    fractions = (0.1, 0.5, 1.0) if quick else FRACTIONS
+    rng = np.random.default_rng(SEED)
+    subsets = {
+        size: np.sort(rng.choice(len(y), size, replace=False)) if size and size < len(y) else None
+        for size in SIZES
+    }
+    for metric in METRICS:
+        for bags in (20, 1):
+            for fraction in fractions:
+                if bags > 1 and fraction not in BAGGED_FRACTIONS:
+                    continue
+                value = es_test(P, y, P_test, y_test, metric, n_bags=bags, prune_fraction=fraction)
+                rows.append(dict(experiment="prune", setting=fraction, bags=bags, metric=metric,
+                                 score=value))  # fmt: skip
+            for size, keep in subsets.items():
+                if (keep is None and size is not None) or (bags > 1 and size in UNBAGGED_SIZES):
+                    continue
+                Ps, ys = (P, y) if keep is None else (P[:, keep], y[keep])
+                if len(np.unique(ys)) < 2:
+                    continue
+                value = es_test(Ps, ys, P_test, y_test, metric, n_bags=bags)
+                rows.append(dict(experiment="size", setting=size or len(y), bags=bags,
+                                 metric=metric, score=value))  # fmt: skip
+        for size, keep in subsets.items():
+            if keep is None and size is not None:
+                continue
+            Ps, ys = (P, y) if keep is None else (P[:, keep], y[keep])
+            w = model_selection(Ps, ys, metric, {})
+            value = score(metric, y_test, np.tensordot(w, P_test, axes=1))
+            rows.append(dict(experiment="size", setting=size or len(y), bags=0, metric=metric,
+                             score=value))  # fmt: skip
+        members = score_batch(metric, y_test, P_test)
+        best = members.max() if metric not in ("rms", "mxe") else members.min()
+        rows.append(dict(experiment="_top_member", setting=0, bags=0, metric=metric,
+                         score=float(best)))  # fmt: skip
+        rows.append(dict(experiment="_bottom", setting=0, bags=0, metric=metric,
+                         score=baseline_score(metric, y_test)))  # fmt: skip
+        rows.append(dict(experiment="_loss_floor", setting=0, bags=0, metric=metric,
+                         score=_best_possible(metric, y_test)))  # fmt: skip
+    return rows
+
+
+def _best_possible(metric: str, y: np.ndarray) -> float:
+    """The score of a perfect prediction: loss is measured from it (Table 4.3)."""
+    if metric == "lft":
+        return min(1.0 / LIFT_FRACTION, len(y) / max(1, int(y.sum()))) if y.ndim == 1 else 0.0
+    return 0.0 if metric in ("rms", "mxe") else 1.0
+
+
+def normalise(frame: pd.DataFrame) -> pd.DataFrame:
+    """Normalised score per (dataset, fold, metric): 0 = best constant, 1 = best test score of
+    any member or method."""
+    out = []
+    for _, part in frame.groupby(["dataset", "fold", "metric"]):
+        metric = part["metric"].iloc[0]
+        bottom = part.loc[part["experiment"] == "_bottom", "score"].iloc[0]
+        real = part[~part["experiment"].str.startswith("_")]
+        candidates = pd.concat([real["score"], part.loc[part["experiment"] == "_top_member",
+                                                        "score"]])  # fmt: skip
+        top = candidates.min() if metric in ("rms", "mxe") else candidates.max()
+        out.append(real.assign(norm=(real["score"] - bottom) / (top - bottom)))
+    return pd.concat(out, ignore_index=True)
+
+
+def loss_reduction(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 4.3 (its MEAN^cv row, per dataset): percent loss reduction of ES-CV (20 bags, all
+    members, all hillclimb cases) against MODSEL-CV, loss = distance to a perfect score."""
+    full = frame[(frame["experiment"] == "size")]
+    largest = full.groupby(["dataset", "fold"])["setting"].transform("max")
+    full = full[full["setting"] == largest]
+    floor = frame[frame["experiment"] == "_loss_floor"].set_index(["dataset", "fold", "metric"])
+    es = full[full["bags"] == 20].set_index(["dataset", "fold", "metric"])["score"]
+    mod = full[full["bags"] == 0].set_index(["dataset", "fold", "metric"])["score"]
+    perfect = floor["score"].reindex(es.index)
+    loss_es, loss_mod = (es - perfect).abs(), (mod - perfect).abs()
+    reduction = 100 * (loss_mod - loss_es) / loss_mod.where(loss_mod > 0)
+    table = reduction.groupby(level=["dataset", "metric"]).mean().unstack("metric")[list(METRICS)]
+    table.loc["MEAN"] = table.mean()
+    table["MEAN"] = table.mean(axis=1)
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--store", default=None, help="bench_paper's library store (resumable)")
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--folds", default="0", help="outer folds to use, e.g. 0,1")
+    parser.add_argument(
+        "--spec", default=None, help="library spec (default: default; tiny with --quick)"
+    )
+    parser.add_argument("--rows", type=int, default=None, help="subsample each dataset first")
+    parser.add_argument("--out", default=None, help="also write the raw rows to this CSV")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    spec = args.spec or ("tiny" if args.quick else "default")
+    store = Path(args.store or f"runs/pruning-{spec}")
+    folds = [int(f) for f in args.folds.split(",")]
+    rows, ran, start = [], [], time.perf_counter()
+    for name in args.datasets.split(","):
+        for fold in folds:
+            t = time.perf_counter()
+            lib, P_test, y_test = load_fold(name, fold, spec, store, args.rows)
+            built = time.perf_counter() - t
+            for row in run_fold(lib, P_test, y_test, args.quick):
+                rows.append({"dataset": name, "fold": fold, **row})
+            ran.append(
+                f"{name} fold {fold} ({len(lib.members)} members, {len(lib.y)} hillclimb rows)"
+            )
+            print(f"{name} fold {fold}: library {built:.0f} s, selection "
+                  f"{time.perf_counter() - t - built:.0f} s, load {os.getloadavg()[0]:.1f}",
+                  flush=True)  # fmt: skip
+            # written after every library: a run cut short still reports what it finished
+            frame = pd.DataFrame(rows)
+            if args.out:
+                frame.to_csv(args.out, index=False)
+            report(frame, args, spec, ran, time.perf_counter() - start)
+
+
+def report(frame: pd.DataFrame, args, spec: str, ran: list[str], seconds: float) -> None:
+    norm = normalise(frame)
+    prune = norm[norm["experiment"] == "prune"]
+    prune_table = prune.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
+    prune_table = prune_table[list(METRICS)]
+    prune_table["MEAN"] = prune_table.mean(axis=1)
+    size = norm[norm["experiment"] == "size"].copy()
+    largest = size.groupby(["dataset", "fold"])["setting"].transform("max")
+    size["setting"] = np.where(size["setting"] == largest, "all", size["setting"].astype(str))
+    size_table = size.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
+    size_table = size_table[list(METRICS)]
+    size_table["MEAN"] = size_table.mean(axis=1)
+    loss = loss_reduction(frame)
+    print(prune_table.round(3).to_string())
+    print(size_table.round(3).to_string())
+    print(loss.round(2).to_string())
+    if args.no_write:
+        return
+    command = "python -m benchmarks.bench_pruning" + (" --quick" if args.quick else "")
+    command += f" --datasets {args.datasets} --folds {args.folds} --spec {spec}"
+    command += f" --rows {args.rows}" if args.rows else ""
+    label = {20: "20 bags", 1: "no bagging", 0: "MODSEL"}
+    header = "| " + " | ".join(METRICS) + " | MEAN |"
+    rule = "|---" * (len(METRICS) + 3) + "|"
+
+    def lines_of(table, first):
+        return [
+            f"| {label[b]} | {first(s)} | " + " | ".join(f"{v:.3f}" for v in r.to_numpy()) + " |"
+            for (b, s), r in table.iterrows()
+        ]
+
+    write_section(
+        f"{SECTION} — spec `{spec}`",
+        [
+            "",
+            machine_line(command) + f" Wall time {seconds / 60:.0f} min.",
+            "",
+            "Libraries (cv=5, bench_paper's outer folds; test = the outer fold): "
+            f"{', '.join(ran)}. "
+            "Normalised test scores (0 = best constant, 1 = best test score of any member or "
+            "method on that fold), averaged over folds and datasets.",
+            "",
+            "Pruning (§4.3.6, Fig. 4.4): ensemble selection from the best `prune_fraction` of "
+            "the library by hillclimb score on the target metric.",
+            "",
+            "| bagging | fraction kept " + header,
+            rule,
+            *lines_of(prune_table, lambda s: f"{s:g}"),
+            "",
+            "Hillclimb-set size (§4.3.3, Fig. 4.2): selection on a random subset of the "
+            "hillclimb cases (out-of-fold predictions), scored on the outer test fold.",
+            "",
+            "| method | hillclimb cases " + header,
+            rule,
+            *lines_of(size_table, str),
+            "",
+            "Table 4.3, the MEAN^cv row per dataset: percent loss reduction of ES-CV (20 bags, "
+            "unpruned) against MODSEL-CV on the same cross-validated library (loss = distance "
+            "to a perfect score; lift's perfect score is min(4, N / positives)):",
+            "",
+            "| dataset | " + " | ".join(METRICS) + " | MEAN |",
+            "|---" * (len(METRICS) + 2) + "|",
+            *[
+                f"| {d} | " + " | ".join(f"{v:.2f}" for v in r.to_numpy()) + " |"
+                for d, r in loss.iterrows()
+            ],
+            "",
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()
