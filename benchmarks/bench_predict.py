@@ -131,15 +131,17 @@ def quality(y_true, proba, classes) -> tuple[float, float]:
     return float(auc), float(log_loss(y, np.clip(proba, 1e-15, 1), labels=list(classes)))
 
 
-def run_dataset(name: str, quick: bool, n_jobs: int, peer: bool) -> list[dict]:
-    """Every variant's row for ``name``."""
+def run_dataset(name: str, quick: bool, n_jobs: int, peer: bool, sink=None) -> list[dict]:
+    """Every variant's row for ``name``; ``sink(rows)`` after each step (a partial run keeps
+    what it measured). Steps in order of importance: the default, the old path, refit-full,
+    risk, the budgets, the peer."""
     from ensel import EnsembleSelectionClassifier
 
     X_tr, y_tr, groups, X_te, y_te, X_pr = problem(name, quick)
     lib, build_s = library(name, quick, n_jobs)
     k = 1_000 / len(X_pr)
-    repeats = 1 if quick else 2
-    rows = []
+    rows: list[dict] = []
+    extra: dict = {}
 
     def fit(**kwargs):
         start = time.perf_counter()
@@ -148,9 +150,17 @@ def run_dataset(name: str, quick: bool, n_jobs: int, peer: bool) -> list[dict]:
         ).fit(X_tr, y_tr, groups=groups)
         return clf, time.perf_counter() - start
 
+    def done(row_: dict | None = None) -> None:
+        if row_ is not None:
+            rows.append(row_)
+        for r in rows:
+            r.update(extra)
+        if sink is not None:
+            sink(rows)
+
     def row(variant, clf, seconds, proba, size, size_risk, fit_s, note=""):
         auc, ll = quality(y_te, proba, clf.classes_)
-        rows.append(
+        done(
             {
                 "dataset": name,
                 "variant": variant,
@@ -178,40 +188,38 @@ def run_dataset(name: str, quick: bool, n_jobs: int, peer: bool) -> list[dict]:
     default.detectors_ = new_detectors
     size_plain, size_new_risk = _sizes(default)
 
+    new_s = timed(lambda: default.predict_proba(X_pr))
+    new_proba = default.predict_proba(X_te)
     old_s = timed(lambda: old_predict_proba(default, X_pr))
     old_proba = old_predict_proba(default, X_te)
+    same = float(np.abs(new_proba - old_proba).max())
     row("old path", default, old_s, old_proba, size_old, size_old_risk, fit_s,
         "old save: plain pickle, every detector sibling")  # fmt: skip
-    new_s = timed(lambda: default.predict_proba(X_pr), repeats)
-    new_proba = default.predict_proba(X_te)
-    same = float(np.abs(new_proba - old_proba).max())
     row("new, K siblings", default, new_s, new_proba, size_plain, size_new_risk, fit_s,
-        f"max |new - old| = {same:.1e}")  # fmt: skip
+        f"largest difference from the old path {same:.1e}")  # fmt: skip
 
     refit, refit_s = fit(refit="full")
     refit_plain, refit_risk = _sizes(refit)
-    t = timed(lambda: refit.predict_proba(X_pr), repeats)
+    t = timed(lambda: refit.predict_proba(X_pr))
     row('refit="full"', refit, t, refit.predict_proba(X_te), refit_plain, refit_risk, refit_s)
+
+    risk_new = timed(lambda: default.risk(X_pr))
+    risk_old = timed(lambda: old_risk(old_detectors, X_pr))
+    old_te, new_te = old_risk(old_detectors, X_te), default.risk(X_te)
+    extra["risk s/1k (old)"], extra["risk CPU s/1k (old)"] = risk_old[0] * k, risk_old[1] * k
+    extra["risk s/1k (new)"], extra["risk CPU s/1k (new)"] = risk_new[0] * k, risk_new[1] * k
+    extra["risk corr"] = float(np.corrcoef(old_te["combined"], new_te["combined"])[0, 1])
+    done()
 
     for fraction in BUDGETS:
         budget = fraction * default.predict_cost_ms_
         tight, tight_s = fit(max_predict_ms=budget)
         plain, risk = _sizes(tight)
-        t = timed(lambda c=tight: c.predict_proba(X_pr), repeats)
+        t = timed(lambda c=tight: c.predict_proba(X_pr))
         row(f"budget {fraction:.0%} ({budget:.0f} ms)", tight, t, tight.predict_proba(X_te),
             plain, risk, tight_s)  # fmt: skip
-
-    risk_old = timed(lambda: old_risk(old_detectors, X_pr))
-    risk_new = timed(lambda: default.risk(X_pr), repeats)
-    agree = np.corrcoef(old_risk(old_detectors, X_te)["combined"], default.risk(X_te)["combined"])[
-        0, 1
-    ]
-    for r in rows:
-        r["risk s/1k (old)"], r["risk CPU s/1k (old)"] = risk_old[0] * k, risk_old[1] * k
-        r["risk s/1k (new)"], r["risk CPU s/1k (new)"] = risk_new[0] * k, risk_new[1] * k
-        r["risk corr"] = agree
     if peer:
-        rows.append(_autogluon(name, X_tr, y_tr, X_te, y_te, X_pr, quick))
+        done(_autogluon(name, X_tr, y_tr, X_te, y_te, X_pr, quick))
     print(f"{name}: library built or reopened in {build_s:.0f} s", flush=True)
     return rows
 
@@ -247,7 +255,7 @@ def _autogluon(name, X_tr, y_tr, X_te, y_te, X_pr, quick) -> dict:
             "AUC": auc,
             "log loss": ll,
             "fit s": res.fit_seconds,
-            "note": f"{AUTOGLUON_SECONDS} s fit; models: {res.info.get('n_models', '?')}",
+            "note": f"time_limit={30 if quick else AUTOGLUON_SECONDS} s, 2 cores",
         }
     )
     return out
@@ -265,6 +273,8 @@ def table(rows: list[dict]) -> str:
             return f"{v:.4f}"
         if col in ("s/1k rows", "CPU s/1k"):
             return f"{v:.3f}"
+        if col in ("members", "runs"):
+            return str(int(v))
         if isinstance(v, float):
             return f"{v:.1f}"
         return str(v)
@@ -340,7 +350,17 @@ def main(argv=None) -> None:
             lib, seconds = library(name, args.quick, args.n_jobs)
             print(f"{name}: library of {lib.n_members} members in {seconds:.0f} s", flush=True)
             continue
-        rows += run_dataset(name, args.quick, args.n_jobs, peer=not args.no_peer)
+
+        before = list(rows)
+
+        def sink(part, before=before):
+            if args.rows_out:
+                load = [list(load_before), list(os.getloadavg())]
+                Path(args.rows_out).write_text(
+                    json.dumps({"rows": before + part, "load": load}, default=float)
+                )
+
+        rows += run_dataset(name, args.quick, args.n_jobs, peer=not args.no_peer, sink=sink)
         print(table(rows), flush=True)
     if args.build_only:
         return
