@@ -11,8 +11,10 @@ TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 
 .PHONY: install install-dev demo test lint browser bench bench-quick
 
+# The demo's default library has a torch family (tabular_mlp) and its report draws with matplotlib.
 install:
-	$(PIP) install --quiet -e ".[boost,search]"
+	$(PIP) install --quiet $(TORCH)
+	$(PIP) install --quiet -e ".[boost,search,nets,report]"
 
 install-dev:
 	$(PIP) install --quiet $(TORCH)

@@ -21,6 +21,7 @@ datasets. ``--rows N`` subsamples each dataset to N rows first (to build large s
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -68,10 +69,27 @@ def es_test(P, y, P_test, y_test, metric, **options) -> float:
     return score(metric, y_test, np.tensordot(es.weights_, P_test, axes=1))
 
 
-def run_fold(lib, P_test, y_test, quick: bool) -> list[dict]:
+def load_oof(path: Path, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A stored library's out-of-fold hillclimb predictions split in two halves (stratified,
+    seeded by ``split``): ``(P_hillclimb, y_hillclimb, P_test, y_test)``. Every prediction comes
+    from a model that did not train on its row, so the halves are a hillclimb set and a test set
+    of fixed models, the non-cross-validated setting of Fig. 4.4, with no refit and no
+    prediction pass."""
+    meta = json.loads((path / "predictions.json").read_text())
+    P = np.asarray(np.load(path / meta["file"]), dtype=np.float64)
+    y = np.load(path / "hillclimb.npz")["labels"]
+    rng = np.random.default_rng([SEED, split])
+    half = np.zeros(len(y), dtype=bool)
+    for c in np.unique(y):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        half[rows[: len(rows) // 2]] = True
+    return P[:, half], y[half], P[:, ~half], y[~half]
+
+
+def run_fold(P, y, P_test, y_test, quick: bool) -> list[dict]:
     """Rows ``{experiment, setting, bagging, metric, score}`` of one library."""
-    P = np.asarray(lib.predictions, dtype=np.float64)
-    y = np.asarray(lib.y)
+    P = np.asarray(P, dtype=np.float64)
+    y = np.asarray(y)
     rows = []
     fractions = (0.1, 0.5, 1.0) if quick else FRACTIONS
     rng = np.random.default_rng(SEED)
@@ -167,6 +185,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=None, help="subsample each dataset first")
     parser.add_argument("--out", default=None, help="also write the raw rows to this CSV")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--oof",
+        type=int,
+        default=0,
+        help="use the stored libraries' out-of-fold "
+        "predictions, split this many times into hillclimb and test halves",
+    )
     args = parser.parse_args()
     spec = args.spec or ("tiny" if args.quick else "default")
     store = Path(args.store or f"runs/pruning-{spec}")
@@ -175,13 +200,22 @@ def main() -> None:
     for name in args.datasets.split(","):
         for fold in folds:
             t = time.perf_counter()
-            lib, P_test, y_test = load_fold(name, fold, spec, store, args.rows)
+            if args.oof:
+                path = store / f"{name}-f{fold}-cv5"
+                if not (path / "predictions.json").exists():
+                    print(f"{name} fold {fold}: no library in {path}; skipped", flush=True)
+                    continue
+                parts = [load_oof(path, s) for s in range(args.oof)]
+                members, n_rows = parts[0][0].shape[0], len(parts[0][1]) + len(parts[0][3])
+            else:
+                lib, P_test, y_test = load_fold(name, fold, spec, store, args.rows)
+                parts = [(lib.predictions, lib.y, P_test, y_test)]
+                members, n_rows = len(lib.members), len(lib.y)
             built = time.perf_counter() - t
-            for row in run_fold(lib, P_test, y_test, args.quick):
-                rows.append({"dataset": name, "fold": fold, **row})
-            ran.append(
-                f"{name} fold {fold} ({len(lib.members)} members, {len(lib.y)} hillclimb rows)"
-            )
+            for split, part in enumerate(parts):
+                for row in run_fold(*part, args.quick):
+                    rows.append({"dataset": name, "fold": f"{fold}.{split}", **row})
+            ran.append(f"{name} fold {fold} ({members} members, {n_rows} hillclimb rows)")
             print(f"{name} fold {fold}: library {built:.0f} s, selection "
                   f"{time.perf_counter() - t - built:.0f} s, load {os.getloadavg()[0]:.1f}",
                   flush=True)  # fmt: skip
@@ -200,7 +234,9 @@ def report(frame: pd.DataFrame, args, spec: str, ran: list[str], seconds: float)
     prune_table["MEAN"] = prune_table.mean(axis=1)
     size = norm[norm["experiment"] == "size"].copy()
     largest = size.groupby(["dataset", "fold"])["setting"].transform("max")
-    size["setting"] = np.where(size["setting"] == largest, "all", size["setting"].astype(str))
+    size["setting"] = [
+        "all" if s == top else str(int(s)) for s, top in zip(size["setting"], largest, strict=True)
+    ]
     size_table = size.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
     size_table = size_table[list(METRICS)]
     size_table["MEAN"] = size_table.mean(axis=1)
@@ -213,6 +249,7 @@ def report(frame: pd.DataFrame, args, spec: str, ran: list[str], seconds: float)
     command = "python -m benchmarks.bench_pruning" + (" --quick" if args.quick else "")
     command += f" --datasets {args.datasets} --folds {args.folds} --spec {spec}"
     command += f" --rows {args.rows}" if args.rows else ""
+    command += f" --oof {args.oof}" if args.oof else ""
     label = {20: "20 bags", 1: "no bagging", 0: "MODSEL"}
     header = "| " + " | ".join(METRICS) + " | MEAN |"
     rule = "|---" * (len(METRICS) + 3) + "|"
@@ -229,8 +266,13 @@ def report(frame: pd.DataFrame, args, spec: str, ran: list[str], seconds: float)
             "",
             machine_line(command) + f" Wall time {seconds / 60:.0f} min.",
             "",
-            "Libraries (cv=5, bench_paper's outer folds; test = the outer fold): "
-            f"{', '.join(ran)}. "
+            (
+                "Libraries (cv=5, bench_paper's outer folds and store; hillclimb and test: the "
+                f"two stratified halves of their out-of-fold predictions, {args.oof} split(s)): "
+                if args.oof
+                else "Libraries (cv=5, bench_paper's outer folds; test = the outer fold): "
+            )
+            + f"{', '.join(ran)}. "
             "Normalised test scores (0 = best constant, 1 = best test score of any member or "
             "method on that fold), averaged over folds and datasets.",
             "",

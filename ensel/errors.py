@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["SpecError", "StoreError"]
+__all__ = ["ModelFileError", "SpecError", "StoreError"]
 
 
 class SpecError(ValueError):
@@ -11,3 +11,7 @@ class SpecError(ValueError):
 
 class StoreError(ValueError):
     """A prediction store is corrupt or belongs to other data; the message says what to do."""
+
+
+class ModelFileError(ValueError):
+    """A saved model file is truncated, corrupt or needs a missing module; one line says so."""

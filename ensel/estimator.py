@@ -5,11 +5,13 @@ class labels and an optional final Platt step, the regressor predicts real value
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 import threading
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +21,35 @@ from sklearn.utils.validation import check_is_fitted
 
 from .calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from .data import named
+from .errors import ModelFileError
 from .library import Library, build_library
+from .library.cost import predict_cost
 from .library.grow import GrowSpec
 from .library.spec import load_spec
 from .metrics import METRICS, REGRESSION_METRICS, greater_is_better, resolve_metric, score
 from .risk.combined import DetectorSet
 from .risk.reject import RejectRule, reject_mask
+from .selection import PredictCost
 from .strategies import STRATEGIES, choose_selection
 
 __all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor", "load_model"]
 
 CALIBRATE = ("auto", True, False)
+REFIT = (None, "full")
+COMPRESSED_MAGIC = b"ENSEL-ZLIB-PICKLE\n"
+"""First bytes of a model saved with ``compress`` > 0 (a zlib stream of the pickle follows)."""
+
+
+class _Sink:
+    """A file-like target that compresses what pickle writes into ``fh``."""
+
+    def __init__(self, fh, packer) -> None:
+        self.fh, self.packer = fh, packer
+
+    def write(self, data) -> int:
+        view = memoryview(data)  # pickle hands large arrays over as PickleBuffers
+        self.fh.write(self.packer.compress(view))
+        return view.nbytes
 
 
 class _EnsembleSelectionBase(BaseEstimator):
@@ -100,12 +120,30 @@ class _EnsembleSelectionBase(BaseEstimator):
         if getattr(self, "tune_selection", False) and self.strategy == "es":
             options, self.selection_comparison_ = choose_selection(P, lib.y, metric, options)
         self.selection_options_ = dict(options)
-        weights = STRATEGIES[self.strategy](P, lib.y, metric, options)
+        if self.refit not in REFIT:
+            raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
+        cost = self._predict_cost(lib)
+        chosen = options
+        if self.max_predict_ms is not None:
+            if self.strategy != "es":
+                raise ValueError(f"max_predict_ms works with strategy='es', not {self.strategy!r}")
+            chosen = {**options, "max_cost": float(self.max_predict_ms), "cost": cost}
+        weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
         self.leaderboard_ = _leaderboard(lib, P, weights)
         keep = np.flatnonzero(weights > 0)
         self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
         self.weights_ = weights[keep]
         self.fitted_members_ = lib.subset(self.members_["id"])
+        self.predict_cost_ms_ = np.nan if cost is None else cost.of(keep)
+        if self.refit == "full":
+            self.fitted_members_ = lib.refit_full(
+                self.fitted_members_,
+                X,
+                y,
+                groups,
+                random_state=self.random_state,
+                n_jobs=self.n_jobs,
+            )
         self.columns_ = list(lib.columns)  # the columns the members use
         self.input_columns_ = list(lib.input_columns)  # the columns given to fit
         self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
@@ -118,6 +156,18 @@ class _EnsembleSelectionBase(BaseEstimator):
         self.fit_seconds_ = time.monotonic() - started
         self.ensel_version_ = _version()
         return lib, P, metric, weights, options
+
+    def _predict_cost(self, lib: Library) -> PredictCost | None:
+        """What predicting with each set of members costs (None where the library's builder
+        recorded no timings and no budget asks for them)."""
+        siblings = 1 if self.refit == "full" else int(lib.store.header.get("cv") or 1)
+        try:
+            needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
+        except ValueError:
+            if self.max_predict_ms is not None:
+                raise
+            return None
+        return PredictCost(needs, item_cost)
 
     def _build_budget(self, spec, X, y, started: float) -> float | None:
         """The seconds the library build may take: ``time_limit`` less what ``fit`` has spent
@@ -183,7 +233,7 @@ class _EnsembleSelectionBase(BaseEstimator):
     def _weighted_sum(self, X) -> np.ndarray:
         """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout."""
         check_is_fitted(self, "weights_")
-        members = self.fitted_members_.predict(self._named(X))
+        members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
         return np.tensordot(self.weights_, members, axes=1)
 
     def risk(self, X) -> pd.DataFrame:
@@ -193,10 +243,11 @@ class _EnsembleSelectionBase(BaseEstimator):
         check_is_fitted(self, "weights_")
         if self.detectors_ is None:
             raise ValueError(
-                "this model's library has no detectors; list some in the spec's 'detectors:' "
-                "section (the built-in specs have one) and fit again"
+                "this model has no detectors: its library had none (list some in the spec's "
+                "'detectors:' section; the built-in specs have them) or it was saved with "
+                "save(path, risk=False)"
             )
-        return self.detectors_.risks(self._frame(X))
+        return self.detectors_.risks(self._frame(X), n_jobs=self.n_jobs)
 
     def _refuse(self, X, reject, proba=None) -> np.ndarray:
         """Rows to refuse under ``reject`` (see ``predict``): combined risk above the threshold
@@ -226,25 +277,72 @@ class _EnsembleSelectionBase(BaseEstimator):
         ascending = key != "weight" and not metric.greater_is_better
         return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, risk: bool = True, compress: int = 3) -> None:
         """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
-        far faster than joblib's Python one)."""
+        far faster than joblib's Python one). It holds what ``predict`` and ``risk`` need: the
+        fitted runs of the members with weight (each run's K fold siblings, or one model after
+        ``refit="full"``), their calibrators, the weights, and one fitted copy of each detector
+        with the combination over them (``risk=False`` leaves the detectors out: ``risk`` and
+        ``predict(reject=...)`` then say so); plus the leaderboard and report data (small).
+        ``compress``: zlib level of the pickle (0: a plain pickle; fitted trees shrink about
+        fivefold at the default 3). The file is written to a temporary name and renamed, so a
+        crash never leaves half a model under ``path`` (docs/estimator.md lists sizes)."""
         check_is_fitted(self, "weights_")
-        with open(path, "wb") as fh:
-            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        model = self
+        if not risk:
+            model = copy.copy(self)
+            model.detectors_ = None
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                if compress:
+                    fh.write(COMPRESSED_MAGIC)
+                    packer = zlib.compressobj(int(compress))
+                    sink = _Sink(fh, packer)
+                    pickle.dump(model, sink, protocol=pickle.HIGHEST_PROTOCOL)
+                    fh.write(packer.flush())
+                else:
+                    pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def __getstate__(self) -> dict:
-        """Pickled state; a live dask client (a connection) is left out, an address is kept."""
+        """Pickled state; a live dask client (a connection) is left out, an address is kept, and
+        a Library given as ``library`` is kept as its store's path (its prediction matrix and
+        members are not needed to predict)."""
         state = super().__getstate__()
         if self.client is not None and not isinstance(self.client, str):
             state = {**state, "client": None}
+        if isinstance(self.library, Library):
+            state = {**state, "library": str(self.library.store.path)}
         return state
 
     @classmethod
     def load(cls, path: str | os.PathLike):
-        """Read a model written by :meth:`save`. This unpickles: load only files you trust."""
+        """Read a model written by :meth:`save`. This unpickles: load only files you trust. A
+        truncated or corrupt file raises :class:`ensel.errors.ModelFileError` (a ValueError)
+        with one line that says so."""
         with open(path, "rb") as fh:
-            model = pickle.load(fh)
+            try:
+                if fh.read(len(COMPRESSED_MAGIC)) == COMPRESSED_MAGIC:
+                    model = pickle.loads(zlib.decompress(fh.read()))
+                else:
+                    fh.seek(0)
+                    model = pickle.load(fh)
+            except ImportError as exc:
+                raise ModelFileError(
+                    f"{path}: the model needs a module this Python lacks ({exc}); install it "
+                    "(e.g. the same ensel extras as where the model was saved)"
+                ) from None
+            except Exception as exc:  # truncated, corrupt, or not a pickle at all
+                reason = " ".join(str(exc).split())[:120]
+                raise ModelFileError(
+                    f"{path} is not a readable ensel model: the file is truncated or corrupt "
+                    f"({type(exc).__name__}: {reason}); save the model again or use the "
+                    "original file"
+                ) from None
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
         _check_version(model, path)
@@ -284,7 +382,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
     prune_fraction : select only from the best ``prune_fraction`` of the library by its
         members' hillclimb scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule
         of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
-        4.1-4.2; no pruning experiment on our libraries has been run yet to set it otherwise.
+        4.1-4.2, set from the pruning experiment in docs/benchmarks.md ("Library pruning,
+        hillclimb-set size and loss reduction", `default` spec, 439 members, 5 datasets): with
+        the default 20 bags, keeping 20% scored 0.887 against 0.880 unpruned (mean normalised
+        score) but was better on only 2 of the 5 datasets, so the unpruned library stays the
+        default; without bagging pruning helps more (0.874 keeping 30%, 0.850 unpruned).
     tune_selection : choose the selection options per fit by a nested out-of-fold comparison on
         the hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
         library pruned to its best half or fifth, no bagging, no sorted initialisation); the
@@ -295,6 +397,18 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         "time": 120}``, or True (with ``time_limit``: grow in whatever time the build leaves);
         under ``time_limit`` growth never runs past the build's budget. Growth selects for
         ``metric`` (for log loss when ``metric`` is a callable). None: no growth.
+    refit : None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
+        each run of the ensemble once more on all training rows after selection and predicts
+        with that one model (AutoGluon's refit_full), its calibrators refitted on the
+        out-of-fold predictions selection judged it by (docs/estimator.md has the measured
+        speed and quality).
+    max_predict_ms : a prediction-time budget, milliseconds per 1,000 rows on the machine
+        that built the library (None: none). Selection (``strategy="es"``) then only adds
+        members that keep the ensemble within it, counting shared work once (a member of a
+        run already in the ensemble costs only its extra stage; a view is transformed once
+        per fold); the costs are those the builder timed (``Library.members["predict_ms"]``),
+        per sibling times K, or once with ``refit="full"``. ``predict_cost_ms_`` is the
+        estimate for the chosen ensemble.
     store : directory that keeps the library (resumable); None uses a temporary one.
     time_limit : seconds for the whole ``fit`` (None: no limit), as AutoML tools take it. The
         library is built in an anytime order within the budget less a reserve for selection,
@@ -322,6 +436,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         sorted_init: bool = True,
         max_init: int = 25,
         prune_fraction: float = 1.0,
+        refit: str | None = None,
+        max_predict_ms: float | None = None,
         tune_selection: bool = False,
         grow=None,
         store=None,
@@ -345,6 +461,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         self.sorted_init = sorted_init
         self.max_init = max_init
         self.prune_fraction = prune_fraction
+        self.refit = refit
+        self.max_predict_ms = max_predict_ms
         self.tune_selection = tune_selection
         self.grow = grow
         self.store = store
@@ -475,6 +593,8 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
         sorted_init: bool = True,
         max_init: int = 25,
         prune_fraction: float = 1.0,
+        refit: str | None = None,
+        max_predict_ms: float | None = None,
         store=None,
         n_jobs: int = -1,
         backend: str = "joblib",
@@ -495,6 +615,8 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
         self.sorted_init = sorted_init
         self.max_init = max_init
         self.prune_fraction = prune_fraction
+        self.refit = refit
+        self.max_predict_ms = max_predict_ms
         self.store = store
         self.n_jobs = n_jobs
         self.backend = backend
@@ -690,7 +812,9 @@ def _detector_set(lib: Library, random_state: int):
     if dets is None:
         return None
     fitted = list(dets.subset().runs.values())  # one member per detector run
-    return DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+    detector_set = DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+    # the fold siblings scored every row out of fold for the combination; risk(X) needs one
+    return DetectorSet([f.first_sibling() for f in detector_set.fitted], detector_set.combination)
 
 
 def _refused(predictions: np.ndarray, refuse: np.ndarray) -> np.ndarray:

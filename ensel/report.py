@@ -24,15 +24,18 @@ import pandas as pd
 
 from ._imports import optional
 from .library import Library
+from .library.cost import predict_cost
 from .metrics import greater_is_better, resolve_metric, score_batch
-from .selection import EnsembleSelection
+from .selection import EnsembleSelection, PredictCost, cost_front
 
-__all__ = ["calibration_data", "hillclimb_curves", "render", "write_report"]
+__all__ = ["calibration_data", "cost_front_data", "hillclimb_curves", "render", "write_report"]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 N_STRONGEST = 3
 BINS = 10
 WIDTH, HEIGHT = 5.2, 3.3  # inches of one plot (at 72 points per inch in SVG)
+FRONT_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
+"""Budgets of the score-vs-cost front, as fractions of the fitted ensemble's predict cost."""
 
 
 # ------------------------------------------------------------------ data, computed when asked
@@ -55,6 +58,43 @@ def hillclimb_curves(model, library: Library) -> dict[str, np.ndarray]:
         ).fit(P, library.y)
         curves[label] = np.asarray(es.trajectory_, dtype=float)
     return curves
+
+
+def cost_front_data(model, library: Library) -> list[dict]:
+    """The front of hillclimb score against estimated predict cost (ms per 1,000 rows, from the
+    builder's timings; :mod:`ensel.library.cost`): one single-bag selection for the model's
+    metric under each budget of ``FRONT_FRACTIONS`` times the fitted ensemble's cost, then the
+    fitted ensemble itself (``budget`` None). Empty where the builder recorded no timings."""
+    siblings = (
+        1 if getattr(model, "refit", None) == "full" else int(library.store.header.get("cv") or 1)
+    )
+    try:
+        needs, item_cost, _ = predict_cost(library.members, library.store.records, siblings)
+    except ValueError:
+        return []
+    cost = PredictCost(needs, item_cost)
+    weights = model.leaderboard_["weight"].to_numpy()
+    full = cost.of(weights > 0)
+    if not full > 0:
+        return []
+    P = np.asarray(library.predictions)
+    metric = resolve_metric(model.metric)
+    options = {
+        "n_iter": model.n_iter,
+        "replacement": model.replacement,
+        "sorted_init": model.sorted_init,
+        "max_init": model.max_init,
+        "random_state": model.random_state,
+    }
+    rows = cost_front(
+        P, library.y, cost, [f * full for f in FRONT_FRACTIONS], metric=metric, n_bags=1,
+        **options,
+    )  # fmt: skip
+    score = float(metric.batch(library.y, np.tensordot(weights, P, axes=1)[None])[0])
+    rows.append(
+        {"budget": None, "cost": full, "score": score, "n_members": int((weights > 0).sum())}
+    )
+    return rows
 
 
 def calibration_data(library: Library, n: int = N_STRONGEST) -> list[dict]:
@@ -184,6 +224,25 @@ def _curves_plot(curves: dict[str, np.ndarray], metric: str) -> str:
     return _svg(fig, f"hillclimb {metric} as models are added")
 
 
+def _front_plot(front: list[dict], metric: str) -> str:
+    fig, ax = _figure(width=6.0)
+    budgeted = [r for r in front if r["budget"] is not None]
+    chosen = [r for r in front if r["budget"] is None]
+    ax.plot(
+        [r["cost"] for r in budgeted], [r["score"] for r in budgeted], marker="o", markersize=4,
+        color=PALETTE[0], linewidth=1.5, label="best under a budget (one bag)",
+    )  # fmt: skip
+    ax.plot(
+        [r["cost"] for r in chosen], [r["score"] for r in chosen], marker="*", markersize=11,
+        linestyle="none", color=PALETTE[1], label="the fitted ensemble",
+    )  # fmt: skip
+    ax.set_xlim(left=0)
+    ax.set_xlabel("estimated predict cost (CPU ms per 1,000 rows)")
+    ax.set_ylabel(f"hillclimb {metric}")
+    ax.legend(fontsize="small")
+    return _svg(fig, f"hillclimb {metric} against estimated predict cost")
+
+
 def _reliability_plot(variants: dict[str, np.ndarray], y: np.ndarray) -> str:
     fig, ax = _figure(width=4.4, height=3.6)
     ax.plot([0, 1], [0, 1], color="#777", linestyle="--", linewidth=1.0, label="ideal")
@@ -277,6 +336,7 @@ def render(model, library: Library | str | os.PathLike | None = None) -> str:
         _section("Ensemble vs the best single member", _comparison(model)),
         _section("Composition by family", _composition(model)),
         _section("Hillclimb curve (Figure 4.1)", _curves(model, lib, metric)),
+        *_front(model, lib, metric),
         (
             _section("Calibration of the strongest members", _calibration(lib))
             if hasattr(model, "classes_")
@@ -362,6 +422,33 @@ def _curves(model, lib: Library | None, metric: str) -> str:
     if lib is None:
         return NO_LIBRARY.format(what="Hillclimb curves")
     return _curves_plot(hillclimb_curves(model, lib), metric)
+
+
+def _front(model, lib: Library | None, metric: str) -> list[str]:
+    """The section of score against predict cost, where the library's builder timed its runs
+    (none otherwise)."""
+    front = [] if lib is None else cost_front_data(model, lib)
+    if not front:
+        return []
+    lines = []
+    for r in front:
+        label = "the fitted ensemble" if r["budget"] is None else f"{r['budget']:.3g}"
+        lines.append(
+            f"<tr><td>{label}</td><td>{r['cost']:.3g}</td><td>{r['score']:.4f}</td>"
+            f"<td>{int(r['n_members'])}</td></tr>"
+        )
+    table = (
+        "<table><tr><th>budget (ms / 1k rows)</th><th>cost</th><th>hillclimb "
+        f"{html.escape(metric)}</th><th>members</th></tr>{''.join(lines)}</table>"
+    )
+    note = (
+        "<p class='note'>What each millisecond buys: selection under a predict-time budget "
+        "(<code>max_predict_ms</code>). Costs are the builder's CPU timings of each run (a view "
+        "once, a boosting run by its largest stage) times the siblings that predict; see "
+        "docs/estimator.md.</p>"
+    )
+    body = f"<div class='row'>{table}{_front_plot(front, metric)}</div>{note}"
+    return [_section("Hillclimb score vs predict cost", body)]
 
 
 def _calibration(lib: Library | None) -> str:

@@ -26,7 +26,10 @@ Strategy = Callable[[np.ndarray, np.ndarray, Any, dict], np.ndarray]
 
 def ensemble_selection(P: np.ndarray, y: np.ndarray, metric, options: dict) -> np.ndarray:
     """Weights of ensemble selection (Caruana et al. 2004, §4.1-4.2) for ``metric``."""
-    return EnsembleSelection(metric=metric, **options).fit(P, y).weights_
+    options = dict(options)
+    cost = options.pop("cost", None)
+    es = EnsembleSelection(metric=metric, **options)
+    return (es.fit(P, y) if cost is None else es.fit(P, y, cost=cost)).weights_
 
 
 def model_selection(P: np.ndarray, y: np.ndarray, metric, options: dict) -> np.ndarray:

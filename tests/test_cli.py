@@ -107,6 +107,16 @@ def test_compress_writes_an_onnx_file(csvs, capsys):
         assert err.startswith("ensel: error: ") and text in err and err.count("\n") == 1
 
 
+def test_a_corrupt_model_file_is_one_line(csvs, capsys, tmp_path):
+    (tmp_path / "model.pkl").write_bytes(b"\x80\x05garbage")
+    assert (
+        main(["predict", str(tmp_path), str(csvs / "new.csv"), "--out", str(csvs / "z.csv")]) == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("ensel: error: ") and "not a readable ensel model" in err
+    assert err.count("\n") == 1
+
+
 def test_a_csv_with_missing_values_fits_and_predicts_as_it_is(tmp_path, capsys):
     """Empty cells, NA and a stray '?' in a numeric column: fit and predict from the command
     line, with a one-line warning naming the column."""

@@ -14,7 +14,7 @@ from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
 from ensel.library import Library
 from ensel.metrics import METRICS, greater_is_better
-from ensel.report import hillclimb_curves, render, write_report
+from ensel.report import cost_front_data, hillclimb_curves, render, write_report
 
 SPEC = {
     "families": [
@@ -47,8 +47,10 @@ def test_report_has_every_section(model):
         assert title in page
     assert all(f"<td>{m}</td>" for m in METRICS)
     assert "with replacement" in page and "without replacement" in page
-    # 3 strongest uncalibrated members x (reliability, histogram) + comparison, composition, curve
-    assert page.count('<svg class="plot"') == 2 * 3 + 3
+    # 3 strongest uncalibrated members x (reliability, histogram) + comparison, composition,
+    # curve, and the front of score against predict cost (the builder timed the runs)
+    assert page.count('<svg class="plot"') == 2 * 3 + 4
+    assert "Hillclimb score vs predict cost" in page
     assert "http" not in re.sub(r"http://www\.w3\.org/[\w/.]+", "", page)  # self-contained
     assert "classes: benign, malignant;" in page  # labels as written, not np.str_('benign')
     # categorical axes: the metric names label the bars, the families the composition
@@ -56,6 +58,10 @@ def test_report_has_every_section(model):
     assert all(f">{f}</text>" in page for f in model.members_["family"].unique())
     curves = hillclimb_curves(model, Library.open(model.library_path_))
     assert len(curves["without replacement"]) <= len(model.leaderboard_)
+    front = cost_front_data(model, Library.open(model.library_path_))
+    budgeted = [r for r in front if r["budget"] is not None]
+    assert len(budgeted) >= 2 and front[-1]["budget"] is None
+    assert all(r["cost"] <= r["budget"] * (1 + 1e-9) for r in budgeted)
 
 
 def test_fit_runs_one_selection_and_keeps_no_report_rows(monkeypatch):
@@ -122,7 +128,7 @@ def test_plots_render_in_headless_chromium(model, tmp_path):
     plots = re.search(r'data-plots="(\d+)"', dom)
     rendered = re.search(r'data-rendered="(\d+)"', dom)
     assert plots and rendered, "the report's check script did not run"
-    assert int(plots.group(1)) == 9
+    assert int(plots.group(1)) == 10
     assert int(rendered.group(1)) == int(plots.group(1))  # every plot laid out with content
 
 
@@ -153,8 +159,8 @@ def test_regression_report_plots_residuals(tmp_path, capsys):
     assert "a numeric target" in page and all(f"<td>{m}</td>" in page for m in ("rmse", "mae"))
     assert 'aria-label="predicted against actual values"' in page
     assert 'aria-label="residuals against predictions"' in page
-    # comparison, composition, curve, predicted vs actual, residuals
-    assert page.count('<svg class="plot"') == 5
+    # comparison, composition, curve, score vs cost, predicted vs actual, residuals
+    assert page.count('<svg class="plot"') == 6
     reg.save(tmp_path / "model.pkl")
     (tmp_path / "m").mkdir()
     (tmp_path / "model.pkl").rename(tmp_path / "m" / "model.pkl")

@@ -28,6 +28,7 @@ from .executor import Executor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .members import FittedMembers
+from .runs import refit_full
 from .schedule import anytime_order, relative_cost
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
@@ -124,6 +125,48 @@ class Library:
             self.classes,
             self.task,
         )
+
+    def refit_full(
+        self,
+        members: FittedMembers,
+        X,
+        y,
+        groups=None,
+        *,
+        random_state: int = 0,
+        hillclimb_fraction: float = 0.2,
+        n_jobs: int = 1,
+    ) -> FittedMembers:
+        """``members`` (from :meth:`subset`) with each of their runs trained once on all of
+        ``X, y`` (the data this library was built on, with its ``groups`` and build seed
+        ``random_state``) instead of K siblings: see :func:`ensel.library.runs.refit_full`.
+        A ValueError says so when ``X, y`` are not the library's data."""
+        data = prepare(
+            X,
+            y,
+            cv=self.store.header.get("cv"),
+            groups=groups,
+            hillclimb_fraction=hillclimb_fraction,
+            random_state=random_state,
+            task=self.task,
+        )
+        built = self.store.header.get("fingerprint", {})
+        if any(built.get(k) != v for k, v in data.fingerprint().items()):
+            raise ValueError(
+                "refit needs the data, groups and random_state the library was built with; "
+                f"these differ from those of the store at {self.store.path}"
+            )
+        tasks = [(fitted, members.offsets[members.rows(r)]) for r, fitted in members.runs.items()]
+        executor = make_executor(n_jobs, None)
+        runs = dict.fromkeys(members.runs)
+        try:
+            for outcome in executor.run(_refit_task, tasks, (data, random_state)):
+                if outcome.status != "ok":
+                    raise RuntimeError(f"refitting a run on all rows failed: {outcome.error}")
+                runs[list(members.runs)[outcome.index]] = outcome.value
+        finally:
+            executor.close()
+        return dataclasses.replace(members, runs=runs)
 
     def predict(self, X, ids=None) -> np.ndarray:
         """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
@@ -333,6 +376,12 @@ def _build(
         for part in stores.values():
             part.close()
     return Library(PredictionStore(writer.path), _tmp=tmp)
+
+
+def _refit_task(task: tuple, shared: tuple):
+    fitted, members = task
+    data, random_state = shared
+    return refit_full(fitted, data, random_state, members)
 
 
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:

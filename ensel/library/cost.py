@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .families import get_family
+
 __all__ = ["predict_cost"]
 
 
@@ -30,12 +32,12 @@ def predict_cost(
             f"no predict costs recorded for run(s) {missing[:3]} (a library built before "
             "ensel recorded them); rebuild it into a new store to select under a cost budget"
         )
-    view_of = {r: records[r]["view"] for r in runs}
+    view_of = {r: _view_of(records[r]) for r in runs}
     view_ms = {
         v: float(np.median([records[r]["predict_ms"]["view"] for r in runs if view_of[r] == v]))
         for v in dict.fromkeys(view_of.values())
     }
-    names = [f"view:{v}" for v in view_ms]
+    names = [f"view:{v}" for v in view_ms]  # v: kind, or kind+native-missing
     costs = [view_ms[v] * n_siblings for v in view_ms]
     column = {name: i for i, name in enumerate(names)}
     needs_of: dict[tuple[str, object], list[int]] = {}
@@ -54,15 +56,25 @@ def predict_cost(
                 names.append(name)
                 costs.append(float(segments[pos]) * n_siblings)
                 items.append(column[name])
-                needs_of[(r, stages[i])] = [column[f"view:{rec['view']}"], *items]
+                needs_of[(r, stages[i])] = [column[f"view:{view_of[r]}"], *items]
         else:
             for i in order:
                 name = f"{r}:stage{stages[i]}"
                 column[name] = len(names)
                 names.append(name)
                 costs.append(float(ms["stages"][i]) * n_siblings)
-                needs_of[(r, stages[i])] = [column[f"view:{rec['view']}"], column[name]]
+                needs_of[(r, stages[i])] = [column[f"view:{view_of[r]}"], column[name]]
     needs = np.zeros((len(members), len(names)), dtype=bool)
     for row, (r, stage) in enumerate(zip(members["run"], members["stage"], strict=True)):
         needs[row, needs_of[(r, None if pd.isna(stage) else int(stage))]] = True
     return needs, np.asarray(costs), names
+
+
+def _view_of(record: dict) -> str:
+    """The view a run's family sees: its kind, and ``+nan`` where NaN passes through (such a
+    view differs from the imputing one of the same kind, so the two are not shared)."""
+    try:
+        native = get_family(record["family"], record.get("task", "classification")).native_missing
+    except ValueError:
+        native = False
+    return f"{record['view']}+nan" if native else record["view"]

@@ -1,0 +1,121 @@
+"""Prediction speed features of the estimator (issue 15): refit on all rows, a predict-time
+budget, compact saved models and one-line errors for broken model files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import train_test_split
+
+from ensel import EnsembleSelectionClassifier
+from ensel.errors import ModelFileError
+from ensel.library import build_library
+from ensel.metrics import score
+
+SPEC = {
+    "families": [
+        {"family": "logreg", "params": {"ridge": [0.01, 100.0]}, "calibration": ["none", "platt"]},
+        {"family": "tree", "params": {"max_depth": [2, 5]}, "calibration": ["none", "isotonic"]},
+        {"family": "adaboost", "stages": [4, 64], "calibration": ["none", "logistic", "platt"]},
+        {"family": "knn", "stages": [5, 25], "calibration": ["none", "platt"]},
+    ],
+    "detectors": [{"detector": "box"}, {"detector": "isolation_forest"}],
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+    lib = build_library(X_tr, y_tr, spec=SPEC, cv=3, random_state=0, verbose=0)
+    return X_tr, X_te, y_tr, y_te, lib
+
+
+def _fit(data, **kwargs):
+    X_tr, _, y_tr, _, lib = data
+    return EnsembleSelectionClassifier(library=lib, cv=3, n_bags=5, **kwargs).fit(X_tr, y_tr)
+
+
+def test_refit_full_keeps_the_ensemble_and_predicts_with_one_model_per_run(data):
+    _, X_te, _, y_te, _ = data
+    kept = _fit(data)
+    full = _fit(data, refit="full")
+    np.testing.assert_array_equal(full.weights_, kept.weights_)
+    assert list(full.members_["id"]) == list(kept.members_["id"])
+    for fitted in full.fitted_members_.runs.values():
+        assert len(fitted.siblings) == 1
+        assert all(len(cals) == 1 for cals in fitted.calibrators.values())
+    p_full, p_kept = full.predict_proba(X_te)[:, 1], kept.predict_proba(X_te)[:, 1]
+    assert np.isfinite(p_full).all()
+    assert score("roc", y_te.to_numpy(), p_full) > 0.95
+    assert np.abs(p_full - p_kept).mean() < 0.05  # the same ensemble, other fits
+
+
+def test_refit_needs_the_librarys_own_data(data):
+    X_tr, _, y_tr, _, lib = data
+    with pytest.raises(ValueError, match="refit needs the data"):
+        EnsembleSelectionClassifier(library=lib, cv=3, n_bags=2, refit="full").fit(
+            X_tr.iloc[:-5], y_tr.iloc[:-5]
+        )
+    with pytest.raises(ValueError, match="refit='always'"):
+        EnsembleSelectionClassifier(library=lib, refit="always").fit(X_tr, y_tr)
+
+
+def test_predict_budget_is_kept_and_costs_are_estimated(data):
+    free = _fit(data)
+    assert free.predict_cost_ms_ > 0
+    budget = free.predict_cost_ms_ / 4
+    tight = _fit(data, max_predict_ms=budget)
+    assert tight.predict_cost_ms_ <= budget * (1 + 1e-9)
+    # refit="full" predicts with one model per run: the same budget buys more
+    refit = _fit(data, refit="full")
+    assert refit.predict_cost_ms_ < free.predict_cost_ms_
+    with pytest.raises(ValueError, match="works with strategy='es'"):
+        _fit(data, strategy="modsel", max_predict_ms=budget)
+
+
+def test_risk_uses_one_sibling_per_detector_and_save_can_leave_risk_out(data, tmp_path):
+    _, X_te, _, _, _ = data
+    clf = _fit(data)
+    assert all(len(f.siblings) == 1 for f in clf.detectors_.fitted)
+    risks = clf.risk(X_te)
+    assert {"box", "isolation_forest", "combined"} <= set(risks.columns)
+    clf.save(tmp_path / "with.pkl")
+    clf.save(tmp_path / "without.pkl", risk=False)
+    assert (tmp_path / "without.pkl").stat().st_size < (tmp_path / "with.pkl").stat().st_size
+    small = EnsembleSelectionClassifier.load(tmp_path / "without.pkl")
+    np.testing.assert_allclose(small.predict_proba(X_te), clf.predict_proba(X_te))
+    with pytest.raises(ValueError, match="saved with save\\(path, risk=False\\)"):
+        small.risk(X_te)
+    np.testing.assert_allclose(
+        EnsembleSelectionClassifier.load(tmp_path / "with.pkl").risk(X_te), risks
+    )
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_a_broken_model_file_is_one_clear_line(data, tmp_path, damage):
+    clf = _fit(data)
+    path = tmp_path / "model.pkl"
+    clf.save(path)
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else b"not a model" + raw[:50])
+    with pytest.raises(ModelFileError, match="is not a readable ensel model") as info:
+        EnsembleSelectionClassifier.load(path)
+    assert "\n" not in str(info.value)
+
+
+def test_saved_file_is_compressed_and_holds_large_arrays(tmp_path):
+    """Large arrays reach the compressing writer as pickle buffers (protocol 5)."""
+    import io
+    import pickle
+    import zlib
+
+    from ensel.estimator import _Sink
+
+    buffer, packer = io.BytesIO(), zlib.compressobj(3)
+    obj = {"a": np.arange(300_000)}
+    pickle.dump(obj, _Sink(buffer, packer), protocol=pickle.HIGHEST_PROTOCOL)
+    buffer.write(packer.flush())
+    np.testing.assert_array_equal(pickle.loads(zlib.decompress(buffer.getvalue()))["a"], obj["a"])
+    assert len(buffer.getvalue()) < obj["a"].nbytes / 5
