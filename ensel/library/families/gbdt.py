@@ -163,7 +163,7 @@ def fit_lightgbm(X, y, *, n_classes, params, stages, random_state, categorical=N
     return _CategoricalRun(run, columns) if columns else run
 
 
-def _validate(name: str):
+def validate_boosting(name: str):
     def validate(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
         """Reject missing or non-positive rounds and sampling fractions outside (0, 1]."""
         check_stages(stages, f"{name} rounds")
@@ -196,7 +196,7 @@ register(
         requires=("xgboost",),
         test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
         test_stages=(2, 5),
-        validate=_validate("xgboost"),
+        validate=validate_boosting("xgboost"),
         categorical=True,
     )
 )
@@ -220,7 +220,7 @@ register(
         requires=("lightgbm",),
         test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
         test_stages=(2, 5),
-        validate=_validate("lightgbm"),
+        validate=validate_boosting("lightgbm"),
         categorical=True,
     )
 )

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ._base import Family, register
+from .gbdt import validate_boosting
 from .neighbors import _BUDGET, _MAX_BATCH, _MIN_DISTANCE, _nearest_first, _sq_distances
 from .neural import check_stages
 
@@ -512,19 +513,6 @@ def _staged(what: str):
     return validate
 
 
-def _validate_boosting(name: str):
-    def validate(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
-        """Reject missing rounds, sampling fractions outside (0, 1], a learning rate <= 0."""
-        check_stages(stages, f"{name} rounds")
-        for key in ("subsample", "colsample_bytree"):
-            if not 0 < params[key] <= 1:
-                raise ValueError(f"{name} {key} must be in (0, 1], got {params[key]!r}")
-        if not params["learning_rate"] > 0:
-            raise ValueError(f"{name} learning_rate must be positive, got {params!r}")
-
-    return validate
-
-
 def _validate_tree(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
     """Reject an unknown split criterion (and missing stages for bagged trees)."""
     if params["criterion"] not in TREE_CRITERIA:
@@ -649,7 +637,7 @@ for _family in (
         requires=("xgboost",),
         test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
         test_stages=(2, 5),
-        validate=_validate_boosting("xgboost"),
+        validate=validate_boosting("xgboost"),
     ),
     Family(
         name="lightgbm",
@@ -668,7 +656,7 @@ for _family in (
         requires=("lightgbm",),
         test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
         test_stages=(2, 5),
-        validate=_validate_boosting("lightgbm"),
+        validate=validate_boosting("lightgbm"),
     ),
     Family(
         name="mlp",
