@@ -11,7 +11,8 @@ Protocol (the full run): every dataset of ``benchmarks.datasets.CLASSIFICATION``
 - ``ensel``: ``EnsembleSelectionClassifier()`` with its defaults (library ``default``, cv=5,
   selection for log loss), ``time_limit=B``, ``n_jobs=2``;
 - ``fixed``: the same with ``library=benchmarks/specs/fixed_grid.yaml``, the default grid ensel
-  shipped before issue 16 (the 2006 families plus xgboost and lightgbm);
+  shipped before issue 16 (the 2006 families plus xgboost and lightgbm), and without a
+  predict-cost budget (``max_predict_ms=None``), as ensel shipped it then;
 - ``autogluon``: ``TabularPredictor(presets="best_quality", eval_metric="log_loss")`` with
   ``time_limit=B`` and ``num_cpus=2`` (``benchmarks/_peers.run_autogluon``, its own venv).
 
@@ -65,9 +66,13 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
     """Fit an ensel configuration and predict the test rows."""
     from ensel import EnsembleSelectionClassifier
 
-    library = str(FIXED_GRID) if config == "fixed" else "default"
+    fixed = config == "fixed"  # the former default: the fixed grid, no predict-cost budget
     clf = EnsembleSelectionClassifier(
-        library=library, time_limit=budget, n_jobs=2, random_state=seed
+        library=str(FIXED_GRID) if fixed else "default",
+        time_limit=budget,
+        n_jobs=2,
+        random_state=seed,
+        **({"max_predict_ms": None} if fixed else {}),
     )
     start = time.perf_counter()
     clf.fit(X_tr, y_tr)

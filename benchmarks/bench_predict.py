@@ -1,8 +1,9 @@
 """Prediction speed and model size (issue 15): the old predict path (every sibling and every
-stage of the kept runs, each run transforming its own view) against the new default (one
-transform per view and fold, only the kept stages, runs in parallel batches), refit-full and
-two latency budgets, with test AUC and log loss for each, and AutoGluon best_quality's predict
-time on the same rows as the peer.
+stage of the kept runs, each run transforming its own view) on the ensemble chosen without a
+cost budget, against the same ensemble on the new path (one transform per view and fold, only
+the kept stages, runs in parallel batches), the new default (``max_predict_ms="auto"``: the
+cheapest ensemble within noise), refit-full and two fixed latency budgets, with test AUC and
+log loss for each, and AutoGluon best_quality's predict time on the same rows as the peer.
 
     python -m benchmarks.bench_predict [--quick] [--datasets doctor_aus,turnout,...]
 
@@ -36,7 +37,7 @@ MAX_TRAIN = 2_000
 PREDICT_ROWS = 10_000
 SEED = 0
 BUDGETS = (0.25, 0.05)
-"""Latency budgets as fractions of the new default's estimated predict cost."""
+"""Latency budgets as fractions of the unconstrained ensemble's estimated predict cost."""
 AUTOGLUON_SECONDS = 120
 SECTION = "## Prediction speed and model size (issue 15)"
 
@@ -178,41 +179,49 @@ def run_dataset(name: str, quick: bool, n_jobs: int, peer: bool, sink=None) -> l
             }
         )
 
-    default, fit_s = fit()
-    new_detectors = default.detectors_
-    old_detectors = old_detector_set(default, lib)
-    default.detectors_ = None
-    size_old = mb(default)
-    default.detectors_ = old_detectors
-    size_old_risk = mb(default)
-    default.detectors_ = new_detectors
-    size_plain, size_new_risk = _sizes(default)
+    free, fit_s = fit(max_predict_ms=None)  # the ensemble as ensel chose it before
+    new_detectors = free.detectors_
+    old_detectors = old_detector_set(free, lib)
+    free.detectors_ = None
+    size_old = mb(free)
+    free.detectors_ = old_detectors
+    size_old_risk = mb(free)
+    free.detectors_ = new_detectors
+    size_plain, size_new_risk = _sizes(free)
 
-    new_s = timed(lambda: default.predict_proba(X_pr))
-    new_proba = default.predict_proba(X_te)
-    old_s = timed(lambda: old_predict_proba(default, X_pr))
-    old_proba = old_predict_proba(default, X_te)
+    new_s = timed(lambda: free.predict_proba(X_pr))
+    new_proba = free.predict_proba(X_te)
+    old_s = timed(lambda: old_predict_proba(free, X_pr))
+    old_proba = old_predict_proba(free, X_te)
     same = float(np.abs(new_proba - old_proba).max())
-    row("old path", default, old_s, old_proba, size_old, size_old_risk, fit_s,
-        "old save: plain pickle, every detector sibling")  # fmt: skip
-    row("new, K siblings", default, new_s, new_proba, size_plain, size_new_risk, fit_s,
+    row("old path", free, old_s, old_proba, size_old, size_old_risk, fit_s,
+        "no budget; old save: plain pickle, every detector sibling")  # fmt: skip
+    row("no budget, new path", free, new_s, new_proba, size_plain, size_new_risk, fit_s,
         f"largest difference from the old path {same:.1e}")  # fmt: skip
+
+    default, default_s = fit()
+    t = timed(lambda: default.predict_proba(X_pr))
+    chosen = default.predict_budget_.get("max_predict_ms")
+    note = f"budget {chosen:.0f} ms" if chosen else "no cheaper ensemble within noise"
+    row("default (auto budget)", default, t, default.predict_proba(X_te), *_sizes(default),
+        default_s, note)  # fmt: skip
 
     refit, refit_s = fit(refit="full")
     refit_plain, refit_risk = _sizes(refit)
     t = timed(lambda: refit.predict_proba(X_pr))
-    row('refit="full"', refit, t, refit.predict_proba(X_te), refit_plain, refit_risk, refit_s)
+    row('default + refit="full"', refit, t, refit.predict_proba(X_te), refit_plain, refit_risk,
+        refit_s)  # fmt: skip
 
-    risk_new = timed(lambda: default.risk(X_pr))
+    risk_new = timed(lambda: free.risk(X_pr))
     risk_old = timed(lambda: old_risk(old_detectors, X_pr))
-    old_te, new_te = old_risk(old_detectors, X_te), default.risk(X_te)
+    old_te, new_te = old_risk(old_detectors, X_te), free.risk(X_te)
     extra["risk s/1k (old)"], extra["risk CPU s/1k (old)"] = risk_old[0] * k, risk_old[1] * k
     extra["risk s/1k (new)"], extra["risk CPU s/1k (new)"] = risk_new[0] * k, risk_new[1] * k
     extra["risk corr"] = float(np.corrcoef(old_te["combined"], new_te["combined"])[0, 1])
     done()
 
     for fraction in BUDGETS:
-        budget = fraction * default.predict_cost_ms_
+        budget = fraction * free.predict_cost_ms_
         tight, tight_s = fit(max_predict_ms=budget)
         plain, risk = _sizes(tight)
         t = timed(lambda c=tight: c.predict_proba(X_pr))
@@ -291,11 +300,14 @@ def ratios(rows: list[dict]) -> list[str]:
     out = []
     for name, part in frame.groupby("dataset", sort=False):
         by = part.set_index("variant")
-        old, new = by.loc["old path"], by.loc["new, K siblings"]
-        refit = by.loc['refit="full"']
+        old, free = by.loc["old path"], by.loc["no budget, new path"]
+        new, refit = by.loc["default (auto budget)"], by.loc['default + refit="full"']
         line = (
-            f"- {name}: new/old speed-up {old['s/1k rows'] / new['s/1k rows']:.1f}x wall "
-            f"({old['CPU s/1k'] / new['CPU s/1k']:.1f}x CPU); "
+            f"- {name}: default/old speed-up {old['s/1k rows'] / new['s/1k rows']:.1f}x wall "
+            f"({old['CPU s/1k'] / new['CPU s/1k']:.1f}x CPU) at AUC {new['AUC'] - old['AUC']:+.4f}"
+            f", log loss {new['log loss'] - old['log loss']:+.4f} (new path alone "
+            f"{old['s/1k rows'] / free['s/1k rows']:.1f}x, the auto budget "
+            f"{free['s/1k rows'] / new['s/1k rows']:.1f}x); "
             f"refit-full a further {new['s/1k rows'] / refit['s/1k rows']:.1f}x wall "
             f"({new['CPU s/1k'] / refit['CPU s/1k']:.1f}x CPU) at AUC "
             f"{refit['AUC'] - new['AUC']:+.4f}; risk(X) "
@@ -303,15 +315,15 @@ def ratios(rows: list[dict]) -> list[str]:
             f"({old['risk CPU s/1k (old)'] / old['risk CPU s/1k (new)']:.1f}x CPU) "
             f"faster (corr. of combined risk {old['risk corr']:.3f}); saved model with risk "
             f"{old['MB with risk'] / new['MB with risk']:.1f}x smaller "
-            f"({old['MB with risk']:.1f} -> {new['MB with risk']:.1f} MB; refit-full "
-            f"{refit['MB with risk']:.1f} MB)"
+            f"({old['MB with risk']:.1f} -> {new['MB with risk']:.1f} MB; no budget "
+            f"{free['MB with risk']:.1f} MB; refit-full {refit['MB with risk']:.1f} MB)"
         )
         if "AutoGluon best_quality" in by.index and pd.notna(
             by.loc["AutoGluon best_quality"].get("s/1k rows", np.nan)
         ):
             ag = by.loc["AutoGluon best_quality"]["s/1k rows"]
             line += (
-                f"; per row vs AutoGluon best_quality: new {new['s/1k rows'] / ag:.2f}x, "
+                f"; per row vs AutoGluon best_quality: default {new['s/1k rows'] / ag:.2f}x, "
                 f"refit-full {refit['s/1k rows'] / ag:.2f}x its time"
             )
         out.append(line)

@@ -30,7 +30,7 @@ from .metrics import METRICS, REGRESSION_METRICS, greater_is_better, resolve_met
 from .risk.combined import DetectorSet
 from .risk.reject import RejectRule, reject_mask
 from .selection import PredictCost
-from .strategies import STRATEGIES, choose_selection
+from .strategies import STRATEGIES, cheapest_within_noise, choose_selection
 
 __all__ = ["EnsembleSelectionClassifier", "EnsembleSelectionRegressor", "load_model"]
 
@@ -105,10 +105,15 @@ class _EnsembleSelectionBase(BaseEstimator):
             )
         P = np.asarray(lib.predictions)
         self.budget_ = {}
+        auto = self._auto_budget()
+        deadline = None
         if speed is not None:
             speed = speed.result(default=SELECTION_SPEED)
             after = 0.5 + 0.02 * self.time_limit  # detectors' combination, members, report
-            left = self.time_limit - (time.monotonic() - started) - after
+            deadline = started + self.time_limit - after
+            left = deadline - time.monotonic()
+            # "auto" refits selection under smaller cost budgets: half the time is theirs
+            left = left / 2 if auto and self.strategy == "es" else left
             options, self.budget_ = selection_within(options, left, speed, P.shape)
             runs = lib.failures.drop_duplicates("run")
             self.budget_.update(
@@ -124,11 +129,17 @@ class _EnsembleSelectionBase(BaseEstimator):
             raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
         cost = self._predict_cost(lib)
         chosen = options
-        if self.max_predict_ms is not None:
+        if self.max_predict_ms is not None and not auto:
             if self.strategy != "es":
                 raise ValueError(f"max_predict_ms works with strategy='es', not {self.strategy!r}")
             chosen = {**options, "max_cost": float(self.max_predict_ms), "cost": cost}
         weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
+        self.predict_budget_ = {"max_predict_ms": None if auto else self.max_predict_ms}
+        if auto and self.strategy == "es" and cost is not None:
+            weights, ms, tried = cheapest_within_noise(
+                P, lib.y, metric, options, cost, weights, deadline=deadline
+            )
+            self.predict_budget_ = {"max_predict_ms": ms, "tried": tried}
         self.leaderboard_ = _leaderboard(lib, P, weights)
         keep = np.flatnonzero(weights > 0)
         self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
@@ -164,10 +175,21 @@ class _EnsembleSelectionBase(BaseEstimator):
         try:
             needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
         except ValueError:
-            if self.max_predict_ms is not None:
+            if self.max_predict_ms is not None and not self._auto_budget():
                 raise
             return None
         return PredictCost(needs, item_cost)
+
+    def _auto_budget(self) -> bool:
+        """Whether ``max_predict_ms`` asks for the cheapest ensemble within noise ("auto")."""
+        if isinstance(self.max_predict_ms, str):
+            if self.max_predict_ms != "auto":
+                raise ValueError(
+                    f"max_predict_ms={self.max_predict_ms!r}: give milliseconds per 1,000 rows, "
+                    "'auto' or None"
+                )
+            return True
+        return False
 
     def _build_budget(self, spec, X, y, started: float) -> float | None:
         """The seconds the library build may take: ``time_limit`` less what ``fit`` has spent
@@ -408,7 +430,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         run already in the ensemble costs only its extra stage; a view is transformed once
         per fold); the costs are those the builder timed (``Library.members["predict_ms"]``),
         per sibling times K, or once with ``refit="full"``. ``predict_cost_ms_`` is the
-        estimate for the chosen ensemble.
+        estimate for the chosen ensemble. ``"auto"`` (the default): the cheapest ensemble
+        whose hillclimb score is within one standard error of the unconstrained one's
+        (budgets of 1/2 to 1/64 of its cost, bisected; ``predict_budget_`` shows what was
+        tried), so predictions get faster only where the hillclimb rows cannot tell the
+        difference (docs/estimator.md has the measured speed and quality).
     store : directory that keeps the library (resumable); None uses a temporary one.
     time_limit : seconds for the whole ``fit`` (None: no limit), as AutoML tools take it. The
         library is built in an anytime order within the budget less a reserve for selection,
@@ -437,7 +463,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         max_init: int = 25,
         prune_fraction: float = 1.0,
         refit: str | None = None,
-        max_predict_ms: float | None = None,
+        max_predict_ms: float | str | None = "auto",
         tune_selection: bool = False,
         grow=None,
         store=None,
@@ -594,7 +620,7 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
         max_init: int = 25,
         prune_fraction: float = 1.0,
         refit: str | None = None,
-        max_predict_ms: float | None = None,
+        max_predict_ms: float | str | None = "auto",
         store=None,
         n_jobs: int = -1,
         backend: str = "joblib",

@@ -244,15 +244,22 @@ class EnsembleSelection:
             run = self._hillclimb(
                 metric, rows, y_work, gain[members], scorer_of, chunk_bytes, budget
             )
-            bag_weights[b, members] = run.counts / run.counts.sum()
+            if run.counts.sum():  # else no member of this bag fits the budget: it abstains
+                bag_weights[b, members] = run.counts / run.counts.sum()
             if paid is not None:
                 paid |= cost.needs[members[run.counts > 0]].any(axis=0)
             curves.append(run.trajectory)
             orders.append(members[run.order])
 
+        voted = bag_weights.sum(axis=1) > 0
+        if not voted.any():
+            raise ValueError(
+                f"max_cost={self.max_cost:g}: no member left after pruning fits it (the "
+                "cheapest members were pruned away); raise max_cost or prune_fraction"
+            )
         self.bag_weights_ = bag_weights
-        self.weights_ = bag_weights.mean(axis=0)
-        width = max(len(c) for c in curves)
+        self.weights_ = bag_weights[voted].mean(axis=0)
+        width = max(1, max(len(c) for c in curves))
         padded = np.full((self.n_bags, width), np.nan)
         for b, c in enumerate(curves):
             padded[b, : len(c)] = c
@@ -354,6 +361,8 @@ class EnsembleSelection:
                 budget.add([j])
             curve.append(float(scores[j]))  # the score of the ensemble just formed
         trajectory = np.asarray(curve)
+        if not trajectory.size:  # nothing fits the budget
+            return _Run(counts=counts, trajectory=trajectory, order=np.zeros(0, dtype=np.int64))
         best = int(np.argmax(_gain(metric, trajectory)))
         start = 1 if initialised else 0  # the first entry of the curve is the initial ensemble
         best_counts = init_counts + np.bincount(picks[: best + 1 - start], minlength=n)

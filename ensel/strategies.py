@@ -4,18 +4,21 @@ member weights, so that all three can be compared on the same library."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .metrics import greater_is_better, resolve_metric, score, score_batch
-from .selection import EnsembleSelection
+from .selection import EnsembleSelection, PredictCost
 
 __all__ = [
+    "COST_FRACTIONS",
     "SELECTION_CANDIDATES",
     "STRATEGIES",
     "bayes_average",
+    "cheapest_within_noise",
     "choose_selection",
     "ensemble_selection",
     "model_selection",
@@ -130,3 +133,85 @@ def choose_selection(
         )
     best = int(np.argmax([sign * row["score"] for row in table]))
     return {**options, **candidates[best]}, table
+
+
+COST_FRACTIONS: tuple[float, ...] = tuple(2.0**-i for i in range(1, 7))
+"""Predict-cost budgets ``max_predict_ms="auto"`` tries, as fractions of the unconstrained
+ensemble's cost (1/2 down to 1/64)."""
+
+
+def cheapest_within_noise(
+    P: np.ndarray,
+    y: np.ndarray,
+    metric,
+    options: dict,
+    cost,
+    weights: np.ndarray,
+    deadline: float | None = None,
+    fractions: tuple[float, ...] = COST_FRACTIONS,
+    n_boot: int = 50,
+) -> tuple[np.ndarray, float | None, list[dict]]:
+    """The cheapest ensemble whose hillclimb score is within noise of the unconstrained one.
+
+    ``weights`` is the unconstrained selection. Budgets are ``fractions`` of its predict cost;
+    for each one tried, ensemble selection (``options``) is refitted under it, and the score
+    lost against the unconstrained ensemble is compared with the standard error of that
+    difference (a paired bootstrap over the hillclimb rows): a budget whose ensemble loses no
+    more than one standard error is accepted (the one-standard-error rule of Breiman et al.
+    1984, ESL §7.10). The budgets are bisected, assuming a smaller budget never scores better
+    (3 selections for 6 fractions); no selection starts after ``deadline``
+    (``time.monotonic()``) less the last one's duration. Returns ``(weights, budget or None,
+    rows tried)``, the unconstrained ``weights`` and None when no budget is accepted."""
+    metric = resolve_metric(metric)
+    cost = PredictCost.coerce(cost, len(P))
+    sign = 1.0 if greater_is_better(metric) else -1.0
+    y = np.asarray(y)
+    rng = np.random.default_rng(options.get("random_state"))
+    boot = rng.integers(0, y.size, size=(n_boot, y.size))
+
+    def gains(w: np.ndarray) -> tuple[float, np.ndarray]:
+        pred = np.tensordot(w / w.sum(), P, axes=1)
+        return sign * score(metric, y, pred), np.array(
+            [sign * score(metric, y[b], pred[b]) for b in boot]
+        )
+
+    full, full_boot = gains(weights)
+    full_cost = cost.of(np.flatnonzero(weights > 0))
+    cheapest = float(cost.member_cost().min())
+    chosen, chosen_budget, rows = weights, None, []
+    lo, hi, took = 0, len(fractions), 0.0
+    while lo < hi:
+        if deadline is not None and time.monotonic() + took > deadline:
+            break
+        mid = (lo + hi) // 2
+        budget = fractions[mid] * full_cost
+        if budget < cheapest:
+            hi = mid
+            continue
+        started = time.monotonic()
+        try:
+            es = EnsembleSelection(metric=metric, **options, max_cost=budget).fit(P, y, cost=cost)
+        except ValueError:  # pruning left no member within this budget
+            hi = mid
+            continue
+        finally:
+            took = time.monotonic() - started
+        gain, gain_boot = gains(es.weights_)
+        lost, se = full - gain, float(np.std(full_boot - gain_boot, ddof=1))
+        accepted = bool(lost <= se)
+        rows.append(
+            {
+                "fraction": fractions[mid],
+                "budget": budget,
+                "cost": es.cost_,
+                "score": sign * gain,
+                "lost": lost,
+                "se": se,
+                "accepted": accepted,
+            }
+        )
+        if accepted:
+            chosen, chosen_budget, lo = es.weights_, budget, mid + 1
+        else:
+            hi = mid
+    return chosen, chosen_budget, rows

@@ -70,14 +70,31 @@ def test_ensemble_is_the_weighted_average_of_its_members_then_platt(cancer, fitt
     assert set(report) == {"log_loss_before", "log_loss_after"}
 
 
-def test_same_seed_gives_the_same_ensemble(cancer, fitted):
+def test_same_seed_gives_the_same_ensemble(cancer):
+    # without a predict-cost budget: a budget ("auto" too) reads the costs the builder timed,
+    # which differ a little between two builds (docs/estimator.md)
     X_train, X_test, y_train, _ = cancer
-    again = EnsembleSelectionClassifier(library=SMALL, n_jobs=1, metric="roc", cv=3, n_bags=5).fit(
-        X_train, y_train
+    first, again = (
+        EnsembleSelectionClassifier(
+            library=SMALL, n_jobs=1, metric="roc", cv=3, n_bags=5, max_predict_ms=None
+        ).fit(X_train, y_train)
+        for _ in range(2)
     )
-    assert list(again.members_["id"]) == list(fitted.members_["id"])
-    np.testing.assert_array_equal(again.weights_, fitted.weights_)
-    np.testing.assert_array_equal(again.predict_proba(X_test), fitted.predict_proba(X_test))
+    assert list(again.members_["id"]) == list(first.members_["id"])
+    np.testing.assert_array_equal(again.weights_, first.weights_)
+    np.testing.assert_array_equal(again.predict_proba(X_test), first.predict_proba(X_test))
+
+
+def test_auto_budget_on_one_library_gives_the_same_ensemble(cancer):
+    X_train, X_test, y_train, _ = cancer
+    lib = build_library(X_train, y_train, spec=SMALL, cv=3, verbose=0)
+    first, again = (
+        EnsembleSelectionClassifier(library=lib, metric="roc", n_bags=5).fit(X_train, y_train)
+        for _ in range(2)
+    )
+    assert first.predict_budget_ == again.predict_budget_
+    np.testing.assert_array_equal(again.weights_, first.weights_)
+    np.testing.assert_array_equal(again.predict_proba(X_test), first.predict_proba(X_test))
 
 
 def test_leaderboard_scores_every_member_on_all_eight_metrics(fitted):
@@ -184,7 +201,11 @@ def test_passes_scikit_learn_check_estimator():
     from sklearn.utils.estimator_checks import check_estimator
 
     spec = {"families": [{"family": "logreg"}, {"family": "tree", "params": {"max_depth": 3}}]}
-    model = EnsembleSelectionClassifier(library=spec, n_jobs=1, cv=3, n_bags=2, n_iter=10)
+    # max_predict_ms=None: the idempotence checks fit twice from scratch, and the default
+    # "auto" budget reads predict costs timed by each build (tested on one library elsewhere)
+    model = EnsembleSelectionClassifier(
+        library=spec, n_jobs=1, cv=3, n_bags=2, n_iter=10, max_predict_ms=None
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(model, on_fail=None)

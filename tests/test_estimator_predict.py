@@ -63,7 +63,7 @@ def test_refit_needs_the_librarys_own_data(data):
 
 
 def test_predict_budget_is_kept_and_costs_are_estimated(data):
-    free = _fit(data)
+    free = _fit(data, max_predict_ms=None)
     assert free.predict_cost_ms_ > 0
     budget = free.predict_cost_ms_ / 4
     tight = _fit(data, max_predict_ms=budget)
@@ -73,6 +73,30 @@ def test_predict_budget_is_kept_and_costs_are_estimated(data):
     assert refit.predict_cost_ms_ < free.predict_cost_ms_
     with pytest.raises(ValueError, match="works with strategy='es'"):
         _fit(data, strategy="modsel", max_predict_ms=budget)
+
+
+def test_auto_budget_is_the_default_and_never_costs_more_than_no_budget(data):
+    _, X_te, _, y_te, _ = data
+    free = _fit(data, max_predict_ms=None)
+    auto = _fit(data)
+    assert auto.max_predict_ms == "auto"
+    assert "tried" not in free.predict_budget_
+    tried = auto.predict_budget_["tried"]
+    assert tried and all(row["cost"] <= row["budget"] * (1 + 1e-9) for row in tried)
+    assert auto.predict_cost_ms_ <= free.predict_cost_ms_ * (1 + 1e-9)
+    accepted = [row for row in tried if row["accepted"]]
+    if accepted:  # the cheapest accepted budget is the one kept, and it lost within noise
+        best = min(accepted, key=lambda row: row["budget"])
+        assert auto.predict_budget_["max_predict_ms"] == best["budget"]
+        assert auto.predict_cost_ms_ <= best["budget"] * (1 + 1e-9)
+        assert all(row["lost"] <= row["se"] for row in accepted)
+    else:
+        np.testing.assert_array_equal(auto.weights_, free.weights_)
+    assert score("roc", y_te.to_numpy(), auto.predict_proba(X_te)[:, 1]) > 0.95
+    with pytest.raises(ValueError, match="'auto' or None"):
+        _fit(data, max_predict_ms="fast")
+    # the other strategies have no budget to choose: "auto" leaves them as they are
+    assert "tried" not in _fit(data, strategy="modsel").predict_budget_
 
 
 def test_risk_uses_one_sibling_per_detector_and_save_can_leave_risk_out(data, tmp_path):

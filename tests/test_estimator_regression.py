@@ -198,7 +198,11 @@ def test_passes_scikit_learn_check_estimator():
     from sklearn.utils.estimator_checks import check_estimator
 
     spec = {"task": "regression", "families": [{"family": "linear"}, {"family": "tree"}]}
-    model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, n_bags=2, n_iter=10)
+    # max_predict_ms=None: the idempotence checks fit twice from scratch, and the default
+    # "auto" budget reads predict costs timed by each build (tested on one library elsewhere)
+    model = EnsembleSelectionRegressor(
+        library=spec, n_jobs=1, cv=3, n_bags=2, n_iter=10, max_predict_ms=None
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(model, on_fail=None)

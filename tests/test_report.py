@@ -70,16 +70,21 @@ def test_fit_runs_one_selection_and_keeps_no_report_rows(monkeypatch):
     calls = []
     real_fit = EnsembleSelection.fit
 
-    def counting_fit(self, P, y):
+    def counting_fit(self, P, y, **kwargs):
         calls.append(P.shape)
-        return real_fit(self, P, y)
+        return real_fit(self, P, y, **kwargs)
 
     monkeypatch.setattr(EnsembleSelection, "fit", counting_fit)
     X, y = load_breast_cancer(return_X_y=True)
-    clf = EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, n_bags=3).fit(X, y)
+    clf = EnsembleSelectionClassifier(
+        library=SPEC, n_jobs=1, cv=3, n_bags=3, max_predict_ms=None
+    ).fit(X, y)
     assert len(calls) == 1  # the ensemble's own selection; the report selects when asked
     rows = {k: len(v) for k, v in vars(clf).items() if isinstance(v, list | np.ndarray)}
     assert max(rows.values()) < len(y), rows  # nothing per hillclimb row is kept
+    calls.clear()
+    auto = EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, n_bags=3).fit(X, y)
+    assert len(calls) == 1 + len(auto.predict_budget_["tried"])  # and one per budget tried
 
 
 def test_report_without_the_library_says_how_to_get_curves():

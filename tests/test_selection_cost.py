@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ensel.selection import EnsembleSelection, PredictCost, cost_front
+from ensel.strategies import cheapest_within_noise
 
 
 def _library(rng, n_members: int = 30, n: int = 300):
@@ -101,3 +102,54 @@ def test_cost_front_is_monotone_in_budget():
     assert all(r["cost"] <= r["budget"] + 1e-9 for r in rows if r["budget"] is not None)
     scores = [r["score"] for r in rows]
     assert scores[0] >= scores[-1]  # rmse: a larger budget does no worse here
+
+
+def _twins(rng, n=400):
+    """A good member that is expensive, its cheap twin (same predictions), and a cheap weak
+    member: (P, y, cost)."""
+    y = rng.integers(0, 2, n)
+    good = np.clip(0.5 + 0.35 * (2 * y - 1) + rng.normal(0, 0.15, n), 0.02, 0.98)
+    weak = np.clip(0.5 + 0.05 * (2 * y - 1) + rng.normal(0, 0.3, n), 0.02, 0.98)
+    return np.stack([good, good, weak]), y, PredictCost.additive([100.0, 1.0, 1.0])
+
+
+def test_auto_budget_takes_the_cheapest_ensemble_that_scores_within_noise():
+    P, y, cost = _twins(np.random.default_rng(0))
+    options = {"n_iter": 10, "n_bags": 1}
+    full = EnsembleSelection("mxe", **options).fit(P, y)
+    assert full.weights_[0] > 0  # ties go to the lowest index: the expensive twin
+    weights, budget, tried = cheapest_within_noise(P, y, "mxe", options, cost, full.weights_)
+    assert budget == pytest.approx(100.0 / 64)  # every halving down to 1/64 kept the score
+    assert weights[0] == 0 and weights[1] > 0
+    assert all(row["accepted"] and row["lost"] <= row["se"] for row in tried)
+
+
+def test_auto_budget_keeps_the_ensemble_when_cheaper_ones_lose_beyond_noise():
+    P, y, cost = _twins(np.random.default_rng(1))
+    P, cost = P[[0, 2]], PredictCost.additive([100.0, 1.0])  # no cheap twin: only the weak one
+    options = {"n_iter": 10, "n_bags": 1}
+    full = EnsembleSelection("roc", **options).fit(P, y)
+    weights, budget, tried = cheapest_within_noise(P, y, "roc", options, cost, full.weights_)
+    assert budget is None and tried and not any(row["accepted"] for row in tried)
+    np.testing.assert_array_equal(weights, full.weights_)
+    # past the deadline no selection starts
+    _, budget, tried = cheapest_within_noise(
+        P, y, "roc", options, cost, full.weights_, deadline=0.0
+    )
+    assert budget is None and tried == []
+
+
+def test_a_bag_with_no_member_within_the_budget_abstains():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 300)
+    noise = np.r_[0.4, np.full(9, 0.1)][:, None]  # member 0: cheap and the weakest
+    P = np.clip(0.5 + 0.3 * (2 * y - 1) + rng.normal(0, 1, (10, 300)) * noise, 0.02, 0.98)
+    cost = PredictCost.additive([1.0] + [50.0] * 9)  # only member 0 fits a budget of 2
+    es = EnsembleSelection("mxe", n_iter=5, n_bags=12, bag_fraction=0.3, max_cost=2.0)
+    es.fit(P, y, cost=cost)
+    abstained = es.bag_weights_.sum(axis=1) == 0
+    assert abstained.any() and not abstained.all()  # the check needs both kinds of bag
+    np.testing.assert_allclose(es.weights_, np.eye(10)[0])
+    assert es.cost_ == 1.0
+    with pytest.raises(ValueError, match="no member left after pruning"):
+        EnsembleSelection("mxe", n_iter=5, max_cost=2.0, prune_fraction=0.5).fit(P, y, cost=cost)

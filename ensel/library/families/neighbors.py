@@ -93,7 +93,10 @@ def gain_ratio_weights(X: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarr
 
 def _sq_distances(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
     """Squared Euclidean distances ``(len(A), len(B))``, clipped at 0 against rounding."""
-    sq = np.einsum("ij,ij->i", A, A)[:, None] + sq_b[None, :] - 2.0 * (A @ B.T)
+    sq = A @ B.T
+    sq *= -2.0
+    sq += np.einsum("ij,ij->i", A, A)[:, None]
+    sq += sq_b[None, :]
     return np.maximum(sq, 0.0, out=sq)
 
 
@@ -101,15 +104,24 @@ def _nearest_first(sq: np.ndarray, k: int) -> np.ndarray:
     """Indices of each row's ``k`` nearest points, nearest first, ties by training index: the
     first ``k`` columns of a stable argsort, without sorting the rest. The k-th smallest value
     fixes the set (the lowest indices among points tied with it), so the result does not depend
-    on how ``np.partition`` orders ties."""
+    on how ``np.partition`` orders ties; only rows whose ties cross the k-th place pay for
+    choosing among them."""
     kth = np.partition(sq, k - 1, axis=1)[:, k - 1 : k]
-    below = sq < kth
-    tied = sq == kth
-    need = k - below.sum(axis=1, keepdims=True)
-    chosen = below | (tied & (np.cumsum(tied, axis=1) <= need))
+    chosen = sq <= kth
+    crossing = np.flatnonzero(np.count_nonzero(chosen, axis=1) > k)
+    if crossing.size:  # points tied at the k-th distance: keep the lowest indices
+        rows, bound = sq[crossing], kth[crossing]
+        tied = rows == bound
+        need = k - np.count_nonzero(rows < bound, axis=1, keepdims=True)
+        chosen[crossing] = (rows < bound) | (tied & (np.cumsum(tied, axis=1) <= need))
     nearest = np.nonzero(chosen)[1].reshape(len(sq), k)  # in index order within each row
     d_nearest = np.take_along_axis(sq, nearest, axis=1)
     return np.take_along_axis(nearest, np.argsort(d_nearest, axis=1, kind="stable"), axis=1)
+
+
+def _inverse(sq: np.ndarray) -> np.ndarray:
+    """Inverse-distance weights ``1 / max(d, 1e-6)`` from squared distances."""
+    return 1.0 / np.maximum(np.sqrt(sq), _MIN_DISTANCE)
 
 
 def _min_distance(X: np.ndarray) -> float:
@@ -176,20 +188,17 @@ class _KnnRun:
         weight, shared equally among coincident ones, as scikit-learn does for zero distances."""
         n_train = sq.shape[1]
         ks = np.minimum(np.asarray(self.stages), n_train)
-        weights = None
-        if self.weighting == "distance":
-            weights = 1.0 / np.maximum(np.sqrt(sq), _MIN_DISTANCE)
+        distance = self.weighting == "distance"
         out = np.zeros((len(ks), sq.shape[0], self.n_classes))
         every = ks == n_train
         if every.any():
-            out[every] = onehot.sum(axis=0) if weights is None else weights @ onehot
+            out[every] = onehot.sum(axis=0) if not distance else _inverse(sq) @ onehot
         if not every.all():
             partial = ks[~every]
             k_max = int(partial.max())
             order = _nearest_first(sq, k_max)
             labels = self.y[order]
-            if weights is not None:
-                weights = np.take_along_axis(weights, order, axis=1)
+            weights = _inverse(np.take_along_axis(sq, order, axis=1)) if distance else None
             rows = np.flatnonzero(~every)
             for c in np.unique(self.y):  # one cumulative sum per class present
                 hits = labels == c
