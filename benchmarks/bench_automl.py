@@ -13,6 +13,8 @@ Protocol (the full run): every dataset of ``benchmarks.datasets.CLASSIFICATION``
 - ``fixed``: the same with ``library=benchmarks/specs/fixed_grid.yaml``, the default grid ensel
   shipped before issue 16 (the 2006 families plus xgboost and lightgbm), and without a
   predict-cost budget (``max_predict_ms=None``), as ensel shipped it then;
+- ``grow``: ``ensel`` with ``grow=True`` (optuna proposes new members where the ensemble gains,
+  in whatever time the build leaves);
 - ``autogluon``: ``TabularPredictor(presets="best_quality", eval_metric="log_loss")`` with
   ``time_limit=B`` and ``num_cpus=2`` (``benchmarks/_peers.run_autogluon``, its own venv).
 
@@ -45,8 +47,10 @@ from benchmarks.datasets import CLASSIFICATION, train_test
 SECTION = "## AutoML comparison (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-CONFIGS = ("ensel", "fixed", "autogluon")
+CONFIGS = ("ensel", "fixed", "autogluon", "grow")
 DATASETS = tuple(n for n in CLASSIFICATION if n != "iris")
+PAIRINGS = (("ensel", "autogluon"), ("ensel", "fixed"), ("grow", "ensel"), ("grow", "autogluon"))
+"""Configurations compared at equal budget: (ours, theirs)."""
 
 
 def pair_scores(y_test: pd.Series, classes, proba: np.ndarray) -> dict[str, float]:
@@ -67,12 +71,13 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
     from ensel import EnsembleSelectionClassifier
 
     fixed = config == "fixed"  # the former default: the fixed grid, no predict-cost budget
+    extra = {"max_predict_ms": None} if fixed else {"grow": True} if config == "grow" else {}
     clf = EnsembleSelectionClassifier(
         library=str(FIXED_GRID) if fixed else "default",
         time_limit=budget,
         n_jobs=2,
         random_state=seed,
-        **({"max_predict_ms": None} if fixed else {}),
+        **extra,
     )
     start = time.perf_counter()
     clf.fit(X_tr, y_tr)
@@ -172,8 +177,8 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     budgets = sorted(rows.budget.unique())
     for budget in budgets:
-        for other in ("autogluon", "fixed"):
-            out.append(compare(rows, ("ensel", budget), (other, budget)))
+        for ours, other in PAIRINGS:
+            out.append(compare(rows, (ours, budget), (other, budget)))
     if 120 in budgets and 300 in budgets:
         out.append(compare(rows, ("ensel", 120), ("autogluon", 300)))
     table = pd.DataFrame(out)

@@ -7,7 +7,8 @@ selection (Table 4.3), on the cross-validated libraries of ``bench_paper``.
 
 For each dataset and outer fold (bench_paper's folds and store layout: a library built with
 cv=5 on the other folds, reused from ``--store`` when it is there) ensemble selection runs on
-the library's out-of-fold hillclimb predictions and is scored on the outer test fold:
+the library's out-of-fold hillclimb predictions and is scored on the outer test fold (with
+``--oof N``: selected on one stratified half of the out-of-fold predictions, scored on the other):
 - pruning: only the best ``fraction`` of members by their hillclimb score on the target metric
   take part (``prune_fraction``), with 20 bags of half the pool and without bagging;
 - hillclimb size: a random subset of the hillclimb cases (100, 250, 500, 1000, all), with and
@@ -284,7 +285,12 @@ def report(frame: pd.DataFrame, args, spec: str, ran: list[str], seconds: float)
             *lines_of(prune_table, lambda s: f"{s:g}"),
             "",
             "Hillclimb-set size (§4.3.3, Fig. 4.2): selection on a random subset of the "
-            "hillclimb cases (out-of-fold predictions), scored on the outer test fold.",
+            "hillclimb cases (out-of-fold predictions), scored on "
+            + (
+                "the other half of the out-of-fold predictions."
+                if args.oof
+                else "the outer test fold."
+            ),
             "",
             "| method | hillclimb cases " + header,
             rule,
