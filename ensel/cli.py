@@ -82,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--run-time-limit", type=float, help="seconds per training run (default: the spec's)"
     )
+    fit.add_argument(
+        "--max-predict-ms",
+        type=_predict_budget,
+        default="auto",
+        help="prediction-time budget in ms per 1,000 rows; 'auto' (default): the cheapest "
+        "ensemble within one standard error of the best; 'none': no budget",
+    )
     fit.add_argument("--seed", type=int, default=0)
 
     predict = commands.add_parser("predict", help="predict a CSV file with a fitted model")
@@ -217,9 +224,23 @@ def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
         client=client,
         time_limit=args.time_limit,
         run_time_limit=args.run_time_limit,
+        max_predict_ms=args.max_predict_ms,
         random_state=args.seed,
         verbose=1,
     ).fit(X, y, groups=groups)
+
+
+def _predict_budget(text: str) -> float | str | None:
+    """``--max-predict-ms``: milliseconds (> 0), 'auto' or 'none'."""
+    if text.lower() in ("auto", "none"):
+        return None if text.lower() == "none" else "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give milliseconds (> 0), 'auto' or 'none'")
+    return value
 
 
 def _load(model_dir: Path):

@@ -135,10 +135,15 @@ def test_a_csv_with_missing_values_fits_and_predicts_as_it_is(tmp_path, capsys):
     frame.iloc[220:].drop(columns="diagnosis").to_csv(tmp_path / "new.csv", index=False)
     out = tmp_path / "model"
     argv = ["fit", str(tmp_path / "train.csv"), "--target", "diagnosis", "--out", str(out),
-            "--library", "tiny", "--cv", "3", "--n-jobs", "1", "--time-limit", "60"]  # fmt: skip
+            "--library", "tiny", "--cv", "3", "--n-jobs", "1", "--time-limit", "60",
+            "--max-predict-ms", "none"]  # fmt: skip
     with pytest.warns(UserWarning, match="column 'lab' is numeric but holds"):
         assert main(argv) == 0
     assert "hillclimb mxe" in capsys.readouterr().out
+    from ensel.estimator import load_model
+
+    model = load_model(out / "model.pkl")
+    assert model.max_predict_ms is None and "tried" not in model.predict_budget_
     with pytest.warns(UserWarning, match="column 'lab' is numeric but holds"):
         assert (
             main(["predict", str(out), str(tmp_path / "new.csv"), "--out", str(tmp_path / "p.csv")])
@@ -146,3 +151,12 @@ def test_a_csv_with_missing_values_fits_and_predicts_as_it_is(tmp_path, capsys):
         )
     preds = pd.read_csv(tmp_path / "p.csv")
     assert len(preds) == 80 and preds["prediction"].notna().all()
+
+
+def test_a_bad_predict_budget_is_refused_before_any_work(csvs, capsys):
+    argv = ["fit", str(csvs / "train.csv"), "--target", "diagnosis", "--out", str(csvs / "m_budget")]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--max-predict-ms", "0"])
+    assert exit_.value.code == 2
+    assert "give milliseconds (> 0), 'auto' or 'none'" in capsys.readouterr().err
+    assert not (csvs / "m_budget").exists()
