@@ -227,39 +227,49 @@ def _top_k_from_histogram(counts, n_bins, k, bound):  # pragma: no cover - compi
 
 
 @njit(inline="always", **_JIT)
-def _apr_from_histogram(
-    counts, n_bins, n_pos, tp_buf, prec_buf, best_buf, bound
-):  # pragma: no cover
+def _apr_from_histogram(counts, n_bins, N, n_pos, interp, bound):  # pragma: no cover
     """Eleven-point interpolated average precision with one threshold per level; clears the
     histogram. The exact order has these thresholds and more, so this is a lower bound;
-    ``bound[0]`` gets an upper one: each level's precision as if its positives came first."""
-    seen = 0
-    seen_pos = 0
-    n = 0
-    for b in range(n_bins - 1, -1, -1):
-        neg = counts[2 * b]
-        pos = counts[2 * b + 1]
+    ``bound[0]`` gets an upper one: each level's precision as if its positives came first.
+
+    One pass from the lowest level up: the thresholds then come in falling recall, so the
+    interpolated precision at recall r (the best precision at recall r or beyond) is the
+    running maximum just before the first threshold below r. ``interp`` (22,) is scratch."""
+    below = 0
+    below_pos = 0
+    # the best precisions so far as exact fractions (integer compares, no division per level;
+    # rounding a quotient is monotone, so dividing the best one gives the best quotient)
+    p_num, p_den, u_num, u_den = 0, 1, 0, 1
+    level = 10
+    for b in range(n_bins):
+        neg = np.int64(counts[2 * b])
+        pos = np.int64(counts[2 * b + 1])
         if pos + neg == 0:
             continue
-        seen += pos + neg
-        seen_pos += pos
-        tp_buf[n] = seen_pos
-        prec_buf[n] = seen_pos / seen
-        best_buf[n] = seen_pos / (seen - neg) if pos > 0 else prec_buf[n]
-        n += 1
+        seen = N - below  # cases at this level or above: the threshold below this level
+        seen_pos = n_pos - below_pos
+        while level >= 0 and 10 * seen_pos < level * n_pos:
+            interp[level] = p_num / p_den
+            interp[11 + level] = u_num / u_den
+            level -= 1
+        if seen_pos * p_den > p_num * seen:
+            p_num, p_den = seen_pos, seen
+        first = seen - neg if pos > 0 else seen  # the level's positives first
+        if seen_pos * u_den > u_num * first:
+            u_num, u_den = seen_pos, first
+        below += pos + neg
+        below_pos += pos
         counts[2 * b] = 0
         counts[2 * b + 1] = 0
-    for i in range(n - 2, -1, -1):  # best precision at this recall or beyond
-        prec_buf[i] = max(prec_buf[i], prec_buf[i + 1])
-        best_buf[i] = max(best_buf[i], best_buf[i + 1])
+    while level >= 0:
+        interp[level] = p_num / p_den
+        interp[11 + level] = u_num / u_den
+        level -= 1
     total = 0.0
     upper = 0.0
-    i = 0
     for level in range(11):
-        while 10 * tp_buf[i] < level * n_pos:
-            i += 1
-        total += prec_buf[i]
-        upper += best_buf[i]
+        total += interp[level]
+        upper += interp[11 + level]
     bound[0] = upper / 11.0
     return total / 11.0
 
@@ -284,9 +294,7 @@ def rank_binary(P, S, y, k1, kind, k_top, histograms):  # pragma: no cover - com
     for ch in prange(n_chunks):
         counts = histograms[ch]
         idx = np.empty(N, np.int64)
-        tp_buf = np.empty(n_bins, np.int64)
-        prec_buf = np.empty(n_bins)
-        best_buf = np.empty(n_bins)
+        interp = np.empty(22)
         bound = np.empty(2)
         for m in range(ch * M // n_chunks, (ch + 1) * M // n_chunks):
             fill_histogram(P[m], S, y, k1, n_bins, idx, counts)
@@ -297,7 +305,7 @@ def rank_binary(P, S, y, k1, kind, k_top, histograms):  # pragma: no cover - com
                 out[m] = _top_k_from_histogram(counts, n_bins, k_top, bound)
                 low[m], high[m] = bound[0], bound[1]
             else:
-                v = _apr_from_histogram(counts, n_bins, n_pos, tp_buf, prec_buf, best_buf, bound)
+                v = _apr_from_histogram(counts, n_bins, N, n_pos, interp, bound)
                 out[m], low[m], high[m] = v, v, bound[0]
     return out, low, high
 
