@@ -154,9 +154,10 @@ def test_a_csv_with_missing_values_fits_and_predicts_as_it_is(tmp_path, capsys):
 
 
 def test_a_bad_predict_budget_is_refused_before_any_work(csvs, capsys):
-    argv = ["fit", str(csvs / "train.csv"), "--target", "diagnosis", "--out", str(csvs / "m_budget")]
+    out = csvs / "m_budget"
+    argv = ["fit", str(csvs / "train.csv"), "--target", "diagnosis", "--out", str(out)]
     with pytest.raises(SystemExit) as exit_:
         main([*argv, "--max-predict-ms", "0"])
     assert exit_.value.code == 2
     assert "give milliseconds (> 0), 'auto' or 'none'" in capsys.readouterr().err
-    assert not (csvs / "m_budget").exists()
+    assert not out.exists()

@@ -42,7 +42,7 @@ from .kinds import get_kind, kinds
 
 __all__ = ["BUILTIN_SPECS", "LibrarySpec", "RunSpec", "SpecError", "load_spec", "parse_families"]
 
-BUILTIN_SPECS = ("tiny", "default", "caruana2006", "regression", "tiny_regression")
+BUILTIN_SPECS = ("tiny", "default", "modern", "caruana2006", "regression", "tiny_regression")
 CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")

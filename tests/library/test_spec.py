@@ -76,12 +76,17 @@ def test_random_sampler_and_integer_ranges():
 def test_shipped_specs_load(name):
     spec = load_spec(name)
     assert spec.n_members > 0
+    families_2006 = {
+        "svm", "mlp", "logreg", "naive_bayes", "knn", "tree", "bagged_trees", "adaboost",
+        "random_forest",
+    }  # fmt: skip
     if name == "default":
         assert spec.n_members >= 250
-        assert {r.family for r in spec.runs} >= {
-            "svm", "mlp", "logreg", "naive_bayes", "knn", "tree", "bagged_trees",
-            "adaboost", "random_forest", "xgboost", "lightgbm",
-            "hist_gbdt", "extra_trees", "tabular_mlp",
+        assert {r.family for r in spec.runs} == families_2006 | {"xgboost", "lightgbm"}
+    if name == "modern":
+        assert spec.n_members >= 250
+        assert {r.family for r in spec.runs} >= families_2006 | {
+            "xgboost", "lightgbm", "hist_gbdt", "extra_trees", "tabular_mlp",
         }  # fmt: skip
 
 
