@@ -150,6 +150,7 @@ def cheapest_within_noise(
     deadline: float | None = None,
     fractions: tuple[float, ...] = COST_FRACTIONS,
     n_boot: int = 50,
+    n_se: float = 1.0,
 ) -> tuple[np.ndarray, float | None, list[dict]]:
     """The cheapest ensemble whose hillclimb score is within noise of the unconstrained one.
 
@@ -157,11 +158,12 @@ def cheapest_within_noise(
     for each one tried, ensemble selection (``options``) is refitted under it, and the score
     lost against the unconstrained ensemble is compared with the standard error of that
     difference (a paired bootstrap over the hillclimb rows): a budget whose ensemble loses no
-    more than one standard error is accepted (the one-standard-error rule of Breiman et al.
-    1984, ESL §7.10). The budgets are bisected, assuming a smaller budget never scores better
-    (3 selections for 6 fractions); no selection starts after ``deadline``
-    (``time.monotonic()``) less the last one's duration. Returns ``(weights, budget or None,
-    rows tried)``, the unconstrained ``weights`` and None when no budget is accepted."""
+    more than ``n_se`` standard errors is accepted (with 1, the one-standard-error rule of
+    Breiman et al. 1984, ESL §7.10). The budgets are bisected, assuming a smaller budget
+    never scores better (3 selections for 6 fractions); no selection starts after
+    ``deadline`` (``time.monotonic()``) less the last one's duration. Returns ``(weights,
+    budget or None, rows tried)``, the unconstrained ``weights`` and None when no budget is
+    accepted."""
     metric = resolve_metric(metric)
     cost = PredictCost.coerce(cost, len(P))
     sign = 1.0 if greater_is_better(metric) else -1.0
@@ -198,7 +200,7 @@ def cheapest_within_noise(
             took = time.monotonic() - started
         gain, gain_boot = gains(es.weights_)
         lost, se = full - gain, float(np.std(full_boot - gain_boot, ddof=1))
-        accepted = bool(lost <= se)
+        accepted = bool(lost <= n_se * se)
         rows.append(
             {
                 "fraction": fractions[mid],
