@@ -431,7 +431,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         per fold); the costs are those the builder timed (``Library.members["predict_ms"]``),
         per sibling times K, or once with ``refit="full"``. ``predict_cost_ms_`` is the
         estimate for the chosen ensemble. ``"auto"`` (the default): the cheapest ensemble
-        whose hillclimb score is within one standard error of the unconstrained one's
+        whose hillclimb score is within half a standard error of the unconstrained one's
         (budgets of 1/2 to 1/64 of its cost, bisected; ``predict_budget_`` shows what was
         tried), so predictions get faster only where the hillclimb rows cannot tell the
         difference (docs/estimator.md has the measured speed and quality).

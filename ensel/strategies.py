@@ -150,7 +150,7 @@ def cheapest_within_noise(
     deadline: float | None = None,
     fractions: tuple[float, ...] = COST_FRACTIONS,
     n_boot: int = 50,
-    n_se: float = 1.0,
+    n_se: float = 0.5,
 ) -> tuple[np.ndarray, float | None, list[dict]]:
     """The cheapest ensemble whose hillclimb score is within noise of the unconstrained one.
 
@@ -159,7 +159,9 @@ def cheapest_within_noise(
     lost against the unconstrained ensemble is compared with the standard error of that
     difference (a paired bootstrap over the hillclimb rows): a budget whose ensemble loses no
     more than ``n_se`` standard errors is accepted (with 1, the one-standard-error rule of
-    Breiman et al. 1984, ESL §7.10). The budgets are bisected, assuming a smaller budget
+    Breiman et al. 1984, ESL §7.10; the default 0.5 was measured to keep test scores level
+    with the unconstrained ensemble, where 1 cost about 0.001 AUC and log loss:
+    docs/benchmarks.md). The budgets are bisected, assuming a smaller budget
     never scores better (3 selections for 6 fractions); no selection starts after
     ``deadline`` (``time.monotonic()``) less the last one's duration. Returns ``(weights,
     budget or None, rows tried)``, the unconstrained ``weights`` and None when no budget is
