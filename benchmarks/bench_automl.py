@@ -2,7 +2,7 @@
 budgets, on the allowed real classification datasets.
 
     python -m benchmarks.bench_automl [--quick] [--budgets 60 120 300] [--seeds 5]
-        [--datasets ...] [--configs ensel fixed autogluon] [--results runs/automl.jsonl]
+        [--datasets ...] [--configs ensel fixed autogluon] [--results FILE.jsonl]
 
 Protocol (the full run): every dataset of ``benchmarks.datasets.CLASSIFICATION`` but iris
 (10: binary and multiclass, some with missing values of their own), seeds 0-4 of the fixed
@@ -27,8 +27,10 @@ scikit-learn, fit seconds and predict seconds per row. The summary pairs ensel w
 opponent at equal budget, and ensel at 120 s with AutoGluon at 300 s (2.5x ensel's budget):
 pairs, wins on each metric, mean difference (positive = ensel better) and its standard error.
 
-Each finished fit is appended to ``--results`` (JSON lines), so an interrupted run resumes and a
-partial run is reported for exactly the pairs it has. The whole grid is 10 x 5 x 3 x 3 fits
+Each finished fit is appended to ``--results`` (JSON lines; by default
+``benchmarks/results/bench_automl.jsonl``, kept in git), so an interrupted run resumes, a later
+session adds to the earlier ones' fits, and a partial run is reported for exactly the pairs it
+has. The whole grid is 10 x 5 x 3 x 3 fits
 (about 20 hours on 2 cores); ``--quick`` runs one small dataset, one seed, 60 s.
 """
 
@@ -213,11 +215,18 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     parser.add_argument("--configs", nargs="*", default=list(CONFIGS))
-    parser.add_argument("--results", default="runs/bench_automl.jsonl")
+    parser.add_argument(
+        "--results",
+        default=str(ROOT / "benchmarks" / "results" / "bench_automl.jsonl"),
+        help="JSON lines of finished fits (tracked in git, so runs add up across sessions)",
+    )
     parser.add_argument(
         "--label", default=None, help="what this run is, for the docs (e.g. 'subset: ...')"
     )
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--report", action="store_true", help="fit nothing: report the fits in --results"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.budgets, args.seeds, args.datasets = [60.0], [0], ["pima"]
@@ -231,7 +240,7 @@ def main(argv=None) -> None:
     done = {(r["dataset"], r["seed"], r["config"], r["budget"]) for r in load_results(path)}
     load_before = os.getloadavg()
     started = time.strftime("%H:%M UTC", time.gmtime())
-    for budget in args.budgets:
+    for budget in [] if args.report else args.budgets:
         for seed in args.seeds:
             for name in args.datasets:
                 for config in args.configs:
