@@ -144,8 +144,8 @@ class DaskExecutor(Executor):
         finally:
             session.cancel()
 
-    def _stop_overdue(self, live: dict) -> Iterator[Outcome]:
-        """Time-outs of the tasks running past the limit; their workers are restarted."""
+    def _executing(self) -> dict:
+        """The tasks running on the workers now: ``{key: (worker address, seconds)}``."""
 
         def executing(dask_scheduler) -> dict:  # defined here: cloudpickled by value
             return {
@@ -154,7 +154,12 @@ class DaskExecutor(Executor):
                 for ts, seconds in ws.executing.items()
             }
 
-        running = self.client.run_on_scheduler(executing)
+        return self.client.run_on_scheduler(executing)
+
+    def _stop_overdue(self, live: dict) -> Iterator[Outcome]:
+        """Time-outs of the tasks running past the limit; their workers are restarted."""
+
+        running = self._executing()
         overdue = {k: v for k, v in running.items() if k in live and v[1] > self.time_limit}
         if not overdue:
             return
@@ -168,14 +173,7 @@ class DaskExecutor(Executor):
         """The end of the build's time budget: every live task is cancelled (the workers
         running one are restarted) and reported with status ``budget``."""
 
-        def executing(dask_scheduler) -> dict:  # defined here: cloudpickled by value
-            return {
-                ts.key: (ws.address, seconds)
-                for ws in dask_scheduler.workers.values()
-                for ts, seconds in ws.executing.items()
-            }
-
-        running = self.client.run_on_scheduler(executing)
+        running = self._executing()
         self.client.cancel([future for _, future in live.values()])
         busy = {k: v for k, v in running.items() if k in live}
         self._kill_workers(sorted({address for address, _ in busy.values()}))
