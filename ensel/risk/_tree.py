@@ -315,6 +315,15 @@ def _reach(left, right):  # pragma: no cover - compiled
 
 
 @njit(inline="always", **_JIT)
+def _children(fg_l, bg_l, fg, bg, criterion):  # pragma: no cover - compiled
+    """Size-weighted impurity of a split's two children: ``fg_l``/``bg_l`` data and background
+    weight on the left of ``fg``/``bg`` in all."""
+    fg_r, bg_r = fg - fg_l, bg - bg_l
+    left = (fg_l + bg_l) * _impurity(fg_l, bg_l, criterion)
+    return left + (fg_r + bg_r) * _impurity(fg_r, bg_r, criterion)
+
+
+@njit(inline="always", **_JIT)
 def _share(t, lo, hi):  # pragma: no cover - compiled
     """Fraction of the node's extent ``[lo, hi]`` below threshold ``t`` (a flat extent holds no
     background, so any share will do)."""
@@ -370,11 +379,7 @@ def _best_split(
             t = t0
             while t <= t1:
                 bg_l = bgc * _share(t, lo[f], hi[f])
-                bg_r = bgc - bg_l
-                fg_r = k_tot - cum
-                child = (cum + bg_l) * _impurity(cum, bg_l, criterion)
-                child += (fg_r + bg_r) * _impurity(fg_r, bg_r, criterion)
-                gain = scale * (parent - child / total)
+                gain = scale * (parent - _children(cum, bg_l, k_tot, bgc, criterion) / total)
                 if gain > best_gain:
                     best_gain = gain
                     best_f = f
@@ -393,11 +398,7 @@ def _best_split(
                     t = 0.5 * (kv[-1] + hi[f])
                     fg_l = k_tot
                 bg_l = bgc * _share(t, lo[f], hi[f])
-                bg_r = bgc - bg_l
-                fg_r = k_tot - fg_l
-                child = (fg_l + bg_l) * _impurity(fg_l, bg_l, criterion)
-                child += (fg_r + bg_r) * _impurity(fg_r, bg_r, criterion)
-                gain = scale * (parent - child / total)
+                gain = scale * (parent - _children(fg_l, bg_l, k_tot, bgc, criterion) / total)
                 if gain > best_gain:
                     best_gain = gain
                     best_f = f
