@@ -234,36 +234,35 @@ def _apr_from_histogram(counts, n_bins, N, n_pos, interp, bound):  # pragma: no 
 
     One pass from the lowest level up: the thresholds then come in falling recall, so the
     interpolated precision at recall r (the best precision at recall r or beyond) is the
-    running maximum just before the first threshold below r. ``interp`` (22,) is scratch."""
+    running maximum just before the first threshold below r. ``interp`` (22,) is scratch.
+    No branch depends on the data but the eleven recall crossings: an empty level repeats the
+    threshold below it, which changes no maximum, so it is not skipped (skipping it was a
+    branch the CPU mispredicted often). Rounding a quotient is monotone, so the maximum of the
+    rounded precisions is the rounded best precision (the same float as exact fractions)."""
     below = 0
     below_pos = 0
-    # the best precisions so far as exact fractions (integer compares, no division per level;
-    # rounding a quotient is monotone, so dividing the best one gives the best quotient)
-    p_num, p_den, u_num, u_den = 0, 1, 0, 1
+    p = 0.0
+    u = 0.0
     level = 10
     for b in range(n_bins):
         neg = np.int64(counts[2 * b])
         pos = np.int64(counts[2 * b + 1])
-        if pos + neg == 0:
-            continue
         seen = N - below  # cases at this level or above: the threshold below this level
         seen_pos = n_pos - below_pos
         while level >= 0 and 10 * seen_pos < level * n_pos:
-            interp[level] = p_num / p_den
-            interp[11 + level] = u_num / u_den
+            interp[level] = p
+            interp[11 + level] = u
             level -= 1
-        if seen_pos * p_den > p_num * seen:
-            p_num, p_den = seen_pos, seen
-        first = seen - neg if pos > 0 else seen  # the level's positives first
-        if seen_pos * u_den > u_num * first:
-            u_num, u_den = seen_pos, first
+        p = max(p, seen_pos / max(seen, 1))
+        first = seen - neg * (pos > 0)  # the level's positives first
+        u = max(u, seen_pos / max(first, 1))
         below += pos + neg
         below_pos += pos
         counts[2 * b] = 0
         counts[2 * b + 1] = 0
     while level >= 0:
-        interp[level] = p_num / p_den
-        interp[11 + level] = u_num / u_den
+        interp[level] = p
+        interp[11 + level] = u
         level -= 1
     total = 0.0
     upper = 0.0

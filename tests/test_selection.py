@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ensel._candidates as candidates
-from ensel.metrics import METRICS, greater_is_better, score
+from ensel.metrics import METRICS, greater_is_better, resolve_metric, score
 from ensel.selection import EnsembleSelection
 from ensel.synthetic import make_library
 
@@ -123,8 +123,6 @@ def test_fast_candidate_scores_track_exact_scores(binary_library):
     P, y = binary_library
     S = P[:7].astype(np.float32).astype(np.float64).sum(axis=0)
     P32 = P.astype(np.float32).astype(np.float64)
-    from ensel.metrics import resolve_metric
-
     for name in METRICS:
         m = resolve_metric(name)
         fast = candidates.fast_scorer(m, P, y)(S, 7)
@@ -166,8 +164,6 @@ def test_every_rank_pick_rests_on_exact_scores_when_levels_hold_several_cases(me
 
 @pytest.mark.parametrize("metric", ["lft", "roc", "bep", "apr"])
 def test_rank_bounds_hold_and_compiled_exact_scores_match_numpy(metric, binary_library):
-    from ensel.metrics import resolve_metric
-
     m = resolve_metric(metric)
     for P, y in (binary_library, crowded_library(40, 3000, seed=4)):
         P32 = np.ascontiguousarray(P, dtype=np.float32)
@@ -177,6 +173,21 @@ def test_rank_bounds_hold_and_compiled_exact_scores_match_numpy(metric, binary_l
         np.testing.assert_array_equal(compiled, exact)  # the same float64 numbers
         _, low, high = candidates._approx(m, P32, y)(S, 5)
         assert np.all(low <= exact + 1e-12) and np.all(exact <= high + 1e-12)
+
+
+@pytest.mark.parametrize("metric", ["roc", "apr"])
+def test_rank_kernel_estimate_is_the_exact_score_of_the_levels(metric):
+    """The binned kernels' estimate is the exact score of the quantised levels (each level one
+    tie group): the one-pass APR maximum and ROC's pair count must agree with sorting."""
+    m = resolve_metric(metric)
+    P, y = crowded_library(40, 3000, seed=4)
+    P32 = np.ascontiguousarray(P, dtype=np.float32)
+    S = P32[:5].astype(np.float64).sum(axis=0)
+    estimate, _, _ = candidates._approx(m, P32, y)(S, 5)
+    n_bins = min(candidates.RANK_BINS, max(64, 1 << int(np.ceil(np.log2(len(y))))))
+    levels = np.minimum(np.floor((S + P32.astype(np.float64)) / 6.0 * n_bins), n_bins - 1)
+    expected = [score(metric, y, level / n_bins) for level in levels]
+    np.testing.assert_allclose(estimate, expected, rtol=0, atol=1e-12)
 
 
 def test_numpy_fallback_without_numba(monkeypatch, binary_library):
