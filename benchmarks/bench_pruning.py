@@ -32,9 +32,9 @@ import pandas as pd
 
 from benchmarks import datasets
 from benchmarks._report import machine_line, write_section
-from benchmarks.bench_paper import DATASETS, SEED, outer_folds
+from benchmarks.bench_paper import DATASETS, SEED, outer_folds, perfect_score
 from ensel.library import build_library
-from ensel.metrics import LIFT_FRACTION, METRICS, baseline_score, score, score_batch
+from ensel.metrics import METRICS, baseline_score, score, score_batch
 from ensel.selection import EnsembleSelection
 from ensel.strategies import model_selection
 
@@ -130,15 +130,8 @@ def run_fold(P, y, P_test, y_test, quick: bool) -> list[dict]:
         rows.append(dict(experiment="_bottom", setting=0, bags=0, metric=metric,
                          score=baseline_score(metric, y_test)))  # fmt: skip
         rows.append(dict(experiment="_loss_floor", setting=0, bags=0, metric=metric,
-                         score=_best_possible(metric, y_test)))  # fmt: skip
+                         score=perfect_score(metric, y_test)))  # fmt: skip
     return rows
-
-
-def _best_possible(metric: str, y: np.ndarray) -> float:
-    """The score of a perfect prediction: loss is measured from it (Table 4.3)."""
-    if metric == "lft":
-        return min(1.0 / LIFT_FRACTION, len(y) / max(1, int(y.sum()))) if y.ndim == 1 else 0.0
-    return 0.0 if metric in ("rms", "mxe") else 1.0
 
 
 def normalise(frame: pd.DataFrame) -> pd.DataFrame:
