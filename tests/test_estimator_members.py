@@ -80,7 +80,8 @@ def test_estimator_grows_its_library():
     ).fit(X, y)
     families = clf.leaderboard_["family"].value_counts()
     assert families["logreg"] == 3
-    assert families["extra_trees"] == 2 * 2 * 2  # two runs x stages (64, 256) x (none, platt)
+    # one or two runs (those that raised the ensemble's score) x stages (64, 256) x (none, platt)
+    assert families["extra_trees"] in (2 * 2, 2 * 2 * 2)
     assert clf.predict_proba(X[:5]).shape == (5, 2)
 
 

@@ -236,8 +236,9 @@ def build_library(
     and the same seed gives the same store (a budget that ends early gives fewer runs).
     ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
     (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
-    "time": 120, "metric": "mxe", "families": [...]}``; grown runs are stored like any other
-    (under a ``time_limit`` growth gets the time the spec's runs leave, at most its own ``time``;
+    "time": 120, "metric": "mxe", "families": [...]}``; every proposed run is stored like any
+    other, and those that raised the ensemble's cross-selected score join the library (under a
+    ``time_limit`` growth gets the time the spec's runs leave, at most its own ``time``;
     ``grow=True``: as many trials as that time allows).
     """
     started = time.monotonic()

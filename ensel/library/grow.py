@@ -1,7 +1,9 @@
 """Grow a built library where the ensemble gains: optuna proposes new training runs (TPE,
 multivariate, one study over families with a conditional space), and a candidate's objective is
 the out-of-fold score of the current ensemble with the candidate's members added, not the
-candidate's own score, so the library grows where ensemble selection can use it.
+candidate's own score, so the library grows where ensemble selection can use it. Only the runs
+that raised that score join the library: the others stay in the store (a rerun finds them) but
+would only give the final selection more ways to fit noise in the hillclimb rows.
 
 The objective is cross-selected: the hillclimb rows (already out-of-fold predictions) are split
 in two stratified halves; ensemble selection over the current ensemble's members plus the
@@ -246,8 +248,8 @@ def grow_runs(
     y: np.ndarray,
     fit: Callable[[list[RunSpec]], dict[str, bool]],
 ) -> list[str]:
-    """Propose, fit and score new runs until the budget is spent; return the ids of the ok
-    runs it added, in order.
+    """Propose, fit and score new runs until the budget is spent; return the ids of the runs
+    that raised the cross-selected score when they were scored, in order.
 
     ``predictions(run_ids)`` gives the hillclimb predictions ``(m, n[, C])`` of stored runs'
     members; ``runs`` are the library's ok runs; ``fit(run_specs)`` fits and stores runs not yet
@@ -290,14 +292,14 @@ def grow_runs(
             if not status.get(run.run_id):
                 study.tell(trial, state=_failed())
                 continue
-            if run.run_id not in added and run.run_id not in runs:
-                added.append(run.run_id)
             candidate = np.concatenate([pool, np.asarray(predictions([run.run_id]), float)])
             value = cross.value(candidate)
             study.tell(trial, value)
             if value > best:
                 best = value
                 pool = candidate[cross.keep(candidate)]
+                if run.run_id not in added and run.run_id not in runs:
+                    added.append(run.run_id)
             log.info("grow: trial %d %s -> %.5f (best %.5f)", trial.number, run.run_id, value, best)
     return added
 
