@@ -18,7 +18,9 @@ Protocol (the full run): every dataset of ``benchmarks.datasets.CLASSIFICATION``
 - ``modern``: ``ensel`` with ``library="modern"`` (the modern grid, the default before this
   benchmark replaced it; its rows were fitted with the one-standard-error predict budget);
 - ``grow``: ``ensel`` with ``grow=True`` (optuna proposes new members where the ensemble gains,
-  in whatever time the build leaves);
+  in whatever time the build leaves; only runs that raised the cross-selected score join);
+- ``grow_all`` (rows only, no fits): ``grow`` as it was first measured, when every proposed run
+  joined the library;
 - ``autogluon``: ``TabularPredictor(presets="best_quality", eval_metric="log_loss")`` with
   ``time_limit=B`` and ``num_cpus=2`` (``benchmarks/_peers.run_autogluon``, its own venv).
 
@@ -64,6 +66,7 @@ PAIRINGS = (
     ("modern", "autogluon"),
     ("grow", "ensel"),
     ("grow", "autogluon"),
+    ("grow_all", "ensel"),
 )
 """Configurations compared at equal budget: (ours, theirs)."""
 
