@@ -262,17 +262,19 @@ def predict(args: argparse.Namespace) -> str:
         out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
     else:  # a regressor: one predicted value per row
         out = pd.DataFrame(index=range(len(frame)))
-    note = ""
-    if args.reject is not None:  # the model's reject option: thresholds checked, NaN risk refused
-        out["prediction"] = model.predict(frame, reject=args.reject)
-        refused = int(out["prediction"].isna().sum())
-        note = f" ({refused} refused: combined risk above {args.reject} or unknown)"
-    elif hasattr(model, "predict_proba"):
+    if hasattr(model, "predict_proba"):
         out["prediction"] = model.classes_[proba.argmax(axis=1)]
     else:
         out["prediction"] = model.predict(frame)
+    # risk once for both options (it costs more than the prediction)
+    risk = model.risk(frame) if args.with_risk or args.reject is not None else None
+    note = ""
+    if args.reject is not None:  # the model's reject option: thresholds checked, NaN risk refused
+        refuse = model.refused_rows(frame, args.reject, risk=risk)
+        out["prediction"] = out["prediction"].astype(object).where(~refuse, None)
+        note = f" ({int(refuse.sum())} refused: combined risk above {args.reject} or unknown)"
     if args.with_risk:
-        out = pd.concat([out, model.risk(frame).add_prefix("risk_")], axis=1)
+        out = pd.concat([out, risk.add_prefix("risk_")], axis=1)
     out.to_csv(args.out, index=False)
     return f"wrote {len(out)} predictions to {args.out}{note}"
 

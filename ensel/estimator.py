@@ -271,10 +271,11 @@ class _EnsembleSelectionBase(BaseEstimator):
             )
         return self.detectors_.risks(self._frame(X), n_jobs=self.n_jobs)
 
-    def _refuse(self, X, reject, proba=None) -> np.ndarray:
-        """Rows to refuse under ``reject`` (see ``predict``): combined risk above the threshold
-        or NaN, or, with ``proba`` and a minimum top-class probability, below that."""
-        risk = self.risk(X)["combined"].to_numpy()
+    def refused_rows(self, X, reject, proba=None, risk=None) -> np.ndarray:
+        """Boolean mask of the rows ``predict(X, reject=reject)`` refuses: combined risk above
+        the threshold or NaN, or, with ``proba`` and a minimum top-class probability, below
+        that. ``risk``: ``self.risk(X)`` if already computed (it is the costly part)."""
+        risk = (self.risk(X) if risk is None else risk)["combined"].to_numpy()
         if isinstance(reject, RejectRule):
             return reject.reject(risk, proba)
         min_proba, max_risk = _reject_thresholds(reject)
@@ -569,7 +570,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         labels = self.classes_[np.argmax(proba, axis=1)]
         if reject is None:
             return labels
-        return _refused(labels, self._refuse(X, reject, proba))
+        return _refused(labels, self.refused_rows(X, reject, proba))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
         proba = _full(proba, self.classes_.size)
@@ -685,7 +686,7 @@ class EnsembleSelectionRegressor(RegressorMixin, _EnsembleSelectionBase):
                 f"reject={reject!r}: a regressor has no class probabilities; give the largest "
                 "combined risk to accept (a float in [0, 1])"
             )
-        return _refused(values, self._refuse(X, reject))
+        return _refused(values, self.refused_rows(X, reject))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
         """The ensemble's ``(n,)`` prediction from the predictions of *every* library member

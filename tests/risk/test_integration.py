@@ -131,6 +131,12 @@ def test_predict_with_reject_refuses_risky_rows(fitted, cancer):
     np.testing.assert_array_equal(rule == None, marked == None)  # noqa: E711
     with pytest.raises(ValueError, match="reject="):
         fitted.predict(rows, reject="high")
+    # the mask from a risk frame computed once is the one predict(reject=...) applies
+    risk = fitted.risk(rows)
+    mask = fitted.refused_rows(rows, 0.9, risk=risk)
+    np.testing.assert_array_equal(mask, marked == None)  # noqa: E711
+    risk.loc[0, "combined"] = np.nan  # unknown risk is refused
+    assert fitted.refused_rows(rows, 0.9, risk=risk)[0]
 
 
 def test_risk_without_detectors_says_what_to_do(cancer):
