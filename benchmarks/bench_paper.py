@@ -32,7 +32,7 @@ import pandas as pd
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
 from benchmarks import datasets
-from benchmarks._report import machine_line, write_section
+from benchmarks._report import machine_line, markdown_table, write_section
 from ensel.library import build_library
 from ensel.metrics import (
     LIFT_FRACTION,
@@ -271,21 +271,11 @@ def write(per_method, per_dataset, es_beats, wins, proxies, table43, infos, args
         "best fold-averaged score of any member or method on that dataset, 0 = the best "
         "constant prediction), rows sorted by the mean:",
         "",
-        "| method | " + " | ".join(METRICS) + " | MEAN |",
-        "|---" * (len(METRICS) + 2) + "|",
-        *[
-            f"| {m} | " + " | ".join(f"{v:.3f}" for v in r.to_numpy()) + " |"
-            for m, r in per_method.iterrows()
-        ],
+        markdown_table(per_method.rename_axis("method"), ".3f"),
         "",
         "Mean normalised score over the eight metrics, per dataset:",
         "",
-        "| method | " + " | ".join(per_dataset.columns) + " |",
-        "|---" * (len(per_dataset.columns) + 1) + "|",
-        *[
-            f"| {m} | " + " | ".join(f"{v:.3f}" for v in r.to_numpy()) + " |"
-            for m, r in per_dataset.loc[per_method.index].iterrows()
-        ],
+        markdown_table(per_dataset.loc[per_method.index].rename_axis("method"), ".3f"),
         "",
         "ES-BOTH-CV beats MODSEL-BOTH-CV on the mean normalised score on "
         f"{sum(es_beats.values())} of {len(es_beats)} datasets"
@@ -302,24 +292,14 @@ def write(per_method, per_dataset, es_beats, wins, proxies, table43, infos, args
         "§4.3.5, direct metric optimisation: ES-BOTH-CV selecting for the metric in the first "
         "column, scored (mean normalised score over datasets) on each target metric:",
         "",
-        "| selected for | " + " | ".join(METRICS) + " | MEAN |",
-        "|---" * (len(METRICS) + 2) + "|",
-        *[
-            f"| {m} | " + " | ".join(f"{v:.3f}" for v in r.to_numpy()) + " |"
-            for m, r in proxies.iterrows()
-        ],
+        markdown_table(proxies.rename_axis("selected for"), ".3f"),
         "",
         "Table 4.3, percent loss reduction of ES-BOTH-CV against MODSEL-BOTH (no "
         "cross-validation: a 20% hillclimb split) per dataset, their MEAN, and MEAN^cv against "
         "MODSEL-BOTH-CV (loss = distance to a perfect score on fold-averaged raw scores; "
         "lift's perfect score is min(4, N / positives)):",
         "",
-        "| dataset | " + " | ".join(METRICS) + " | MEAN |",
-        "|---" * (len(METRICS) + 2) + "|",
-        *[
-            f"| {m} | " + " | ".join(f"{v:.2f}" for v in r.to_numpy()) + " |"
-            for m, r in table43.iterrows()
-        ],
+        markdown_table(table43.rename_axis("dataset"), ".2f"),
         "",
     ]
     write_section(SECTION, lines)

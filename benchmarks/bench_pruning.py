@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
-from benchmarks._report import machine_line, write_section
+from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks.bench_paper import DATASETS, SEED, outer_folds, perfect_score
 from ensel.library import build_library
 from ensel.metrics import METRICS, baseline_score, score, score_batch
@@ -293,12 +293,7 @@ def report(frame: pd.DataFrame, args, spec: str, ran: list[str], seconds: float)
             "unpruned) against MODSEL-CV on the same cross-validated library (loss = distance "
             "to a perfect score; lift's perfect score is min(4, N / positives)):",
             "",
-            "| dataset | " + " | ".join(METRICS) + " | MEAN |",
-            "|---" * (len(METRICS) + 2) + "|",
-            *[
-                f"| {d} | " + " | ".join(f"{v:.2f}" for v in r.to_numpy()) + " |"
-                for d, r in loss.iterrows()
-            ],
+            markdown_table(loss.rename_axis("dataset"), ".2f"),
             "",
         ],
     )
