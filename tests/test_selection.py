@@ -140,7 +140,7 @@ def test_fast_candidate_scores_track_exact_scores(binary_library):
 
 def crowded_library(n_members: int, n_samples: int, seed: int):
     """Predictions that float32 holds exactly (multiples of 2^-12) packed into [0.35, 0.65]:
-    with RANK_BINS levels over [0, 1], each level holds several cases."""
+    with the kernels' levels over [0, 1], each level holds several cases."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n_samples)
     signal = 0.04 * (y - 0.5)
@@ -155,7 +155,8 @@ def test_every_rank_pick_rests_on_exact_scores_when_levels_hold_several_cases(me
     fast path and exact sorting select the same weights even where each score level holds
     several cases of both classes."""
     P, y = crowded_library(30, 20_000, seed=3)
-    levels = np.floor(P[0] * candidates.RANK_BINS)
+    n_bins = candidates.rank_bins(len(y), candidates.RANK_KERNELS[metric])
+    levels = np.floor(P[0] * n_bins)
     assert len(y) / len(np.unique(levels)) > 5  # several cases per level
     fast, exact = fast_and_exact(metric, P, y, n_iter=12, sorted_init=False)
     np.testing.assert_array_equal(fast.order_, exact.order_)
@@ -184,10 +185,17 @@ def test_rank_kernel_estimate_is_the_exact_score_of_the_levels(metric):
     P32 = np.ascontiguousarray(P, dtype=np.float32)
     S = P32[:5].astype(np.float64).sum(axis=0)
     estimate, _, _ = candidates._approx(m, P32, y)(S, 5)
-    n_bins = min(candidates.RANK_BINS, max(64, 1 << int(np.ceil(np.log2(len(y))))))
+    n_bins = candidates.rank_bins(len(y), candidates.RANK_KERNELS[metric])
     levels = np.minimum(np.floor((S + P32.astype(np.float64)) / 6.0 * n_bins), n_bins - 1)
     expected = [score(metric, y, level / n_bins) for level in levels]
     np.testing.assert_allclose(estimate, expected, rtol=0, atol=1e-12)
+
+
+def test_rank_levels_are_powers_of_two_within_their_caps():
+    assert candidates.rank_bins(5000, 0) == 2048 and candidates.rank_bins(5000, 2) == 1024
+    assert candidates.rank_bins(10**6, 0) == candidates.RANK_BINS
+    assert candidates.rank_bins(10**6, 1) == candidates.RANK_BINS // 2
+    assert candidates.rank_bins(10, 2) == 64
 
 
 def test_numpy_fallback_without_numba(monkeypatch, binary_library):
