@@ -44,7 +44,7 @@ from ensel.metrics import (
 )
 from ensel.strategies import STRATEGIES
 
-SECTION = "## Ensemble selection vs model selection and Bayesian averaging (Tables 4.1-4.2)"
+SECTION = "## Ensemble selection vs model selection and Bayesian averaging (Tables 4.1-4.3)"
 DATASETS = ("breast_cancer", "pima", "biopsy", "participation", "turnout")
 LIBRARIES = {"NOCAL": ("none",), "CAL": ("platt",), "BOTH": ("none", "platt")}
 PROXIES = ("rms", "mxe", "roc", "acc")
