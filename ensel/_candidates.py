@@ -32,22 +32,6 @@ RANK_BINS = 1 << 12
 """Most score levels for fast rank metrics (fewer when N is small, see ``rank_bins``): their
 counters stay in the L1 cache and are read in order. The levels only decide which candidates
 are scored exactly, not the pick."""
-CASES_PER_LEVEL = {0: 2, 1: 4, 2: 4}
-"""About this many cases per score level, by kernel kind (ROC, top-k, APR). Fewer levels make
-the pass over them cheaper and the bounds looser (more finalists scored exactly); ROC's bound
-(pairs sharing a level) loosens fastest. Measured on 2,000 x 5,000 synthetic libraries, one
-thread: from one level per case to these, a step fell 1.25x (ROC), 1.5x (LFT), 2.2x (BEP) and
-1.9x (APR); at 20,000 cases ROC was fastest at 4,096 levels, the others at 2,048."""
-
-
-def rank_bins(n_cases: int, kind: int) -> int:
-    """Score levels of the rank kernel ``kind`` for ``n_cases``: a power of two near
-    ``n_cases / CASES_PER_LEVEL[kind]``, from 64 up to ``RANK_BINS`` (ROC) or half of it."""
-    cap = RANK_BINS if kind == 0 else RANK_BINS // 2
-    target = max(1.0, n_cases / CASES_PER_LEVEL[kind])
-    return int(min(cap, max(64, 1 << int(np.floor(np.log2(target))))))
-
-
 SERIAL_BELOW = 1 << 20
 """Matrices smaller than this are scored on one thread: a step then takes microseconds, and
 waking a second thread costs more (much more when another process holds the other core)."""
@@ -64,6 +48,23 @@ CHUNK_BYTES = 64 << 20
 
 StepScorer = Callable[[np.ndarray, int, np.ndarray | None], np.ndarray]
 """``scorer(S, k, available)``: scores of every candidate; unavailable ones may hold NaN."""
+
+
+def rank_bins(n_cases: int, kind: int) -> int:
+    """Score levels of the rank kernel ``kind`` (0 ROC, 1 top-k, 2 APR) for ``n_cases``.
+
+    Fewer levels make each candidate's pass over them cheaper but its bounds looser, so more
+    finalists are scored exactly, and more so as the ensemble grows and candidates draw close.
+    ROC's bound (the pairs sharing a level) loosens fastest: it keeps about one level per case
+    (up to ``RANK_BINS``); LFT, BEP and APR take about two cases per level (up to half of it).
+    Measured on a 2,000 x 5,000 synthetic library (steps 10 to 99 of one selection): ROC at
+    2,048 levels cost 1.9-2.5x more per step than at 4,096; LFT, BEP and APR at 2,048 cost
+    0.5-0.8x their time at 4,096, and at 1,024 up to 2.3x more again late in the selection."""
+    if kind == 0:
+        levels, cap = 1 << int(np.ceil(np.log2(max(n_cases, 2)))), RANK_BINS
+    else:
+        levels, cap = 1 << int(np.round(np.log2(max(n_cases, 2) / 2))), RANK_BINS // 2
+    return int(min(cap, max(64, levels)))
 
 
 class exact_scorer:

@@ -192,7 +192,8 @@ def test_rank_kernel_estimate_is_the_exact_score_of_the_levels(metric):
 
 
 def test_rank_levels_are_powers_of_two_within_their_caps():
-    assert candidates.rank_bins(5000, 0) == 2048 and candidates.rank_bins(5000, 2) == 1024
+    assert candidates.rank_bins(5000, 0) == 4096 and candidates.rank_bins(5000, 2) == 2048
+    assert candidates.rank_bins(1000, 0) == 1024 and candidates.rank_bins(1000, 1) == 512
     assert candidates.rank_bins(10**6, 0) == candidates.RANK_BINS
     assert candidates.rank_bins(10**6, 1) == candidates.RANK_BINS // 2
     assert candidates.rank_bins(10, 2) == 64
