@@ -19,6 +19,8 @@ Protocol (the full run): every dataset of ``benchmarks.datasets.CLASSIFICATION``
   benchmark replaced it; its rows were fitted with the one-standard-error predict budget);
 - ``grow``: ``ensel`` with ``grow=True`` (optuna proposes new members where the ensemble gains,
   in whatever time the build leaves; only runs that raised the cross-selected score join);
+- ``pruned``: ``ensel`` with ``prune_fraction=0.2`` (selection from the best fifth of the
+  library, §4.3.6's rule of thumb), to set the pruning default from;
 - ``grow_all`` (rows only, no fits): ``grow`` as it was first measured, when every proposed run
   joined the library;
 - ``autogluon``: ``TabularPredictor(presets="best_quality", eval_metric="log_loss")`` with
@@ -55,7 +57,7 @@ from benchmarks.datasets import CLASSIFICATION, train_test
 SECTION = "## AutoML comparison (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow")
+CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned")
 DATASETS = tuple(n for n in CLASSIFICATION if n != "iris")
 PAIRINGS = (
     ("ensel", "autogluon"),
@@ -67,6 +69,8 @@ PAIRINGS = (
     ("grow", "ensel"),
     ("grow", "autogluon"),
     ("grow_all", "ensel"),
+    ("pruned", "ensel"),
+    ("pruned", "autogluon"),
 )
 """Configurations compared at equal budget: (ours, theirs)."""
 
@@ -88,8 +92,11 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
     """Fit an ensel configuration and predict the test rows."""
     from ensel import EnsembleSelectionClassifier
 
-    fixed = config == "fixed"  # the former default: the fixed grid, no predict-cost budget
-    extra = {"max_predict_ms": None} if fixed else {"grow": True} if config == "grow" else {}
+    extra = {
+        "fixed": {"max_predict_ms": None},  # the former default: no predict-cost budget
+        "grow": {"grow": True},
+        "pruned": {"prune_fraction": 0.2},
+    }.get(config, {})
     library = {"fixed": str(FIXED_GRID), "modern": "modern"}.get(config, "default")
     clf = EnsembleSelectionClassifier(
         library=library,
