@@ -265,13 +265,14 @@ class _Session:
         """The outcome of a finished future, or None when there is none yet (sent again) or no
         longer (stopped at its time limit, already reported)."""
         entry = self.live.pop(future.key, None)
-        future.release()
+        status = future.status  # before release: once released, the scheduler may forget the
+        future.release()  # key and the client then reports a finished run as cancelled
         if entry is None:
             return None
         i, _, cancellations, data_key = entry
-        if future.status == "finished":
+        if status == "finished":
             return Outcome(i, *result)
-        if future.status == "error":
+        if status == "error":
             exc = result[1]
             if isinstance(exc, self.distributed.KilledWorker) and exc.task == data_key:
                 return self._data_lost(i, cancellations, data_key, exc)
