@@ -11,6 +11,7 @@ detector) and ``CombinedRisk``, which does it all in memory for a user's own det
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,8 @@ from ..calibration import PlattCalibrator, cross_fit, cross_fit_groups
 from ..data import as_frame
 from ..selection import EnsembleSelection
 from ._base import DETECTORS, Detector, FeatureSpace, get_detector, load_all
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_DETECTORS",
@@ -116,7 +119,9 @@ class Combination:
         return np.stack([c.predict(r) for c, r in zip(self.calibrators, R, strict=True)])
 
     def combined(self, R: np.ndarray) -> np.ndarray:
-        return np.clip(self.weights @ self.calibrated(R), 0.0, 1.0)
+        keep = np.flatnonzero(self.weights > 0)  # a left-out detector's NaN must not leak in
+        risks = np.stack([self.calibrators[i].predict(R[i]) for i in keep])
+        return np.clip(self.weights[keep] @ risks, 0.0, 1.0)
 
 
 def fit_combination(
@@ -133,12 +138,25 @@ def fit_combination(
     t = np.asarray(background).astype(int)
     groups = cross_fit_groups(t.size, random_state)
     P = np.stack([cross_fit(PlattCalibrator, r, t, groups)[0] for r in R])
+    usable = np.isfinite(P).all(axis=1)  # a detector with non-finite risks gets no weight
+    if not usable.any():
+        raise ValueError(
+            f"every detector ({', '.join(names)}) gave non-finite risks; leave the spec's "
+            "'detectors:' section out, or save the model with save(path, risk=False)"
+        )
+    if not usable.all():
+        log.warning(
+            "detector(s) %s gave non-finite risks: left out of the combined risk",
+            [n for n, ok in zip(names, usable, strict=True) if not ok],
+        )
     # No model bagging: it guards large libraries against overfitting, but with a handful of
     # detectors half-size bags often hold only weak ones.
     es = EnsembleSelection(metric="mxe", n_bags=1, bag_fraction=1.0, random_state=random_state)
-    es.fit(P, t)
+    es.fit(P[usable], t)
+    weights = np.zeros(len(R))
+    weights[usable] = es.weights_
     calibrators = [PlattCalibrator().fit(r, t) for r in R]
-    return Combination(list(names), calibrators, np.asarray(es.weights_, dtype=float))
+    return Combination(list(names), calibrators, weights)
 
 
 @dataclass

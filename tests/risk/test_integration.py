@@ -115,6 +115,22 @@ def test_combination_weights_detectors_by_how_well_they_tell_data_from_backgroun
     assert combined[t == 1].mean() > combined[t == 0].mean() + 0.2
 
 
+def test_a_detector_with_non_finite_risks_is_left_out_of_the_combination(caplog):
+    """Seen on Ecdat::DoctorAUS: one detector's risks broke its Platt scaling, and the NaN
+    crashed the whole fit; it now gets no weight and cannot leak NaN into the combined risk."""
+    rng = np.random.default_rng(1)
+    t = np.r_[np.zeros(300), np.ones(300)]
+    good = np.clip(0.5 + 0.4 * (t - 0.5) + 0.25 * rng.normal(size=t.size), 0, 1)
+    broken = rng.random(t.size)
+    broken[::7] = np.nan
+    comb = fit_combination(np.stack([broken, good]), t, ["broken", "good"])
+    assert comb.weights[0] == 0.0 and comb.weights[1] == pytest.approx(1.0)
+    assert "['broken']" in caplog.text
+    assert np.isfinite(comb.combined(np.stack([broken, good]))).all()
+    with pytest.raises(ValueError, match="every detector"):
+        fit_combination(np.stack([broken]), t, ["broken"])
+
+
 def test_predict_with_reject_refuses_risky_rows(fitted, cancer):
     X, _ = cancer
     rows = pd.concat([X.head(10), X.head(3) * 5.0], ignore_index=True)
