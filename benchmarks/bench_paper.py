@@ -125,12 +125,18 @@ def perfect_score(metric: str, y: np.ndarray) -> float:
     return 0.0 if metric in ("rms", "mxe") else 1.0
 
 
+def percent_loss_reduction(ours: pd.Series, theirs: pd.Series, perfect: pd.Series) -> pd.Series:
+    """Table 4.3's measure: how much of ``theirs``'s loss ``ours`` removes, in percent, loss =
+    distance to the ``perfect`` score (NaN where theirs has no loss)."""
+    loss_ours, loss_theirs = (ours - perfect).abs(), (theirs - perfect).abs()
+    return 100 * (loss_theirs - loss_ours) / loss_theirs.where(loss_theirs > 0)
+
+
 def loss_reduction(means: pd.DataFrame, ours: str, theirs: str) -> pd.DataFrame:
     """Table 4.3: percent loss reduction of method ``ours`` against ``theirs`` per (dataset,
-    metric), on fold-averaged raw scores; loss = distance to a perfect score."""
+    metric), on fold-averaged raw scores."""
     raw = means.pivot_table(index=["dataset", "metric"], columns="method", values="score")
-    loss = lambda m: (raw[m] - raw["_perfect"]).abs()  # noqa: E731
-    reduction = 100 * (loss(theirs) - loss(ours)) / loss(theirs).where(loss(theirs) > 0)
+    reduction = percent_loss_reduction(raw[ours], raw[theirs], raw["_perfect"])
     return reduction.unstack("metric")[list(METRICS)]
 
 

@@ -32,7 +32,13 @@ import pandas as pd
 
 from benchmarks import datasets
 from benchmarks._report import machine_line, markdown_table, write_section
-from benchmarks.bench_paper import DATASETS, SEED, outer_folds, perfect_score
+from benchmarks.bench_paper import (
+    DATASETS,
+    SEED,
+    outer_folds,
+    percent_loss_reduction,
+    perfect_score,
+)
 from ensel.library import build_library
 from ensel.metrics import METRICS, baseline_score, score, score_batch
 from ensel.selection import EnsembleSelection
@@ -158,9 +164,7 @@ def loss_reduction(frame: pd.DataFrame) -> pd.DataFrame:
     floor = frame[frame["experiment"] == "_loss_floor"].set_index(["dataset", "fold", "metric"])
     es = full[full["bags"] == 20].set_index(["dataset", "fold", "metric"])["score"]
     mod = full[full["bags"] == 0].set_index(["dataset", "fold", "metric"])["score"]
-    perfect = floor["score"].reindex(es.index)
-    loss_es, loss_mod = (es - perfect).abs(), (mod - perfect).abs()
-    reduction = 100 * (loss_mod - loss_es) / loss_mod.where(loss_mod > 0)
+    reduction = percent_loss_reduction(es, mod, floor["score"].reindex(es.index))
     table = reduction.groupby(level=["dataset", "metric"]).mean().unstack("metric")[list(METRICS)]
     table.loc["MEAN"] = table.mean()
     table["MEAN"] = table.mean(axis=1)

@@ -408,11 +408,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, _EnsembleSelectionBase):
         4.1-4.2, set from a measurement of this estimator (docs/benchmarks.md, "AutoML
         comparison": 8 datasets x 3 seeds, 60 s budgets): ``prune_fraction=0.2`` was better in
         test AUC on only 5 of 24 pairs (-0.0013 +- 0.0005), in log loss on 7 (-0.0020 +-
-        0.0007). Selection
-        alone ("Library pruning" there) leans the paper's way on the 1,874-member caruana2006
-        library (keeping 10% with 20 bags: 0.757 against 0.738 unpruned, one small dataset) and
-        is level on the 439-member default library with bagging (0.887 against 0.880, better
-        on 2 of 5 datasets).
+        0.0007). Selection alone ("Library pruning" there) leans the paper's way on the
+        1,874-member caruana2006 library (keeping 10% with 20 bags: 0.757 against 0.738
+        unpruned, one small dataset) and is level on the 439-member default library with
+        bagging (0.887 against 0.880, better on 2 of 5 datasets).
     tune_selection : choose the selection options per fit by a nested out-of-fold comparison on
         the hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
         library pruned to its best half or fifth, no bagging, no sorted initialisation); the

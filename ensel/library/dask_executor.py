@@ -158,7 +158,6 @@ class DaskExecutor(Executor):
 
     def _stop_overdue(self, live: dict) -> Iterator[Outcome]:
         """Time-outs of the tasks running past the limit; their workers are restarted."""
-
         running = self._executing()
         overdue = {k: v for k, v in running.items() if k in live and v[1] > self.time_limit}
         if not overdue:

@@ -114,14 +114,14 @@ class Combination:
     calibrators: list[PlattCalibrator]
     weights: np.ndarray
 
-    def calibrated(self, R: np.ndarray) -> np.ndarray:
-        """``(D, n)`` calibrated risks from raw ``(D, n)`` risks."""
-        return np.stack([c.predict(r) for c, r in zip(self.calibrators, R, strict=True)])
+    def calibrated(self, R: np.ndarray, which=None) -> np.ndarray:
+        """Calibrated risks of the detectors ``which`` (default all) from raw ``(D, n)`` risks."""
+        which = range(len(self.calibrators)) if which is None else which
+        return np.stack([self.calibrators[i].predict(R[i]) for i in which])
 
     def combined(self, R: np.ndarray) -> np.ndarray:
         keep = np.flatnonzero(self.weights > 0)  # a left-out detector's NaN must not leak in
-        risks = np.stack([self.calibrators[i].predict(R[i]) for i in keep])
-        return np.clip(self.weights[keep] @ risks, 0.0, 1.0)
+        return np.clip(self.weights[keep] @ self.calibrated(R, keep), 0.0, 1.0)
 
 
 def fit_combination(
