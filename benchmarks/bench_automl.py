@@ -309,10 +309,16 @@ def main(argv=None) -> None:
     lines = [
         "",
         f"**{label}.** " + machine_line(command.strip()),
-        f"Started {started}; load average (1/5/15 min) {load_before[0]:.1f}/{load_before[1]:.1f}/"
-        f"{load_before[2]:.1f} at the start, {load_after[0]:.1f}/{load_after[1]:.1f}/"
-        f"{load_after[2]:.1f} at the end (the load at the start of each fit is in the timing "
-        "table: above 2, a fit shared the 2 cores with other work).",
+        (
+            f"Reported {started} from {path.name}; its fits ran earlier (the load at the start "
+            "of each fit is in the timing table: above 2, a fit shared the 2 cores with other "
+            "work)."
+            if args.report
+            else f"Started {started}; load average (1/5/15 min) {load_before[0]:.1f}/"
+            f"{load_before[1]:.1f}/{load_before[2]:.1f} at the start, {load_after[0]:.1f}/"
+            f"{load_after[1]:.1f}/{load_after[2]:.1f} at the end (the load at the start of each "
+            "fit is in the timing table: above 2, a fit shared the 2 cores with other work)."
+        ),
         "",
         "Paired over (dataset, seed); differences positive when ensel is better; se = standard "
         "error of the mean difference.",

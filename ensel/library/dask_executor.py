@@ -264,8 +264,10 @@ class _Session:
         """The outcome of a finished future, or None when there is none yet (sent again) or no
         longer (stopped at its time limit, already reported)."""
         entry = self.live.pop(future.key, None)
-        status = future.status  # before release: once released, the scheduler may forget the
-        future.release()  # key and the client then reports a finished run as cancelled
+        # Read the status before releasing: a released key may be forgotten by the scheduler,
+        # and the client would then report a run that finished as cancelled.
+        status = future.status
+        future.release()
         if entry is None:
             return None
         i, _, cancellations, data_key = entry
