@@ -135,7 +135,7 @@ def test_saved_file_is_compressed_and_holds_large_arrays(tmp_path):
     import pickle
     import zlib
 
-    from ensel.estimator import _Sink
+    from ensel.estimator.persistence import _Sink
 
     buffer, packer = io.BytesIO(), zlib.compressobj(3)
     obj = {"a": np.arange(300_000)}

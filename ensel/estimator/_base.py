@@ -1,0 +1,406 @@
+"""What the classifier and the regressor share: building (or reusing) the library, combining
+its members by a strategy, keeping those with weight, the weighted sum of their test-time
+predictions, risk, the leaderboard, save and load. Budget planning lives in
+:mod:`ensel.estimator.budget`, the file format in :mod:`ensel.estimator.persistence`."""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..data import named
+from ..library import Library, build_library
+from ..library.cost import predict_cost
+from ..library.grow import GrowSpec
+from ..library.spec import load_spec
+from ..metrics import greater_is_better, resolve_metric
+from ..risk.combined import DetectorSet
+from ..risk.reject import RejectRule, reject_mask
+from ..selection import PredictCost
+from ..strategies import STRATEGIES, cheapest_within_noise, choose_selection
+from . import budget
+from .persistence import read_model, version, write_model
+
+__all__ = ["EnsembleSelectionBase", "Selected"]
+
+REFIT = (None, "full")
+
+
+@dataclass
+class Selected:
+    """What selection made of a library: the library, its hillclimb matrix, the metric and
+    one weight per library member."""
+
+    library: Library
+    P: np.ndarray
+    metric: object
+    weights: np.ndarray
+
+
+class EnsembleSelectionBase(BaseEstimator):
+    """The shared part of both estimators (see the module docstring). Subclasses set
+    ``_task`` and the parameters of their own."""
+
+    _task = "classification"
+    _tune_selection = False
+    """Whether this estimator has ``tune_selection`` and ``grow`` (the classifier does)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
+        return tags
+
+    def _fit_members(self, X, y, groups) -> Selected:
+        """Build the library and combine it; sets the fitted attributes both estimators
+        share."""
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
+        started = time.monotonic()
+        metric = resolve_metric(self.metric, task=self._task)
+        options = self._selection_options()
+        speed = None
+        if self.time_limit is not None:
+            if (
+                isinstance(self.time_limit, bool)
+                or not isinstance(self.time_limit, int | float)
+                or not self.time_limit > 0
+            ):
+                raise ValueError(
+                    f"time_limit={self.time_limit!r}: give the fit's budget in seconds (> 0)"
+                )
+            speed = budget.Background(budget.selection_speed, self.strategy, metric, options)
+        lib = self._library(X, y, groups, started)
+        if lib.task != self._task:
+            raise ValueError(
+                f"the library was built for {lib.task}, but {type(self).__name__} does "
+                f"{self._task}; use a {self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        P = np.asarray(lib.predictions)
+        deadline, options = self._fit_selection_in_time(lib, P, options, speed, started)
+        weights = self._select(lib, P, metric, options, deadline)
+        self._keep(lib, P, weights, X, y, groups)
+        self.fit_seconds_ = time.monotonic() - started
+        self.ensel_version_ = version()
+        return Selected(lib, P, metric, weights)
+
+    def _selection_options(self) -> dict:
+        """The selection options of ``EnsembleSelection`` as this estimator's parameters say."""
+        return {
+            "n_iter": self.n_iter,
+            "n_bags": self.n_bags,
+            "bag_fraction": self.bag_fraction,
+            "replacement": self.replacement,
+            "sorted_init": self.sorted_init,
+            "max_init": self.max_init,
+            "prune_fraction": self.prune_fraction,
+            "random_state": self.random_state,
+        }
+
+    def _fit_selection_in_time(self, lib, P, options, speed, started):
+        """``(deadline, options)``: under ``time_limit``, the moment selection must end by and
+        the selection options that fit the time the build left (``budget_`` says what
+        changed); without one, ``(None, options)``."""
+        self.budget_ = {}
+        if speed is None:
+            return None, options
+        speed = speed.result(default=budget.SELECTION_SPEED)
+        after = 0.5 + 0.02 * self.time_limit  # detectors' combination, members, report
+        deadline = started + self.time_limit - after
+        left = deadline - time.monotonic()
+        # "auto" refits selection under smaller cost budgets: half the time is theirs
+        left = left / 2 if self._auto_budget() and self.strategy == "es" else left
+        options, self.budget_ = budget.selection_within(options, left, speed, P.shape)
+        runs = lib.failures.drop_duplicates("run")
+        self.budget_.update(
+            build_seconds=time.monotonic() - started,
+            runs_ok=int(lib.members["run"].nunique()),
+            runs_not_finished=runs["status"].value_counts().to_dict(),
+        )
+        return deadline, options
+
+    def _select(self, lib, P, metric, options, deadline) -> np.ndarray:
+        """One weight per library member, by ``strategy`` under the predict-cost budget."""
+        auto = self._auto_budget()
+        self.selection_comparison_ = []
+        if self._tune_selection and self.tune_selection and self.strategy == "es":
+            options, self.selection_comparison_ = choose_selection(P, lib.y, metric, options)
+        self.selection_options_ = dict(options)
+        if self.refit not in REFIT:
+            raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
+        cost = self._predict_cost(lib)
+        chosen = options
+        if self.max_predict_ms is not None and not auto:
+            if self.strategy != "es":
+                raise ValueError(f"max_predict_ms works with strategy='es', not {self.strategy!r}")
+            chosen = {**options, "max_cost": float(self.max_predict_ms), "cost": cost}
+        weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
+        self.predict_budget_ = {"max_predict_ms": None if auto else self.max_predict_ms}
+        if auto and self.strategy == "es" and cost is not None:
+            weights, ms, tried = cheapest_within_noise(
+                P, lib.y, metric, options, cost, weights, deadline=deadline
+            )
+            self.predict_budget_ = {"max_predict_ms": ms, "tried": tried}
+        self.predict_cost_ms_ = np.nan if cost is None else cost.of(np.flatnonzero(weights > 0))
+        return weights
+
+    def _keep(self, lib, P, weights, X, y, groups) -> None:
+        """The fitted attributes: the members with weight (refitted on all rows where
+        ``refit="full"``), the leaderboard, the columns, the detectors."""
+        self.leaderboard_ = _leaderboard(lib, P, weights)
+        keep = np.flatnonzero(weights > 0)
+        self.members_ = lib.members.iloc[keep].assign(weight=weights[keep]).reset_index(drop=True)
+        self.weights_ = weights[keep]
+        self.fitted_members_ = lib.subset(self.members_["id"])
+        if self.refit == "full":
+            self.fitted_members_ = lib.refit_full(
+                self.fitted_members_,
+                X,
+                y,
+                groups,
+                random_state=self.random_state,
+                n_jobs=self.n_jobs,
+            )
+        self.columns_ = list(lib.columns)  # the columns the members use
+        self.input_columns_ = list(lib.input_columns)  # the columns given to fit
+        self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
+        self.categories_ = dict(lib.categories)
+        self.n_features_in_ = len(self.input_columns_)
+        if isinstance(X, pd.DataFrame):
+            self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
+        self.detectors_ = _detector_set(lib, self.random_state)
+        self.library_path_ = None if lib.temporary else str(Path(lib.store.path).resolve())
+
+    def _predict_cost(self, lib: Library) -> PredictCost | None:
+        """What predicting with each set of members costs (None where the library's builder
+        recorded no timings and no budget asks for them)."""
+        siblings = 1 if self.refit == "full" else int(lib.store.header.get("cv") or 1)
+        try:
+            needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
+        except ValueError:
+            if self.max_predict_ms is not None and not self._auto_budget():
+                raise
+            return None
+        return PredictCost(needs, item_cost)
+
+    def _auto_budget(self) -> bool:
+        """Whether ``max_predict_ms`` asks for the cheapest ensemble within noise ("auto")."""
+        if isinstance(self.max_predict_ms, str):
+            if self.max_predict_ms != "auto":
+                raise ValueError(
+                    f"max_predict_ms={self.max_predict_ms!r}: give milliseconds per 1,000 rows, "
+                    "'auto' or None"
+                )
+            return True
+        return False
+
+    def _build_budget(self, spec, X, y, started: float) -> float | None:
+        """The seconds the library build may take (:func:`budget.build_seconds`)."""
+        if self.time_limit is None:
+            return None
+        n_rows = len(X) if self.cv is not None else max(1, int(0.2 * len(X)))
+        n_classes = 1 if self._task == "regression" else int(pd.Series(np.ravel(y)).nunique())
+        options = {"n_bags": self.n_bags, "n_iter": self.n_iter, "bag_fraction": self.bag_fraction}
+        return budget.build_seconds(
+            self.time_limit,
+            spec.n_members,
+            n_rows,
+            n_classes,
+            options,
+            time.monotonic() - started,
+        )
+
+    def _library(self, X, y, groups, started: float | None = None) -> Library:
+        if isinstance(self.library, Library):
+            return self.library
+        if (
+            isinstance(self.library, str | os.PathLike)
+            and (Path(self.library) / "store.json").is_file()
+        ):
+            return Library.open(self.library)
+        spec = load_spec(self.library)
+        if spec.task != self._task:  # say so before any training
+            raise ValueError(
+                f"library spec {spec.name!r} is for {spec.task}, but {type(self).__name__} "
+                f"does {self._task}; use a {self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        return build_library(
+            X,
+            y,
+            spec=spec,
+            cv=self.cv,
+            store=self.store,
+            n_jobs=self.n_jobs,
+            backend=self.backend,
+            client=self.client,
+            random_state=self.random_state,
+            groups=groups,
+            time_limit=self._build_budget(
+                spec, X, y, time.monotonic() if started is None else started
+            ),
+            run_time_limit=self.run_time_limit,
+            verbose=self.verbose,
+            grow=self._grow_spec(),
+        )
+
+    def _grow_spec(self):
+        """``grow`` for the builder (classifiers only), selecting for this estimator's metric."""
+        grow = self.grow if self._tune_selection else None
+        if grow is None or grow is False or isinstance(grow, GrowSpec):
+            return grow
+        name = self.metric if isinstance(self.metric, str) else "mxe"
+        if grow is True:
+            return {"trials": None, "time": None, "metric": name}
+        if isinstance(grow, dict):
+            return {"metric": name, **grow}
+        if isinstance(grow, int) and not isinstance(grow, bool) and grow > 0:
+            return {"trials": grow, "metric": name}
+        return grow  # the builder's error message names what is wrong
+
+    def _weighted_sum(self, X) -> np.ndarray:
+        """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout."""
+        check_is_fitted(self, "weights_")
+        members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
+        return np.tensordot(self.weights_, members, axes=1)
+
+    def risk(self, X) -> pd.DataFrame:
+        """Extrapolation risk of each row: one column per detector of the library spec (its own
+        risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
+        uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
+        check_is_fitted(self, "weights_")
+        if self.detectors_ is None:
+            raise ValueError(
+                "this model has no detectors: its library had none (list some in the spec's "
+                "'detectors:' section; the built-in specs have them) or it was saved with "
+                "save(path, risk=False)"
+            )
+        return self.detectors_.risks(self._frame(X), n_jobs=self.n_jobs)
+
+    def refused_rows(self, X, reject, proba=None, risk=None) -> np.ndarray:
+        """Boolean mask of the rows ``predict(X, reject=reject)`` refuses: combined risk above
+        the threshold or NaN, or, with ``proba`` and a minimum top-class probability, below
+        that. ``risk``: ``self.risk(X)`` if already computed (it is the costly part)."""
+        risk = (self.risk(X) if risk is None else risk)["combined"].to_numpy()
+        if isinstance(reject, RejectRule):
+            return reject.reject(risk, proba)
+        min_proba, max_risk = _reject_thresholds(reject)
+        return reject_mask(risk, max_risk, proba, min_proba if proba is not None else None)
+
+    def _named(self, X):
+        """X as given, or an array as a DataFrame of the training columns (in their order)
+        after a check of its width."""
+        columns = getattr(self, "input_columns_", self.columns_)  # older saved models
+        return named(X, columns, who=type(self).__name__)
+
+    def _frame(self, X) -> pd.DataFrame:
+        """X as a checked DataFrame of the training columns, in their order."""
+        return self.fitted_members_.frame(self._named(X))
+
+    def leaderboard(self) -> pd.DataFrame:
+        """Every library member: family, params, calibration, stage, its hillclimb score on
+        every metric of the task and its weight in the ensemble, best on ``metric`` first."""
+        check_is_fitted(self, "leaderboard_")
+        metric = resolve_metric(self.metric, task=self._task)
+        key = metric.name if metric.name in self.leaderboard_ else "weight"
+        ascending = key != "weight" and not metric.greater_is_better
+        return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
+
+    def save(self, path: str | os.PathLike, risk: bool = True, compress: int = 3) -> None:
+        """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees
+        far faster than joblib's Python one). It holds what ``predict`` and ``risk`` need: the
+        fitted runs of the members with weight (each run's K fold siblings, or one model after
+        ``refit="full"``), their calibrators, the weights, and one fitted copy of each detector
+        with the combination over them (``risk=False`` leaves the detectors out: ``risk`` and
+        ``predict(reject=...)`` then say so); plus the leaderboard and report data (small).
+        ``compress``: zlib level of the pickle (0: a plain pickle; fitted trees shrink about
+        fivefold at the default 3). The file is written to a temporary name and renamed, so a
+        crash never leaves half a model under ``path`` (docs/estimator.md lists sizes)."""
+        check_is_fitted(self, "weights_")
+        model = self
+        if not risk:
+            model = copy.copy(self)
+            model.detectors_ = None
+        write_model(model, path, compress)
+
+    def __getstate__(self) -> dict:
+        """Pickled state; a live dask client (a connection) is left out, an address is kept, and
+        a Library given as ``library`` is kept as its store's path (its prediction matrix and
+        members are not needed to predict)."""
+        state = super().__getstate__()
+        if self.client is not None and not isinstance(self.client, str):
+            state = {**state, "client": None}
+        if isinstance(self.library, Library):
+            state = {**state, "library": str(self.library.store.path)}
+        return state
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):
+        """Read a model written by :meth:`save`. This unpickles: load only files you trust. A
+        truncated or corrupt file raises :class:`ensel.errors.ModelFileError` (a ValueError)
+        with one line that says so."""
+        return read_model(path, cls)
+
+
+def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:
+    """``(n, C)`` from the library layout (positive-class ``(n,)`` for binary problems)."""
+    return np.column_stack([1.0 - proba, proba]) if proba.ndim == 1 else proba
+
+
+def _best(scores: pd.Series, metric: str) -> float:
+    return float(scores.max() if greater_is_better(metric) else scores.min())
+
+
+def _detector_set(lib: Library, random_state: int):
+    """The library's detectors, combined by selection on data rows vs background points."""
+    dets = lib.detectors
+    if dets is None:
+        return None
+    fitted = list(dets.subset().runs.values())  # one member per detector run
+    detector_set = DetectorSet.fit(fitted, np.asarray(dets.predictions), dets.y, random_state)
+    # the fold siblings scored every row out of fold for the combination; risk(X) needs one
+    return DetectorSet([f.first_sibling() for f in detector_set.fitted], detector_set.combination)
+
+
+def _refused(predictions: np.ndarray, refuse: np.ndarray) -> np.ndarray:
+    """``predictions`` as an object array with None in the refused rows."""
+    out = predictions.astype(object)
+    out[refuse] = None
+    return out
+
+
+def _reject_thresholds(reject) -> tuple[float, float]:
+    """``(min top-class probability, max combined risk)`` from ``predict``'s ``reject``."""
+    pair = reject if isinstance(reject, tuple | list) else (0.0, reject)
+    try:
+        min_proba, max_risk = (float(v) for v in pair)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"reject={reject!r}: give the largest combined risk to accept (a float in [0, 1]) "
+            "or a pair (smallest top-class probability, largest risk)"
+        ) from None
+    if not (0 <= min_proba <= 1 and 0 <= max_risk <= 1):
+        raise ValueError(f"reject={reject!r}: thresholds must lie in [0, 1]")
+    return min_proba, max_risk
+
+
+def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFrame:
+    """Every member's description, its hillclimb score on each metric of the library's task,
+    and its weight."""
+    board = lib.members[["id", "family", "params", "calibration", "stage"]].copy()
+    for name, scores in lib.member_scores(P).items():
+        board[name] = scores
+    board["weight"] = weights
+    return board

@@ -1,0 +1,131 @@
+"""Budget planning for a fit under ``time_limit``: how much of the budget the library build
+may take, what selection costs on this machine, and the selection options that fit the time
+left after the build."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ..strategies import STRATEGIES
+
+__all__ = [
+    "Background",
+    "build_seconds",
+    "fit_reserve",
+    "selection_seconds",
+    "selection_speed",
+    "selection_units",
+    "selection_within",
+]
+
+RESERVE_SHARE = 0.25
+"""At most this share of a fit's time budget is kept back from the library build."""
+SELECTION_SHARE = 0.15
+"""At most this share of a fit's time budget is reserved for selection before the build (a
+budget that ends early builds few members, and ``selection_within`` fits selection into the
+time left after the build)."""
+SELECTION_SPEED = 5e-8
+"""Seconds per unit of selection work assumed before it is measured (``selection_speed``
+measured 3.7e-8 to 4.6e-8 on a shared 2-core machine under load)."""
+STEP_SECONDS = 3e-4
+"""Seconds of overhead per selection step (one bag, one step), whatever the library's size."""
+
+
+def selection_units(n_members: int, n_rows: int, n_classes: int, options: dict) -> float:
+    """The work of ensemble selection: members x rows x classes x bags x steps x bag share."""
+    share = options["bag_fraction"] if options["n_bags"] > 1 else 1.0
+    columns = 1 if n_classes <= 2 else n_classes
+    return n_members * n_rows * columns * max(options["n_bags"], 1) * options["n_iter"] * share
+
+
+class Background:
+    """``fn(*args)`` run in a thread; ``result`` waits for it (``default`` if it raised)."""
+
+    def __init__(self, fn, *args) -> None:
+        self._out: list = []
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        try:
+            self._out.append(fn(*args))
+        except Exception:
+            pass
+
+    def result(self, default):
+        self._thread.join()
+        return self._out[0] if self._out else default
+
+
+def selection_seconds(units: float, options: dict, speed: float) -> float:
+    """Estimated seconds of a selection of ``units`` work (``selection_units``)."""
+    return speed * units + STEP_SECONDS * max(options["n_bags"], 1) * options["n_iter"]
+
+
+def selection_speed(strategy: str, metric, options: dict) -> float:
+    """Seconds per unit of selection work (``selection_units``) on this machine now, from a
+    small selection after a tiny one that compiles or loads the selection kernels (paid once
+    per process anyway). ``fit`` runs it in a thread beside the library build."""
+    rng = np.random.default_rng(0)
+    P = (0.01 + 0.98 * rng.random((32, 2000))).astype(np.float32)
+    y = rng.integers(0, 2, 2000)
+    small = {**options, "n_bags": 2, "n_iter": 10, "prune_fraction": 1.0}
+    STRATEGIES[strategy](P[:4, :100], y[:100], metric, {**small, "n_iter": 2})  # warm up
+    start = time.monotonic()
+    STRATEGIES[strategy](P, y, metric, small)
+    return (time.monotonic() - start) / selection_units(32, 2000, 2, small)
+
+
+def fit_reserve(time_limit: float, selection: float) -> float:
+    """Seconds of a fit's ``time_limit`` kept back from the library build for what follows:
+    selection (``selection_seconds``, estimated for the whole spec), then the detectors'
+    combination, loading the chosen members and the report (1 s + 5% of the budget); at most
+    ``RESERVE_SHARE`` of the budget (selection is then fitted into the time left, see
+    ``selection_within``)."""
+    selection = min(selection, SELECTION_SHARE * time_limit)
+    return min(RESERVE_SHARE * time_limit, 1.0 + 0.05 * time_limit + selection)
+
+
+def selection_within(
+    options: dict, seconds: float, speed: float, shape: tuple[int, ...]
+) -> tuple[dict, dict]:
+    """Selection ``options`` whose work fits in ``seconds`` at ``speed`` on predictions of
+    ``shape``, and what was changed: first the library is pruned to its best members by
+    hillclimb score (``prune_fraction``, §4.3.6: the top 10-20% lose little), down to 8
+    members; then fewer bags, then fewer steps (at least 10)."""
+    n_members, n_rows = shape[0], shape[1]
+    n_classes = shape[2] if len(shape) == 3 else 2
+    out = dict(options)
+
+    def cost(members: int) -> float:
+        return selection_seconds(selection_units(members, n_rows, n_classes, out), out, speed)
+
+    report = {"selection_seconds_estimated": cost(n_members), "selection_seconds_allowed": seconds}
+    if cost(n_members) <= seconds:
+        return out, report
+    members = n_members
+    while members > min(n_members, 8) and cost(members) > seconds:
+        members = max(min(n_members, 8), int(members * 0.8))
+    out["prune_fraction"] = min(options["prune_fraction"], members / n_members)
+    while cost(members) > seconds and out["n_bags"] > 1:
+        out["n_bags"] = max(1, out["n_bags"] // 2)
+    while cost(members) > seconds and out["n_iter"] > 10:
+        out["n_iter"] = max(10, out["n_iter"] // 2)
+    report.update(
+        {k: out[k] for k in ("prune_fraction", "n_bags", "n_iter") if out[k] != options[k]}
+    )
+    return out, report
+
+
+def build_seconds(
+    time_limit: float, n_members: int, n_rows: int, n_classes: int, options: dict, spent: float
+) -> float:
+    """The seconds the library build may take: ``time_limit`` less what ``fit`` has ``spent``
+    and the reserve for what follows the build (``fit_reserve``, with selection estimated for
+    ``n_members`` members on ``n_rows`` hillclimb rows at ``SELECTION_SPEED``)."""
+    units = selection_units(n_members, n_rows, n_classes, options)
+    reserve = fit_reserve(time_limit, selection_seconds(units, options, SELECTION_SPEED))
+    return max(time_limit - reserve - spent, 1.0)

@@ -1,0 +1,101 @@
+"""Saving and loading fitted estimators: one pickle (zlib-compressed by default), written
+to a temporary name and renamed, and a loader that turns a corrupt file into one clear line.
+A pickle runs code when loaded: load only files you trust (the mimic net exports to ONNX)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import warnings
+import zlib
+from pathlib import Path
+
+from ..errors import ModelFileError
+
+__all__ = ["COMPRESSED_MAGIC", "check_version", "read_model", "version", "write_model"]
+
+COMPRESSED_MAGIC = b"ENSEL-ZLIB-PICKLE\n"
+"""First bytes of a model saved with ``compress`` > 0 (a zlib stream of the pickle follows)."""
+
+
+class _Sink:
+    """A file-like target that compresses what pickle writes into ``fh``."""
+
+    def __init__(self, fh, packer) -> None:
+        self.fh, self.packer = fh, packer
+
+    def write(self, data) -> int:
+        view = memoryview(data)  # pickle hands large arrays over as PickleBuffers
+        self.fh.write(self.packer.compress(view))
+        return view.nbytes
+
+
+def write_model(model, path: str | os.PathLike, compress: int = 3) -> None:
+    """Pickle ``model`` to ``path`` atomically (a temporary name, then a rename), through zlib
+    at level ``compress`` (0: a plain pickle)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            if compress:
+                fh.write(COMPRESSED_MAGIC)
+                packer = zlib.compressobj(int(compress))
+                pickle.dump(model, _Sink(fh, packer), protocol=pickle.HIGHEST_PROTOCOL)
+                fh.write(packer.flush())
+            else:
+                pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_model(path: str | os.PathLike, cls: type):
+    """The ``cls`` instance pickled in ``path`` (this unpickles: load only files you trust).
+    A truncated or corrupt file raises :class:`ensel.errors.ModelFileError` with one line."""
+    with open(path, "rb") as fh:
+        try:
+            if fh.read(len(COMPRESSED_MAGIC)) == COMPRESSED_MAGIC:
+                model = pickle.loads(zlib.decompress(fh.read()))
+            else:
+                fh.seek(0)
+                model = pickle.load(fh)
+        except ImportError as exc:
+            raise ModelFileError(
+                f"{path}: the model needs a module this Python lacks ({exc}); install it "
+                "(e.g. the same ensel extras as where the model was saved)"
+            ) from None
+        except Exception as exc:  # truncated, corrupt, or not a pickle at all
+            reason = " ".join(str(exc).split())[:120]
+            raise ModelFileError(
+                f"{path} is not a readable ensel model: the file is truncated or corrupt "
+                f"({type(exc).__name__}: {reason}); save the model again or use the "
+                "original file"
+            ) from None
+    if not isinstance(model, cls):
+        raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+    check_version(model, path)
+    return model
+
+
+def version() -> str:
+    """The installed ensel version (stamped on fitted models)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ensel")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def check_version(model, path) -> None:
+    """Warn when ``model`` was saved by another ensel version than this one."""
+    saved = getattr(model, "ensel_version_", "before 0.1.0")
+    if saved != version():
+        warnings.warn(
+            f"{path} was saved by ensel {saved} and is loaded by ensel {version()}: a "
+            "saved model is a pickle and is only guaranteed to load and predict the same "
+            "with the ensel (and scikit-learn, xgboost, lightgbm) versions that saved it; "
+            "refit it if predictions fail",
+            UserWarning,
+            stacklevel=3,
+        )
