@@ -4,7 +4,6 @@ store); ``Library.predict`` is the case of any members of one library."""
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._jobs import n_workers
 from ..data import as_frame, check_columns
 from .runs import view_key
 from .views import transform
@@ -79,7 +79,8 @@ class FittedMembers:
         Rows go ``batch_rows`` at a time. Within a batch each preprocessing view is
         transformed once per fold and shared by the runs that use it, each run computes only
         the stages and calibrations of these members, and runs predict on ``n_jobs`` threads
-        (-1: one per core; the models' native code releases the GIL). ``fast=False`` is the
+        (as joblib reads it: None is 1, -1 every available CPU, -k all but k-1; the models'
+        native code releases the GIL). ``fast=False`` is the
         path before issue 15, kept for benchmarks: every run transforms its own views and
         predicts every sibling, stage and calibration, and the members are picked after."""
         frame = self.frame(X)
@@ -90,7 +91,7 @@ class FittedMembers:
                 rows = self._rows[run_id]
                 out[rows] = fitted.predict(frame)[self.offsets[rows]]
         else:
-            workers = (os.cpu_count() or 1) if n_jobs == -1 else max(1, int(n_jobs))
+            workers = n_workers(n_jobs)
             pool = ThreadPoolExecutor(workers) if workers > 1 and len(self.runs) > 1 else None
             try:
                 for start in range(0, len(frame), max(1, int(batch_rows))):
