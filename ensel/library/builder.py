@@ -45,7 +45,7 @@ def build_library(
     cv: int | None = 5,
     store: str | os.PathLike | None = None,
     n_jobs: int = 1,
-    backend: str = "joblib",
+    backend: str = "local",
     client=None,
     random_state: int = 0,
     *,
@@ -74,7 +74,8 @@ def build_library(
     ``run_time_limit`` (seconds per run, all folds; default the spec's ``run_time_limit``)
     stops a run that takes too long; such runs, and runs that fail, are recorded in
     ``Library.failures`` and skipped.
-    ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
+    ``backend="local"`` (old name ``"joblib"``, still accepted) runs on this machine with
+    ``n_jobs`` processes (ensel's own pool, not joblib's: see :mod:`ensel.library.executor`);
     ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
