@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._progress import progress_bar
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
 from .executor import Executor, budget_message, make_executor
@@ -404,19 +404,16 @@ def _cost(run) -> float:
 
 
 def _progress(todo: list, verbose: int, deadline=None):
-    """A progress bar on stderr (a terminal only): runs done, or, under a time budget, seconds
-    elapsed against the budget."""
-    if not verbose or not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
+    """A progress bar (a terminal's or a notebook's, see :mod:`ensel._progress`): runs done,
+    or, under a time budget, seconds elapsed against the budget."""
     members = sum(len(r.members) for _, r in todo)
     if deadline is None:
-        return tqdm(total=len(todo), desc=f"library ({members} members)", unit="run")
+        return progress_bar(
+            verbose, total=len(todo), desc=f"library ({members} members)", unit="run"
+        )
     budget = max(deadline - time.monotonic(), 0.0)
-    return tqdm(
+    return progress_bar(
+        verbose,
         total=round(budget, 1),
         desc=f"library ({members} members)",
         unit="s",
