@@ -12,7 +12,7 @@ Protocol (the full run): every dataset of ``benchmarks.datasets.CLASSIFICATION``
   selection for log loss), ``time_limit=B``, ``n_jobs=2``;
 - ``fixed``: the same with ``library=benchmarks/specs/fixed_grid.yaml`` (the grid ``default``
   now holds: the 2006 families plus xgboost and lightgbm) without a predict-cost budget
-  (``max_predict_ms=None``), as ensel shipped it before issue 15;
+  (``max_predict_ms=None``), as ensel shipped it before its predict-cost budget;
 - ``ensel_1se`` (rows only, no fits): ``ensel`` as it was before its predict budget's
   tolerance was halved (``max_predict_ms="auto"`` accepting one standard error);
 - ``modern``: ``ensel`` with ``library="modern"`` (the modern grid, the default before this

@@ -38,6 +38,14 @@ def test_make_executor_checks_n_jobs():
         make_executor(0, None)
 
 
+@pytest.mark.parametrize("name", ["local", "joblib"])
+def test_local_backend_answers_to_its_old_name_joblib(name):
+    assert isinstance(make_executor(1, None, name), SerialExecutor)
+    assert isinstance(make_executor(2, None, name), ProcessExecutor)
+    with pytest.raises(ValueError, match="client is for backend='dask'"):
+        make_executor(1, None, name, "tcp://127.0.0.1:1")
+
+
 @pytest.mark.slow
 def test_workers_that_cannot_start_stop_the_build_with_the_reason():
     with pytest.raises(RuntimeError, match=r"cannot start: worker process died \(exit code 3"):
