@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 
 from ensel._candidates import (
     CHUNK_BYTES,
@@ -153,6 +155,22 @@ class EnsembleSelection:
     streamed_ : True if ``P`` was read a block at a time (it exceeded ``memory_budget``).
     cost_ : predict cost of the returned ensemble (NaN when ``fit`` got no ``cost``).
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "metric": [str, Metric, callable],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "replacement": ["boolean"],
+        "sorted_init": ["boolean"],
+        "max_init": [Interval(Integral, 1, None, closed="left")],
+        "n_bags": [Interval(Integral, 1, None, closed="left")],
+        "bag_fraction": [Interval(Real, 0, 1, closed="right")],
+        "prune_fraction": [Interval(Real, 0, 1, closed="right")],
+        "exact": ["boolean"],
+        "memory_budget": [Interval(Integral, 1, None, closed="left"), None],
+        "max_cost": [Interval(Real, 0, None, closed="left"), None],
+        "random_state": ["random_state"],
+    }
+    """What each parameter takes (scikit-learn's constraints), checked first in ``fit``."""
 
     def __init__(
         self,
@@ -372,34 +390,12 @@ class EnsembleSelection:
         return _Run(counts=best_counts, trajectory=trajectory, order=order.astype(np.int64))
 
     def _check_params(self) -> None:
-        def check(name: str, ok: bool, allowed: str) -> None:
-            if not ok:
-                raise ValueError(f"{name} must be {allowed}; got {getattr(self, name)!r}")
-
-        def is_int(v) -> bool:
-            return isinstance(v, Integral) and not isinstance(v, bool)
-
-        check(
-            "max_cost",
-            self.max_cost is None
-            or (
-                isinstance(self.max_cost, Real)
-                and not isinstance(self.max_cost, bool)
-                and self.max_cost >= 0
-            ),
-            "None or a cost >= 0",
-        )
-        check(
-            "memory_budget",
-            self.memory_budget is None or (is_int(self.memory_budget) and self.memory_budget >= 1),
-            "None or a number of bytes >= 1",
-        )
-        check("n_iter", is_int(self.n_iter) and self.n_iter >= 1, "an integer >= 1")
-        check("max_init", is_int(self.max_init) and self.max_init >= 1, "an integer >= 1")
-        check("n_bags", is_int(self.n_bags) and self.n_bags >= 1, "an integer >= 1")
-        for name in ("bag_fraction", "prune_fraction"):
-            v = getattr(self, name)
-            check(name, isinstance(v, Real) and 0.0 < v <= 1.0, "a fraction in (0, 1]")
+        """Every parameter against ``_parameter_constraints`` (scikit-learn's
+        InvalidParameterError, a ValueError naming the parameter and what it takes), and the
+        metric's name."""
+        params = {name: getattr(self, name) for name in self._parameter_constraints}
+        validate_parameter_constraints(self._parameter_constraints, params, type(self).__name__)
+        resolve_metric(self.metric)
 
     def _check_inputs(self, P, y) -> tuple[np.ndarray, np.ndarray, int | None]:
         """``(P, y, block_rows)``: P as float64 in memory and ``block_rows`` None, or, where

@@ -167,8 +167,8 @@ def test_clone_pipeline_and_cross_val_score(cancer):
 @pytest.mark.parametrize(
     ("kwargs", "y", "message"),
     [
-        ({"strategy": "stacking"}, None, "strategy='stacking'"),
-        ({"calibrate": "always"}, None, "calibrate='always'"),
+        ({"strategy": "stacking"}, None, "'strategy' parameter .* Got 'stacking'"),
+        ({"calibrate": "always"}, None, "'calibrate' parameter .* Got 'always'"),
         ({}, "single", "single class"),
         ({}, "nan", "missing labels"),
         ({"cv": 50}, None, "fewer than cv=50 folds"),
@@ -240,7 +240,7 @@ def test_prune_fraction_selects_only_from_the_best_members(cancer):
     assert set(pruned.members_["id"]) <= {ids[i] for i in top}
     full = EnsembleSelectionClassifier(**options).fit(X_train, y_train)
     assert not set(full.members_["id"]) <= {ids[i] for i in top}
-    with pytest.raises(ValueError, match="prune_fraction must be a fraction in"):
+    with pytest.raises(ValueError, match=r"'prune_fraction' parameter .* \(0, 1\]"):
         EnsembleSelectionClassifier(prune_fraction=0.0, **options).fit(X_train, y_train)
 
 

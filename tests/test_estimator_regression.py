@@ -168,7 +168,7 @@ def test_categorical_columns(diabetes):
     [
         ({"metric": "roc"}, None, "'roc' is a classification metric; regression needs"),
         ({"library": "tiny"}, None, "'tiny' is for classification, but EnsembleSelectionRegressor"),
-        ({"strategy": "vote"}, None, "strategy='vote'"),
+        ({"strategy": "vote"}, None, "'strategy' parameter .* Got 'vote'"),
         ({}, "text", "y must hold numbers for regression"),
     ],
 )

@@ -3,17 +3,20 @@ Platt step on the ensemble."""
 
 from __future__ import annotations
 
+from numbers import Integral
+from typing import ClassVar
+
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..calibration import ColumnCalibrator, cross_fit, cross_fit_groups
+from ..library.grow import GrowSpec
 from ..metrics import METRICS, score
 from ._base import EnsembleSelectionBase, _best, _full, _refused
 
 __all__ = ["EnsembleSelectionClassifier"]
-
-CALIBRATE = ("auto", True, False)
 
 
 class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
@@ -150,16 +153,24 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     # ------------------------------------------------------------------ fitting
 
     _tune_selection = True
+    _parameter_constraints: ClassVar[dict] = {
+        **EnsembleSelectionBase._parameter_constraints,
+        "calibrate": [StrOptions({"auto"}), "boolean"],
+        "tune_selection": ["boolean"],
+        "grow": [Interval(Integral, 0, None, closed="left"), "boolean", dict, GrowSpec, None],
+    }
 
+    @_fit_context(prefer_skip_nested_validation=False)  # a spec's models are checked too
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
-        """Build (or reuse) the library, combine its members, keep those with weight."""
-        if self.calibrate not in CALIBRATE:
-            raise ValueError(f"calibrate={self.calibrate!r}: use one of {CALIBRATE}")
+        """Build (or reuse) the library, combine its members, keep those with weight. Every
+        parameter is checked before any model is trained."""
         fit = self._fit_members(X, y, groups)
         lib, P, metric, weights = fit.library, fit.P, fit.metric, fit.weights
         self.classes_ = lib.classes
         hill = np.tensordot(weights, P, axes=1)
-        self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
+        self.calibrator_, self.calibration_report_, hill = self._calibrate(
+            hill, lib.y, metric, fit.seed
+        )
         self.hillclimb_score_ = score(metric, lib.y, hill)
         self.comparison_ = {
             name: {
@@ -170,7 +181,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         }
         return self
 
-    def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric):
+    def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric, seed: int):
         """Platt-scale the ensemble where ``calibrate`` asks for it; log loss of the hillclimb
         predictions before and after, cross-fitted so the 'after' is honest."""
         wanted = self.calibrate is True or (
@@ -179,7 +190,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         if not wanted:
             return None, {}, _full(hill, self.classes_.size)
         proba = _full(hill, self.classes_.size)
-        groups = cross_fit_groups(y.size, self.random_state)
+        groups = cross_fit_groups(y.size, seed)
         crossed, _ = cross_fit(lambda: ColumnCalibrator("platt"), proba, y, groups)
         report = {
             "log_loss_before": score("mxe", y, proba),

@@ -4,7 +4,7 @@ machinery, engine and detectors as the classifier."""
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import RegressorMixin
+from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import REGRESSION_METRICS, score
@@ -89,10 +89,11 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         self.random_state = random_state
         self.verbose = verbose
 
+    @_fit_context(prefer_skip_nested_validation=False)  # a spec's models are checked too
     def fit(self, X, y, groups=None) -> EnsembleSelectionRegressor:
         """Build (or reuse) the regression library, combine its members, keep those with
         weight. ``groups`` keeps the rows of one group (one person in panel data) in one
-        fold."""
+        fold. Every parameter is checked before any model is trained."""
         fit = self._fit_members(X, y, groups)
         lib, P, metric, weights = fit.library, fit.P, fit.metric, fit.weights
         hill = np.tensordot(weights, P.astype(np.float64), axes=1)

@@ -14,10 +14,13 @@ import os
 import tempfile
 import threading
 import time
+from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 
+from .._jobs import as_seed, n_workers
 from .._progress import progress_bar
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
@@ -36,6 +39,24 @@ log = logging.getLogger(__name__)
 
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
+BUILD_PARAMETERS = {
+    "cv": [Interval(Integral, 2, None, closed="left"), None],
+    "store": [str, os.PathLike, None],
+    "n_jobs": [
+        Interval(Integral, None, -1, closed="right"),
+        Interval(Integral, 1, None, closed="left"),
+        None,
+    ],
+    "backend": [str],
+    "random_state": ["random_state"],
+    "hillclimb_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "time_limit": [Interval(Real, 0, None, closed="neither"), None],
+    "run_time_limit": [Interval(Real, 0, None, closed="neither"), None],
+    "retry_failed": ["boolean"],
+    "verbose": ["verbose"],
+}
+"""What ``build_library`` accepts (scikit-learn's parameter constraints), checked before any
+work; the spec, the backend and ``grow`` are checked by their own parsers right after."""
 
 
 def build_library(
@@ -44,17 +65,17 @@ def build_library(
     spec: str | os.PathLike | dict | LibrarySpec = "default",
     cv: int | None = 5,
     store: str | os.PathLike | None = None,
-    n_jobs: int = 1,
+    n_jobs: int | None = 1,
     backend: str = "local",
     client=None,
-    random_state: int = 0,
+    random_state=0,
     *,
     groups=None,
     hillclimb_fraction: float = 0.2,
     time_limit: float | None = None,
     run_time_limit: float | None = None,
     retry_failed: bool = False,
-    verbose: int = 1,
+    verbose: int = 0,
     grow=None,
 ) -> Library:
     """Build (or resume) the library of ``spec`` on ``X, y``.
@@ -86,14 +107,28 @@ def build_library(
     other, and those that raised the ensemble's cross-selected score join the library (under a
     ``time_limit`` growth gets the time the spec's runs leave, at most its own ``time``;
     ``grow=True``: as many trials as that time allows).
+    ``n_jobs`` as joblib reads it (None: 1; -1: every CPU this process may use; -k: all but
+    k-1). ``random_state``: an int, or a ``RandomState`` (or None) to draw one seed from.
+    ``verbose``: 0 (the default) is silent, more shows a progress bar on a terminal. Arguments
+    are checked before any run starts (a ValueError names the argument and what it takes).
     """
     started = time.monotonic()
-    if time_limit is not None and (
-        isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or time_limit <= 0
-    ):
-        raise ValueError(f"time_limit={time_limit!r}: give the build's budget in seconds (> 0)")
+    given = {
+        "cv": cv,
+        "store": store,
+        "n_jobs": n_jobs,
+        "backend": backend,
+        "random_state": random_state,
+        "hillclimb_fraction": hillclimb_fraction,
+        "time_limit": time_limit,
+        "run_time_limit": run_time_limit,
+        "retry_failed": retry_failed,
+        "verbose": verbose,
+    }
+    validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
+    random_state = as_seed(random_state)
     library_spec = load_spec(spec)
-    grow_spec = parse_grow(grow, n_jobs=n_jobs if n_jobs > 0 else 2, seed=random_state)
+    grow_spec = parse_grow(grow, n_jobs=n_workers(n_jobs), seed=random_state)
     if grow_spec is not None and library_spec.task != "classification":
         raise ValueError("grow= grows classification libraries only; leave grow=None here")
     if grow_spec is not None and time_limit is None and grow_spec.is_open:

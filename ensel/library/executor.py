@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from .._jobs import n_workers
 from ._worker import describe
 
 __all__ = [
@@ -341,17 +342,15 @@ def _out_of_budget(workers: list[_Worker], pending: deque) -> Iterator[Outcome]:
 
 
 def _local(n_jobs: int, time_limit: float | None, client) -> Executor:
-    """The ``"local"`` backend, on this machine: ``n_jobs=1`` runs in this process
-    (``SerialExecutor``), otherwise ensel's own process pool (``ProcessExecutor``; ``-1``: one
-    worker per core)."""
+    """The ``"local"`` backend, on this machine: ``n_jobs`` None or 1 runs in this process
+    (``SerialExecutor``), otherwise ensel's own process pool (``ProcessExecutor``; -1: one
+    worker per available CPU, -k: all but k-1; see :func:`ensel._jobs.n_workers`)."""
     if client is not None:
         raise ValueError(
             "client is for backend='dask'; pass backend='dask' to build on a dask cluster, or "
             "leave client None"
         )
-    if n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs={n_jobs}: use a positive number of workers, or -1 for all cores")
-    workers = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+    workers = n_workers(n_jobs)
     return SerialExecutor(time_limit) if workers == 1 else ProcessExecutor(workers, time_limit)
 
 

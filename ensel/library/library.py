@@ -11,6 +11,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 
+from .._jobs import as_seed
 from ..errors import StoreError
 from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from .executor import make_executor
@@ -114,14 +115,15 @@ class Library:
         y,
         groups=None,
         *,
-        random_state: int = 0,
+        random_state=0,
         hillclimb_fraction: float = 0.2,
-        n_jobs: int = 1,
+        n_jobs: int | None = 1,
     ) -> FittedMembers:
         """``members`` (from :meth:`subset`) with each of their runs trained once on all of
         ``X, y`` (the data this library was built on, with its ``groups`` and build seed
         ``random_state``) instead of K siblings: see :func:`ensel.library.runs.refit_full`.
         A ValueError says so when ``X, y`` are not the library's data."""
+        random_state = as_seed(random_state)
         data = prepare(
             X,
             y,

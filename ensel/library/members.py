@@ -4,7 +4,6 @@ store); ``Library.predict`` is the case of any members of one library."""
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._jobs import n_workers
 from ..data import as_frame, check_columns
 from .runs import view_key
 from .views import transform
@@ -77,11 +77,12 @@ class FittedMembers:
         Rows go ``batch_rows`` at a time. Within a batch each preprocessing view is
         transformed once per fold and shared by the runs that use it, each run computes only
         the stages and calibrations of these members, and runs predict on ``n_jobs`` threads
-        (-1: one per core; the models' native code releases the GIL)."""
+        (as joblib reads it: None is 1, -1 every available CPU, -k all but k-1; the models'
+        native code releases the GIL)."""
         frame = self.frame(X)
         regression = self.task == "regression"
         out = np.empty((len(self.ids), len(frame), 1 if regression else self.classes.size))
-        workers = (os.cpu_count() or 1) if n_jobs == -1 else max(1, int(n_jobs))
+        workers = n_workers(n_jobs)
         pool = ThreadPoolExecutor(workers) if workers > 1 and len(self.runs) > 1 else None
         try:
             for start in range(0, len(frame), max(1, int(batch_rows))):
