@@ -31,7 +31,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         in the first (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real
         datasets) selecting for MXE had the best mean normalised score over all eight targets;
         it also rewards calibrated probabilities.
-    cv : folds of embedded cross-validation (§4.3.4); None holds out a hillclimb split.
+    cv : ``"auto"`` (default): 5 folds of embedded cross-validation (§4.3.4) on a small table,
+        one held-out hillclimb set of a few thousand rows on a large one (members fitted once
+        on the rest; see docs/library.md, "cv='auto'"); an integer K: K folds; None holds out
+        a hillclimb split of a fifth of the rows.
     strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
         (Bayesian model averaging), as compared in §4.3.2.
     calibrate : ``"auto"`` Platt-scales the ensemble when ``metric`` does not itself reward
@@ -102,7 +105,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self,
         library="default",
         metric="mxe",
-        cv: int | None = 5,
+        cv: int | str | None = "auto",
         strategy: str = "es",
         calibrate="auto",
         n_iter: int = 100,

@@ -47,7 +47,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         self,
         library="regression",
         metric="rmse",
-        cv: int | None = 5,
+        cv: int | str | None = "auto",
         strategy: str = "es",
         n_iter: int = 100,
         n_bags: int = 20,

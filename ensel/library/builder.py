@@ -18,7 +18,11 @@ from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 
 from .._jobs import as_seed, n_workers
 from .._progress import progress_bar
@@ -31,7 +35,7 @@ from .library import FAILED, Library
 from .schedule import anytime_order, relative_cost
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
-from .training import TrainingData, prepare
+from .training import TrainingData, prepare, resolve_cv
 
 __all__ = ["build_library"]
 
@@ -40,7 +44,7 @@ log = logging.getLogger(__name__)
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
 BUILD_PARAMETERS = {
-    "cv": [Interval(Integral, 2, None, closed="left"), None],
+    "cv": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
     "store": [str, os.PathLike, None],
     "n_jobs": [
         Interval(Integral, None, -1, closed="right"),
@@ -63,7 +67,7 @@ def build_library(
     X,
     y,
     spec: str | os.PathLike | dict | LibrarySpec = "default",
-    cv: int | None = 5,
+    cv: int | str | None = "auto",
     store: str | os.PathLike | None = None,
     n_jobs: int | None = 1,
     backend: str = "local",
@@ -81,7 +85,9 @@ def build_library(
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
-    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. A spec with
+    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out; ``cv="auto"``
+    (the default): 5 folds on a small table, a held-out hillclimb set of a few thousand rows on
+    a large one (:func:`ensel.library.training.resolve_cv`; docs/library.md). A spec with
     ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
     ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
@@ -143,21 +149,24 @@ def build_library(
         cap = max(float(time_limit) * MAX_RUN_SHARE, 1.0)
         capped = limit is None or cap < limit
         limit = cap if capped else limit
+    choice = resolve_cv(
+        cv, len(X), y, hillclimb_fraction=hillclimb_fraction, task=library_spec.task
+    )
     executor = make_executor(n_jobs, limit, backend, client)
     try:
         data = prepare(
             X,
             y,
-            cv=cv,
+            cv=choice.cv,
             groups=groups,
-            hillclimb_fraction=hillclimb_fraction,
+            hillclimb_fraction=choice.hillclimb_fraction,
             random_state=random_state,
             task=library_spec.task,
         )
         return _build(
             data,
             library_spec,
-            cv,
+            choice.cv,
             store,
             executor,
             random_state,
@@ -166,6 +175,7 @@ def build_library(
             grow_spec,
             deadline,
             limit if capped else None,
+            choice.hillclimb_fraction,
         )
     finally:
         executor.close()
@@ -183,6 +193,7 @@ def _build(
     grow_spec: GrowSpec | None = None,
     deadline: float | None = None,
     budget_cap: float | None = None,
+    hillclimb_fraction: float = 0.2,
 ) -> Library:
     """Fit the runs of every section of ``library_spec`` missing from ``store`` through
     ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
@@ -191,7 +202,7 @@ def _build(
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
         store = Path(tmp.name) / "store"
-    writer = PredictionStore(store, _header(data, cv))
+    writer = PredictionStore(store, _header(data, cv, hillclimb_fraction))
     stores = {}  # section -> its store: the library's own, or a sub-store of its kind
     contexts, fits, tasks = {}, {}, []
     try:
@@ -203,7 +214,9 @@ def _build(
             if kind.store is None:
                 stores[section], contexts[section] = writer, None
             else:
-                contexts[section], header = kind.prepare(data, _header(data, cv), random_state)
+                contexts[section], header = kind.prepare(
+                    data, _header(data, cv, hillclimb_fraction), random_state
+                )
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
@@ -286,13 +299,14 @@ def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     ]
 
 
-def _header(data: TrainingData, cv: int | None) -> dict:
+def _header(data: TrainingData, cv: int | None, hillclimb_fraction: float = 0.2) -> dict:
     return {
         "fingerprint": data.fingerprint(),
         "task": data.task,
         "classes": [c.item() if hasattr(c, "item") else c for c in data.classes],
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
+        "hillclimb_fraction": hillclimb_fraction,
         "columns": list(data.X.columns),
         "input_columns": list(data.input_columns or data.X.columns),
         "dropped": dict(data.dropped),

@@ -129,7 +129,7 @@ class Library:
             y,
             cv=self.store.header.get("cv"),
             groups=groups,
-            hillclimb_fraction=hillclimb_fraction,
+            hillclimb_fraction=self.store.header.get("hillclimb_fraction", hillclimb_fraction),
             random_state=random_state,
             task=self.task,
         )
