@@ -33,6 +33,7 @@ from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
 from .schedule import anytime_order, relative_cost
+from .sources import is_source, prepare_source
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 from .training import TrainingData, prepare, resolve_cv
@@ -154,7 +155,7 @@ def build_library(
     )
     executor = make_executor(n_jobs, limit, backend, client)
     try:
-        data = prepare(
+        data = (prepare_source if is_source(X) else prepare)(
             X,
             y,
             cv=choice.cv,
@@ -162,6 +163,7 @@ def build_library(
             hillclimb_fraction=choice.hillclimb_fraction,
             random_state=random_state,
             task=library_spec.task,
+            **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
         )
         return _build(
             data,
@@ -221,9 +223,11 @@ def _build(
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
         if deadline is not None:
-            tasks = [tasks[i] for i in anytime_order(tasks, len(data.X))]
+            tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
         shared = (data, contexts, fits, random_state)
-        first = _first_run(tasks) if deadline is not None else None
+        # a quick run fitted here needs the rows here: not for data read where it is fitted
+        here = getattr(data, "in_memory", True)
+        first = _first_run(tasks) if deadline is not None and here else None
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
             first_run = _Background(_fit_task, first, shared)
