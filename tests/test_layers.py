@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "errors",
         "_imports",
         "_kernels",
+        "_progress",
         "_candidates",
         "synthetic",
     ),

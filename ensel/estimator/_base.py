@@ -23,9 +23,10 @@ from .._jobs import as_seed
 from ..data import named
 from ..library import Library, build_library
 from ..library.cost import predict_cost
-from ..library.executor import BACKENDS
+from ..library.executor import BACKEND_ALIASES, BACKENDS
 from ..library.grow import GrowSpec, parse_grow
 from ..library.spec import LibrarySpec, load_spec
+from ..library.training import resolve_cv
 from ..metrics import Metric, greater_is_better, resolve_metric
 from ..risk.combined import DetectorSet
 from ..risk.reject import RejectRule, reject_mask
@@ -64,7 +65,7 @@ class EnsembleSelectionBase(BaseEstimator):
     _parameter_constraints: ClassVar[dict] = {
         "library": [str, os.PathLike, dict, LibrarySpec, Library],
         "metric": [str, Metric, callable],
-        "cv": [Interval(Integral, 2, None, closed="left"), None],
+        "cv": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
         "strategy": [StrOptions(set(STRATEGIES))],
         "n_iter": [POSITIVE_INT],
         "n_bags": [POSITIVE_INT],
@@ -81,7 +82,7 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions(set(BACKENDS))],
+        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],
@@ -265,7 +266,7 @@ class EnsembleSelectionBase(BaseEstimator):
         """The seconds the library build may take (:func:`budget.build_seconds`)."""
         if self.time_limit is None:
             return None
-        n_rows = len(X) if self.cv is not None else max(1, int(0.2 * len(X)))
+        n_rows = resolve_cv(self.cv, len(X), y, task=self._task).hillclimb_rows(len(X))
         n_classes = 1 if self._task == "regression" else int(pd.Series(np.ravel(y)).nunique())
         options = {"n_bags": self.n_bags, "n_iter": self.n_iter, "bag_fraction": self.bag_fraction}
         return budget.build_seconds(

@@ -37,8 +37,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real datasets)
         selecting for MXE had the best mean normalised score over all eight targets; it also
         rewards calibrated probabilities.
-    cv : int >= 2 or None, default=5
-        Folds of embedded cross-validation (§4.3.4); None holds out a hillclimb split.
+    cv : int >= 2, "auto" or None, default="auto"
+        ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
+        held-out hillclimb set of a few thousand rows on a large one (members fitted once on
+        the rest; see docs/library.md, "cv='auto'"); an integer K: K folds; None holds out a
+        hillclimb split of a fifth of the rows.
     strategy : {"es", "modsel", "bayesavg"}, default="es"
         Ensemble selection, the best member, or Bayesian model averaging, as compared in
         §4.3.2.
@@ -186,7 +189,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self,
         library="default",
         metric="mxe",
-        cv: int | None = 5,
+        cv: int | str | None = "auto",
         strategy: str = "es",
         calibrate="auto",
         n_iter: int = 100,

@@ -1,5 +1,5 @@
 """build_library: fit every run of a spec over its folds through an executor, commit each run to
-a PredictionStore as it finishes, and return the Library of cached hillclimb predictions.
+a PredictionStore as it finishes, and return the Library (``library.py``) that reads it.
 
 The builder never selects. Runs already in the store are not refitted, so an interrupted build
 (even a killed one) resumes where it stopped; a run that crashes or runs out of time is recorded
@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -19,34 +18,34 @@ from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 
 from .._jobs import as_seed, n_workers
-from ..errors import StoreError
-from ..metrics import METRICS, REGRESSION_METRICS, score_batch
+from .._progress import progress_bar
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
 from .executor import Executor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
-from .members import FittedMembers
-from .runs import refit_full
+from .library import FAILED, Library
 from .schedule import anytime_order, relative_cost
+from .sources import is_source, prepare_source
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
-from .training import TrainingData, prepare
+from .training import TrainingData, prepare, resolve_cv
 
-__all__ = ["Library", "build_library"]
+__all__ = ["build_library"]
 
 log = logging.getLogger(__name__)
 
-FAILED = ("failed", "timeout", "budget")
-"""Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget)."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
 BUILD_PARAMETERS = {
-    "cv": [Interval(Integral, 2, None, closed="left"), None],
+    "cv": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
     "store": [str, os.PathLike, None],
     "n_jobs": [
         Interval(Integral, None, -1, closed="right"),
@@ -65,164 +64,14 @@ BUILD_PARAMETERS = {
 work; the spec, the backend and ``grow`` are checked by their own parsers right after."""
 
 
-class Library:
-    """A built library: the hillclimb predictions of its ok members, their descriptions, and
-    test-time predictions from their fitted siblings.
-
-    ``parts`` holds the libraries of other kinds of run built beside the models, by store
-    sub-directory (``parts["detectors"]``, also ``detectors``: the spec's extrapolation-risk
-    detectors); ``columns`` and ``categories`` are the training columns and the categories of
-    the categorical ones."""
-
-    def __init__(self, store: PredictionStore, _tmp: tempfile.TemporaryDirectory | None = None):
-        self.store = store
-        self._tmp = _tmp  # keeps a temporary store alive as long as the library
-        self.predictions, self.runs = store.matrix()
-        self.members = store.members(self.runs).reset_index(drop=True)
-        if len(self.members) != self.predictions.shape[0]:
-            raise StoreError(
-                f"{store.path}: the prediction matrix has {self.predictions.shape[0]} rows for "
-                f"{len(self.members)} members; run build_library again to rebuild it"
-            )
-        others = [r for r in store.records if store.records[r]["status"] != "ok"]
-        self.failures = store.members(others, statuses=FAILED)
-        self.hillclimb_index, self.y = store.hillclimb()
-        self.task = store.header.get("task", "classification")
-        self.classes = np.asarray(store.header["classes"])
-        self.columns: list[str] = list(store.header["columns"])
-        self.input_columns = list(store.header.get("input_columns", self.columns))
-        self.dropped = dict(store.header.get("dropped", {}))  # column -> why it was left out
-        self.categories: dict[str, list[str]] = dict(store.header.get("categories", {}))
-        self._loaded: dict = {}
-        self._scores: dict | None = None
-        self.parts = {
-            sub.name: Library(PredictionStore(sub))
-            for sub in sorted(store.path.iterdir())
-            if (sub / "predictions.json").exists()
-        }
-
-    @classmethod
-    def open(cls, path: str | os.PathLike) -> Library:
-        """The library in an existing store (its fitted runs are unpickled on ``predict``: open
-        only stores you trust)."""
-        return cls(PredictionStore(path))
-
-    @property
-    def n_members(self) -> int:
-        return len(self.members)
-
-    @property
-    def temporary(self) -> bool:
-        """True when the store lives in a temporary directory that goes with this object."""
-        return self._tmp is not None
-
-    @property
-    def detectors(self) -> Library | None:
-        """The detectors built beside the models (a spec's ``detectors:`` section), or None."""
-        return self.parts.get("detectors")
-
-    def subset(self, ids=None) -> FittedMembers:
-        """The members ``ids`` (all by default) with their fitted runs (unpickled once per
-        library object): an object that predicts only those members, in the order given, and
-        pickles without the store (see :class:`~ensel.library.members.FittedMembers`)."""
-        wanted = list(self.members["id"]) if ids is None else list(ids)
-        index = pd.Index(self.members["id"])
-        unknown = [i for i in wanted if i not in index]
-        if unknown:
-            raise ValueError(f"unknown member id(s) {unknown[:5]}; see Library.members['id']")
-        rows = index.get_indexer(wanted)
-        run_of = self.members["run"].to_numpy()
-        first = {r: i for i, r in reversed(list(enumerate(run_of)))}
-        chosen = run_of[rows]
-        runs = {r: self._fitted(r) for r in dict.fromkeys(chosen)}
-        offsets = np.array([row - first[r] for row, r in zip(rows, chosen, strict=True)], int)
-        return FittedMembers(
-            tuple(wanted),
-            runs,
-            chosen,
-            offsets,
-            tuple(self.columns),
-            self.categories,
-            self.classes,
-            self.task,
-        )
-
-    def refit_full(
-        self,
-        members: FittedMembers,
-        X,
-        y,
-        groups=None,
-        *,
-        random_state=0,
-        hillclimb_fraction: float = 0.2,
-        n_jobs: int | None = 1,
-    ) -> FittedMembers:
-        """``members`` (from :meth:`subset`) with each of their runs trained once on all of
-        ``X, y`` (the data this library was built on, with its ``groups`` and build seed
-        ``random_state``) instead of K siblings: see :func:`ensel.library.runs.refit_full`.
-        A ValueError says so when ``X, y`` are not the library's data."""
-        random_state = as_seed(random_state)
-        data = prepare(
-            X,
-            y,
-            cv=self.store.header.get("cv"),
-            groups=groups,
-            hillclimb_fraction=hillclimb_fraction,
-            random_state=random_state,
-            task=self.task,
-        )
-        built = self.store.header.get("fingerprint", {})
-        if any(built.get(k) != v for k, v in data.fingerprint().items()):
-            raise ValueError(
-                "refit needs the data, groups and random_state the library was built with; "
-                f"these differ from those of the store at {self.store.path}"
-            )
-        tasks = [(fitted, members.offsets[members.rows(r)]) for r, fitted in members.runs.items()]
-        executor = make_executor(n_jobs, None)
-        runs = dict.fromkeys(members.runs)
-        try:
-            for outcome in executor.run(_refit_task, tasks, (data, random_state)):
-                if outcome.status != "ok":
-                    raise RuntimeError(f"refitting a run on all rows failed: {outcome.error}")
-                runs[list(members.runs)[outcome.index]] = outcome.value
-        finally:
-            executor.close()
-        return dataclasses.replace(members, runs=runs)
-
-    def predict(self, X, ids=None) -> np.ndarray:
-        """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
-        class for binary problems, ``(m, n, C)`` otherwise, members in the order given; for
-        regression ``(m, n)`` predicted values."""
-        return self.subset(ids).predict(X)
-
-    @property
-    def metric_names(self) -> tuple[str, ...]:
-        """The metrics members are scored on: the eight, or rmse, mae and r2 for regression."""
-        return REGRESSION_METRICS if self.task == "regression" else METRICS
-
-    def member_scores(self, P: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Every member's hillclimb score on each of ``metric_names`` (computed once)."""
-        if self._scores is None:
-            P = np.asarray(self.predictions) if P is None else P
-            self._scores = {name: score_batch(name, self.y, P) for name in self.metric_names}
-        return self._scores
-
-    def _fitted(self, run_id: str):
-        """A run's fitted siblings, unpickled once per library object."""
-        if run_id not in self._loaded:
-            self._loaded[run_id] = self.store.load_fitted(run_id)
-        return self._loaded[run_id]
-
-
 def build_library(
     X,
     y,
     spec: str | os.PathLike | dict | LibrarySpec = "default",
-    cv: int | None = 5,
+    cv: int | str | None = "auto",
     store: str | os.PathLike | None = None,
     n_jobs: int | None = 1,
-    backend: str = "joblib",
+    backend: str = "local",
     client=None,
     random_state=0,
     *,
@@ -237,7 +86,9 @@ def build_library(
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
-    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. A spec with
+    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out; ``cv="auto"``
+    (the default): 5 folds on a small table, a held-out hillclimb set of a few thousand rows on
+    a large one (:func:`ensel.library.training.resolve_cv`; docs/library.md). A spec with
     ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
     ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
@@ -251,7 +102,8 @@ def build_library(
     ``run_time_limit`` (seconds per run, all folds; default the spec's ``run_time_limit``)
     stops a run that takes too long; such runs, and runs that fail, are recorded in
     ``Library.failures`` and skipped.
-    ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
+    ``backend="local"`` (old name ``"joblib"``, still accepted) runs on this machine with
+    ``n_jobs`` processes (ensel's own pool, not joblib's: see :mod:`ensel.library.executor`);
     ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
@@ -298,21 +150,25 @@ def build_library(
         cap = max(float(time_limit) * MAX_RUN_SHARE, 1.0)
         capped = limit is None or cap < limit
         limit = cap if capped else limit
+    choice = resolve_cv(
+        cv, len(X), y, hillclimb_fraction=hillclimb_fraction, task=library_spec.task
+    )
     executor = make_executor(n_jobs, limit, backend, client)
     try:
-        data = prepare(
+        data = (prepare_source if is_source(X) else prepare)(
             X,
             y,
-            cv=cv,
+            cv=choice.cv,
             groups=groups,
-            hillclimb_fraction=hillclimb_fraction,
+            hillclimb_fraction=choice.hillclimb_fraction,
             random_state=random_state,
             task=library_spec.task,
+            **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
         )
         return _build(
             data,
             library_spec,
-            cv,
+            choice.cv,
             store,
             executor,
             random_state,
@@ -321,6 +177,7 @@ def build_library(
             grow_spec,
             deadline,
             limit if capped else None,
+            choice.hillclimb_fraction,
         )
     finally:
         executor.close()
@@ -338,6 +195,7 @@ def _build(
     grow_spec: GrowSpec | None = None,
     deadline: float | None = None,
     budget_cap: float | None = None,
+    hillclimb_fraction: float = 0.2,
 ) -> Library:
     """Fit the runs of every section of ``library_spec`` missing from ``store`` through
     ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
@@ -346,7 +204,7 @@ def _build(
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
         store = Path(tmp.name) / "store"
-    writer = PredictionStore(store, _header(data, cv))
+    writer = PredictionStore(store, _header(data, cv, hillclimb_fraction))
     stores = {}  # section -> its store: the library's own, or a sub-store of its kind
     contexts, fits, tasks = {}, {}, []
     try:
@@ -358,14 +216,18 @@ def _build(
             if kind.store is None:
                 stores[section], contexts[section] = writer, None
             else:
-                contexts[section], header = kind.prepare(data, _header(data, cv), random_state)
+                contexts[section], header = kind.prepare(
+                    data, _header(data, cv, hillclimb_fraction), random_state
+                )
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
         if deadline is not None:
-            tasks = [tasks[i] for i in anytime_order(tasks, len(data.X))]
+            tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
         shared = (data, contexts, fits, random_state)
-        first = _first_run(tasks) if deadline is not None else None
+        # a quick run fitted here needs the rows here: not for data read where it is fitted
+        here = getattr(data, "in_memory", True)
+        first = _first_run(tasks) if deadline is not None and here else None
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
             first_run = _Background(_fit_task, first, shared)
@@ -415,12 +277,6 @@ def _build(
     return Library(PredictionStore(writer.path), _tmp=tmp)
 
 
-def _refit_task(task: tuple, shared: tuple):
-    fitted, members = task
-    data, random_state = shared
-    return refit_full(fitted, data, random_state, members)
-
-
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
     """Run the growth stage over the ok runs of ``order``; the ids of the runs it added."""
     binary = data.n_classes == 2
@@ -447,13 +303,14 @@ def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     ]
 
 
-def _header(data: TrainingData, cv: int | None) -> dict:
+def _header(data: TrainingData, cv: int | None, hillclimb_fraction: float = 0.2) -> dict:
     return {
         "fingerprint": data.fingerprint(),
         "task": data.task,
         "classes": [c.item() if hasattr(c, "item") else c for c in data.classes],
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
+        "hillclimb_fraction": hillclimb_fraction,
         "columns": list(data.X.columns),
         "input_columns": list(data.input_columns or data.X.columns),
         "dropped": dict(data.dropped),
@@ -600,19 +457,16 @@ def _cost(run) -> float:
 
 
 def _progress(todo: list, verbose: int, deadline=None):
-    """A progress bar on stderr (a terminal only): runs done, or, under a time budget, seconds
-    elapsed against the budget."""
-    if not verbose or not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
+    """A progress bar (a terminal's or a notebook's, see :mod:`ensel._progress`): runs done,
+    or, under a time budget, seconds elapsed against the budget."""
     members = sum(len(r.members) for _, r in todo)
     if deadline is None:
-        return tqdm(total=len(todo), desc=f"library ({members} members)", unit="run")
+        return progress_bar(
+            verbose, total=len(todo), desc=f"library ({members} members)", unit="run"
+        )
     budget = max(deadline - time.monotonic(), 0.0)
-    return tqdm(
+    return progress_bar(
+        verbose,
         total=round(budget, 1),
         desc=f"library ({members} members)",
         unit="s",
