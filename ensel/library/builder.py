@@ -230,7 +230,7 @@ def _build(
         first = _first_run(tasks) if deadline is not None and here else None
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
-            first_run = _Background(_fit_task, first, shared)
+            first_run = _InProcessRun(_fit_task, first, shared)
         _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap)
         if first is not None:
             first_run.commit(first, stores, deadline)
@@ -421,8 +421,9 @@ def _first_run(tasks: list) -> tuple | None:
     return None
 
 
-class _Background:
-    """One task run in a thread of this process; ``commit`` waits for it and stores it."""
+class _InProcessRun:
+    """One task run in a thread of this process while the worker processes start (see
+    ``QUICK_FAMILIES``); ``commit`` waits for it and stores it."""
 
     def __init__(self, fn, task, shared) -> None:
         self.outcome: tuple | None = None
