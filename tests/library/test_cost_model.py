@@ -171,7 +171,7 @@ def test_estimated_structure_is_within_a_factor_of_three_of_a_fitted_one():
         ("lightgbm", {"num_leaves": 7}, (20,)),
     ]
     for name, params, stages in cases:
-        run, view, width, outputs, full, stages = fit(
+        run, _view, width, outputs, full, stages = fit(
             "classification", name, n=400, params=params, stages=stages
         )
         counted = predict_work(name, run, full, stages or (None,), width, outputs)[-1][1]
