@@ -22,6 +22,7 @@ from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
 from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
 from .kinds import run_seed
+from .predict_work import PREDICT_WORK
 from .spec import RunSpec
 from .training import TrainingData
 from .views import make_view, transform
@@ -183,8 +184,9 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
             oof[v][:, held] = predicted[v]
         siblings.append((view, fitted))
         if k == 0:
-            costs = structural_cost(run, view, fitted, matrix.shape[1], data.n_outputs)
-            costs["timed"] = measure_cost(view, fitted, data.X.iloc[hill[held]], n_stages)
+            timed = measure_cost(view, fitted, data.X.iloc[hill[held]], n_stages)
+            counted = structural_cost(run, view, fitted, matrix.shape[1], data.n_outputs)
+            costs = {**(timed if counted is None else counted), "timed": timed}
 
     y_hill = data.y[hill]
     groups = data.groups
@@ -231,11 +233,14 @@ def _takes_stages(cls: type) -> bool:
     return _TAKES_STAGES[cls]
 
 
-def structural_cost(run: RunSpec, view, family_run, width: int, outputs: int) -> dict:
+def structural_cost(run: RunSpec, view, family_run, width: int, outputs: int) -> dict | None:
     """The deterministic predict cost of one sibling of ``run`` (ms per 1,000 rows, counted
     from its fitted structure: :func:`ensel.library.cost.structural_predict_ms`), the
     ``predict_ms`` the store records; the timing of :func:`measure_cost` is kept beside it as
-    a report only (``predict_ms_timed``)."""
+    a report only (``predict_ms_timed``). None for a family without a work function (one a
+    user registered): its timing is recorded instead, reproducible only on the same machine."""
+    if run.family not in PREDICT_WORK:
+        return None
     return structural_predict_ms(
         run.family,
         run.task,
