@@ -55,6 +55,13 @@ def test_two_builds_record_the_same_costs(library, tmp_path):
             second[run]["predict_ms"]["stages"]
         )
     assert lib.members["predict_ms"].tolist() == again.members["predict_ms"].tolist()
+    # so the default predict budget ("auto") picks the same ensemble from either build
+    from ensel import EnsembleSelectionClassifier
+
+    fits = [EnsembleSelectionClassifier(library=b, cv=3, n_bags=3).fit(X, y) for b in (lib, again)]
+    np.testing.assert_array_equal(fits[0].weights_, fits[1].weights_)
+    assert fits[0].predict_budget_ == fits[1].predict_budget_
+    assert fits[0].predict_cost_ms_ == fits[1].predict_cost_ms_
 
 
 def test_set_cost_shares_views_and_earlier_stages(library):
