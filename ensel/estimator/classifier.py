@@ -77,11 +77,12 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         with that one model (AutoGluon's refit_full), its calibrators refitted on the
         out-of-fold predictions selection judged it by (docs/estimator.md has the measured
         speed and quality).
-    max_predict_ms : a prediction-time budget, milliseconds per 1,000 rows on the machine
-        that built the library (None: none). Selection (``strategy="es"``) then only adds
+    max_predict_ms : a prediction-time budget, milliseconds per 1,000 rows as the library's
+        cost model counts them (constants calibrated once, so the same members cost the same on
+        any machine; None: none). Selection (``strategy="es"``) then only adds
         members that keep the ensemble within it, counting shared work once (a member of a
         run already in the ensemble costs only its extra stage; a view is transformed once
-        per fold); the costs are those the builder timed (``Library.members["predict_ms"]``),
+        per fold); the costs are those the builder counted (``Library.members["predict_ms"]``),
         per sibling times K, or once with ``refit="full"``. ``predict_cost_ms_`` is the
         estimate for the chosen ensemble. ``"auto"`` (the default): the cheapest ensemble
         whose hillclimb score is within half a standard error of the unconstrained one's
