@@ -32,7 +32,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`~ensel.metrics.Metric` with ``task="regression"``, or a callable
         ``func(y_true, y_pred) -> float`` (maximised unless it has
         ``greater_is_better=False``; see :func:`ensel.metrics.make_metric`).
-    cv : int >= 2 or None, default=5
+    cv : "auto", int >= 2 or None, default="auto"
         Folds of embedded cross-validation (§4.3.4), plain (or grouped with ``groups``) K
         folds: there are no classes to stratify by; None holds out a hillclimb split.
     strategy : {"es", "modsel", "bayesavg"}, default="es"

@@ -39,8 +39,10 @@ from .kinds import PackedRun, RunLike
 __all__ = ["PackedRun", "PredictionStore", "member_id"]
 
 FORMAT = 1
-STATUSES = ("ok", "failed", "timeout", "budget")
-"""budget: stopped or never started because the build's time budget ran out (resumed later)."""
+STATUSES = ("ok", "failed", "timeout", "budget", "memory")
+"""budget: stopped or never started because the build's time budget ran out (resumed later);
+memory: not started or stopped because it did not fit under the build's ``max_memory`` (tried
+again by a later build)."""
 
 
 def member_id(run_id: str, stage: int | None, calibration: str) -> str:
