@@ -13,8 +13,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from ..library.grow import GrowSpec
+from ..library.sources import is_dask_frame
 from ..metrics import METRICS, score
 from ._base import EnsembleSelectionBase, _best, _full, _refused
+from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionClassifier"]
 
@@ -290,8 +292,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     # ------------------------------------------------------------------ predicting
 
     def predict_proba(self, X) -> np.ndarray:
-        """``(n, n_classes)`` probabilities of the ensemble."""
+        """``(n, n_classes)`` probabilities of the ensemble (of a dask DataFrame: a dask Array
+        computed partition by partition on the workers, see docs/distributed.md)."""
         check_is_fitted(self, "weights_")
+        if is_dask_frame(X):
+            return predict_partitions(self, X, "predict_proba")
         return self._finish(self._weighted_sum(X))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
@@ -315,6 +320,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         top class probability is below ``p``; a :class:`ensel.risk.reject.RejectRule` (e.g. from
         ``fit_reject_rule`` on validation rows) applies its thresholds. Refused rows hold None
         (the array is then of dtype object), so the caller can hand them to a fallback."""
+        if is_dask_frame(X):
+            return predict_partitions(self, X, "predict", reject=reject)
         proba = self.predict_proba(X)
         labels = self.classes_[np.argmax(proba, axis=1)]
         if reject is None:

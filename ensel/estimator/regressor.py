@@ -7,8 +7,10 @@ import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
+from ..library.sources import is_dask_frame
 from ..metrics import REGRESSION_METRICS, score
 from ._base import EnsembleSelectionBase, _best, _refused
+from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionRegressor"]
 
@@ -208,6 +210,8 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`ensel.risk.reject.RejectRule` without ``min_confidence``) refuses rows whose
         combined extrapolation risk exceeds ``r`` or is unknown; refused rows hold None (the
         array is then of dtype object)."""
+        if is_dask_frame(X):
+            return predict_partitions(self, X, "predict", reject=reject)
         values = self._weighted_sum(X)
         if reject is None:
             return values

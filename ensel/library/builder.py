@@ -36,7 +36,7 @@ from .kinds import get_kind
 from .library import FAILED, Library
 from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
 from .schedule import anytime_order, relative_cost
-from .sources import is_source, prepare_source
+from .sources import is_source, n_rows, prepare_source
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 from .training import TrainingData, prepare, resolve_cv, share_frame
@@ -164,8 +164,12 @@ def build_library(
         cap = max(float(time_limit) * MAX_RUN_SHARE, 1.0)
         capped = limit is None or cap < limit
         limit = cap if capped else limit
-    choice = resolve_cv(
-        cv, len(X), y, hillclimb_fraction=hillclimb_fraction, task=library_spec.task
+    choice = resolve_cv(  # a source's labels are read with its rows: its size decides alone
+        cv,
+        n_rows(X),
+        None if is_source(X) else y,
+        hillclimb_fraction=hillclimb_fraction,
+        task=library_spec.task,
     )
     executor = make_executor(n_jobs, limit, backend, client)
     try:
