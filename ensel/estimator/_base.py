@@ -23,7 +23,7 @@ from .._jobs import as_seed
 from ..data import named
 from ..library import Library, build_library
 from ..library.cost import predict_cost
-from ..library.executor import BACKENDS
+from ..library.executor import BACKEND_ALIASES, BACKENDS
 from ..library.grow import GrowSpec, parse_grow
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
 from ..library.spec import LibrarySpec, load_spec
@@ -84,7 +84,7 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions(set(BACKENDS))],
+        "backend": [StrOptions(set(BACKENDS) | set(BACKEND_ALIASES))],
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],

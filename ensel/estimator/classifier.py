@@ -112,9 +112,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         and a container's CPU quota, not the machine's core count), -k all but k-1. It sizes
         the worker processes of the library build and of ``refit="full"``, and the threads
         of ``predict``, ``predict_proba`` and ``risk``.
-    backend : {"joblib", "local", "dask"}, default="joblib"
-        Where the library is built: worker processes on this machine, or a dask cluster
-        (see docs/distributed.md).
+    backend : {"local", "dask"}, default="local"
+        Where the library is built: worker processes on this machine (ensel's own pool;
+        ``"joblib"``, its old name, is still accepted), or a dask cluster (see
+        docs/distributed.md).
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address (keeps the estimator clonable), a
         ``distributed.Client``, or None for the current client.
@@ -209,7 +210,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         grow=None,
         store=None,
         n_jobs: int = -1,
-        backend: str = "joblib",
+        backend: str = "local",
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,

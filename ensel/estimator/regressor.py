@@ -68,8 +68,9 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         As joblib reads it: None is 1, -1 every CPU this process may use (its CPU affinity
         and a container's CPU quota), -k all but k-1. It sizes the worker processes of the
         library build and of ``refit="full"``, and the threads of ``predict`` and ``risk``.
-    backend : {"joblib", "local", "dask"}, default="joblib"
-        Where the library is built: worker processes on this machine, or a dask cluster.
+    backend : {"local", "dask"}, default="local"
+        Where the library is built: worker processes on this machine (``"joblib"``, the old
+        name, is still accepted), or a dask cluster.
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address, a client, or None for the current one.
     time_limit : float > 0 or None, default=None
@@ -154,7 +155,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         max_predict_ms: float | str | None = "auto",
         store=None,
         n_jobs: int = -1,
-        backend: str = "joblib",
+        backend: str = "local",
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
