@@ -420,7 +420,15 @@ CHAPTER_FIG25 = (
     "pooling is much worse on both measures except on ALARM, where its edit distance is about "
     "IDENTICAL's."
 )
-METHODS = ("STL", "IDENTICAL", "IDENTICAL-a1", "POOLED", "MTL-Paired", "MTL-Edit")
+METHODS = (
+    "STL",
+    "IDENTICAL",
+    "IDENTICAL-a1",
+    "POOLED",
+    "MTL-Paired",
+    "MTL-Paired+0",
+    "MTL-Edit",
+)
 
 
 def _ms(values) -> str:
@@ -441,7 +449,23 @@ def _paired(a, b) -> str:
 
 
 def _load(path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    """The records, with the wrapper's choice re-derived from each stored sweep: "MTL-<Prior>"
+    picks δ among the multitask penalties of the grid (δ > 0) by validation likelihood, and
+    "MTL-<Prior>+0" also lets it pick δ = 0 (single-task learning on 95% of the rows), the
+    choice recorded when the cell ran."""
+    records = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    for r in records:
+        for prior in PRIORS:
+            rows = [x for x in r.get("sweep", []) if x["prior"] == prior]
+            if not rows:
+                continue
+            name = f"MTL-{prior.capitalize()}"
+            r["methods"][name + "+0"] = r["methods"][name]
+            best = max(
+                (x for x in rows if x["delta"] > 0), key=lambda x: (x["valid_ll"], -x["delta"])
+            )
+            r["methods"][name] = {"edit": best["edit"], "kl": best["kl"], "delta": best["delta"]}
+    return records
 
 
 def _groups(records, part):
@@ -490,7 +514,7 @@ def report_lines(path) -> list[str]:
             }
             lines.append(
                 f"| {prob} | {p:g} | {size} | {rs} | {len(rs_list)} | "
-                + " | ".join(_ms(m[k]) for k in METHODS)
+                + " | ".join(_ms(m[k]) if m[k] else "-" for k in METHODS)
                 + f" | {_paired(m['MTL-Paired'], m['STL'])}"
                 + f" | {_paired(m['MTL-Paired'], m['IDENTICAL'])}"
                 + f" | {_paired(m['MTL-Paired'], m['POOLED'])} |"
@@ -672,7 +696,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     from pathlib import Path
 
-    path = Path(args.results)
+    path = Path(args.results).resolve()
     if args.report:
         report(path)
         return
