@@ -182,10 +182,11 @@ def _run_job(job_dir: Path, job: dict, timeout: float) -> dict:
     lines = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
     if returncode != 0 or not lines:
         log = stderr + stdout
-        if "No models were trained successfully" in log or "Learner is already fit" in log:
+        if any(m in log for m in ("No models were trained", "already fit", "Not enough time")):
             raise RuntimeError(
                 f"AutoGluon fitted no model within time_limit={job['time_limit']} s "
-                f"(load average {os.getloadavg()[0]:.1f}); give it more time or pass "
+                f"(load average {os.getloadavg()[0]:.1f}; starting ray counts against it); give "
+                "it more time or pass "
                 "fit_kwargs={'dynamic_stacking': False, 'num_stack_levels': 1}"
             )
         raise RuntimeError(f"AutoGluon runner failed (exit {returncode}):\n{log[-3000:]}")

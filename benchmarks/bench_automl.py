@@ -39,7 +39,8 @@ Each finished fit is appended to ``--results`` (JSON lines, ``RESULTS`` by defau
 git), so an interrupted run resumes and later sessions add to it. The rows of the first protocol
 (AutoGluon without ray; 8 datasets; 60, 120, 300 s) stay in ``bench_automl.jsonl`` and are
 reported with ``--results benchmarks/results/bench_automl.jsonl``. ``--quick`` runs ensel and
-AutoGluon on pima, seed 0, 30 s, into a temporary file.
+AutoGluon on pima, seed 0, 120 s (AutoGluon starts ray within its budget: 60 s
+left it nothing to fit at a load average of 12), into a temporary file.
 """
 
 from __future__ import annotations
@@ -429,7 +430,7 @@ def report_lines(rows: pd.DataFrame, failed: pd.DataFrame, seeds, label: str, co
         "Over datasets (per-dataset means over seeds; differences positive when the first is "
         "better; paired t-test and sign test, two-sided):",
         "",
-        markdown_table(by_datasets, ".4f", index=False) if len(by_datasets) else "(none)",
+        markdown_table(by_datasets, ".4g", index=False) if len(by_datasets) else "(none)",
         "",
     ]
     for metric, name in (("auc", "test AUC"), ("logloss", "test log loss")):
@@ -487,7 +488,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     tmp = None
     if args.quick:
-        args.budgets, args.seeds, args.datasets = [30.0], [0], ["pima"]
+        args.budgets, args.seeds, args.datasets = [120.0], [0], ["pima"]
         args.configs = ["ensel", "autogluon"]
         if args.results is None:
             tmp = tempfile.TemporaryDirectory(prefix="bench-automl-quick-")

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "calibration",
         "errors",
         "_imports",
+        "_jobs",
         "_kernels",
         "_progress",
         "_candidates",

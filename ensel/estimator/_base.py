@@ -25,6 +25,7 @@ from ..library import Library, build_library
 from ..library.cost import predict_cost
 from ..library.executor import BACKEND_ALIASES, BACKENDS
 from ..library.grow import GrowSpec, parse_grow
+from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
 from ..library.spec import LibrarySpec, load_spec
 from ..library.training import resolve_cv
 from ..metrics import Metric, greater_is_better, resolve_metric
@@ -33,6 +34,7 @@ from ..risk.reject import RejectRule, reject_mask
 from ..selection import PredictCost
 from ..strategies import STRATEGIES, cheapest_within_noise, choose_selection
 from . import budget
+from .dask_predict import predict_partitions
 from .persistence import read_model, version, write_model
 
 __all__ = ["EnsembleSelectionBase", "Selected"]
@@ -82,7 +84,7 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
+        "backend": [StrOptions(set(BACKENDS) | set(BACKEND_ALIASES))],
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],
@@ -222,6 +224,11 @@ class EnsembleSelectionBase(BaseEstimator):
         self.weights_ = weights[keep]
         self.fitted_members_ = lib.subset(self.members_["id"])
         if self.refit == "full":
+            if is_source(X):
+                raise ValueError(
+                    "refit='full' needs the training rows in memory; with a parquet path or a "
+                    "dask DataFrame use refit=None (the members' fold siblings)"
+                )
             self.fitted_members_ = lib.refit_full(
                 self.fitted_members_,
                 X,
@@ -235,7 +242,7 @@ class EnsembleSelectionBase(BaseEstimator):
         self.dropped_columns_ = dict(lib.dropped)  # left out: all missing or constant
         self.categories_ = dict(lib.categories)
         self.n_features_in_ = len(self.input_columns_)
-        if isinstance(X, pd.DataFrame):
+        if isinstance(X, pd.DataFrame) or is_source(X):
             self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
         elif hasattr(self, "feature_names_in_"):  # refitted on an array: no names now
             del self.feature_names_in_
@@ -266,14 +273,16 @@ class EnsembleSelectionBase(BaseEstimator):
         """The seconds the library build may take (:func:`budget.build_seconds`)."""
         if self.time_limit is None:
             return None
-        n_rows = resolve_cv(self.cv, len(X), y, task=self._task).hillclimb_rows(len(X))
-        n_classes = 1 if self._task == "regression" else int(pd.Series(np.ravel(y)).nunique())
+        n = n_rows(X)
+        labels = None if is_source(X) else y
+        rows = resolve_cv(self.cv, n, labels, task=self._task).hillclimb_rows(n)
+        classes = 1 if self._task == "regression" else n_classes(X, y)
         options = {"n_bags": self.n_bags, "n_iter": self.n_iter, "bag_fraction": self.bag_fraction}
         return budget.build_seconds(
             self.time_limit,
             spec.n_members,
-            n_rows,
-            n_classes,
+            rows,
+            classes,
             options,
             time.monotonic() - started,
         )
@@ -326,6 +335,8 @@ class EnsembleSelectionBase(BaseEstimator):
         risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
         uniform background rather than the training data (see :mod:`ensel.risk.combined`)."""
         check_is_fitted(self, "weights_")
+        if is_dask_frame(X) and self.detectors_ is not None:
+            return predict_partitions(self, X, "risk")
         if self.detectors_ is None:
             raise ValueError(
                 "this model has no detectors: its library had none (list some in the spec's "

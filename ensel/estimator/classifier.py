@@ -13,8 +13,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from ..library.grow import GrowSpec
+from ..library.sources import is_dask_frame
 from ..metrics import METRICS, score
 from ._base import EnsembleSelectionBase, _best, _full, _refused
+from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionClassifier"]
 
@@ -37,7 +39,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real datasets)
         selecting for MXE had the best mean normalised score over all eight targets; it also
         rewards calibrated probabilities.
-    cv : int >= 2, "auto" or None, default="auto"
+    cv : "auto", int >= 2 or None, default="auto"
         ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
         held-out hillclimb set of a few thousand rows on a large one (members fitted once on
         the rest; see docs/library.md, "cv='auto'"); an integer K: K folds; None holds out a
@@ -81,7 +83,9 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         out-of-fold predictions selection judged it by (docs/estimator.md has the measured
         speed and quality).
     max_predict_ms : float > 0, "auto" or None, default="auto"
-        A prediction-time budget in milliseconds per 1,000 rows (None: none). Selection
+        A prediction-time budget in milliseconds per 1,000 rows as the library's cost model
+        counts them (constants calibrated once, so the same members cost the same on any
+        machine; None: none). Selection
         (``strategy="es"`` only) then adds only members that keep the ensemble within it,
         counting shared work once (a member of a run already in the ensemble costs only its
         extra stage; a view is transformed once per fold); costs come from
@@ -108,9 +112,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         and a container's CPU quota, not the machine's core count), -k all but k-1. It sizes
         the worker processes of the library build and of ``refit="full"``, and the threads
         of ``predict``, ``predict_proba`` and ``risk``.
-    backend : {"joblib", "local", "dask"}, default="joblib"
-        Where the library is built: worker processes on this machine, or a dask cluster
-        (see docs/distributed.md).
+    backend : {"local", "dask"}, default="local"
+        Where the library is built: worker processes on this machine (ensel's own pool;
+        ``"joblib"``, its old name, is still accepted), or a dask cluster (see
+        docs/distributed.md).
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address (keeps the estimator clonable), a
         ``distributed.Client``, or None for the current client.
@@ -205,7 +210,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         grow=None,
         store=None,
         n_jobs: int = -1,
-        backend: str = "joblib",
+        backend: str = "local",
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
@@ -288,8 +293,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     # ------------------------------------------------------------------ predicting
 
     def predict_proba(self, X) -> np.ndarray:
-        """``(n, n_classes)`` probabilities of the ensemble."""
+        """``(n, n_classes)`` probabilities of the ensemble (of a dask DataFrame: a dask Array
+        computed partition by partition on the workers, see docs/distributed.md)."""
         check_is_fitted(self, "weights_")
+        if is_dask_frame(X):
+            return predict_partitions(self, X, "predict_proba")
         return self._finish(self._weighted_sum(X))
 
     def combine(self, member_predictions: np.ndarray) -> np.ndarray:
@@ -313,6 +321,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         top class probability is below ``p``; a :class:`ensel.risk.reject.RejectRule` (e.g. from
         ``fit_reject_rule`` on validation rows) applies its thresholds. Refused rows hold None
         (the array is then of dtype object), so the caller can hand them to a fallback."""
+        if is_dask_frame(X):
+            return predict_partitions(self, X, "predict", reject=reject)
         proba = self.predict_proba(X)
         labels = self.classes_[np.argmax(proba, axis=1)]
         if reject is None:

@@ -7,8 +7,10 @@ import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
+from ..library.sources import is_dask_frame
 from ..metrics import REGRESSION_METRICS, score
 from ._base import EnsembleSelectionBase, _best, _refused
+from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionRegressor"]
 
@@ -32,7 +34,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`~ensel.metrics.Metric` with ``task="regression"``, or a callable
         ``func(y_true, y_pred) -> float`` (maximised unless it has
         ``greater_is_better=False``; see :func:`ensel.metrics.make_metric`).
-    cv : int >= 2, "auto" or None, default="auto"
+    cv : "auto", int >= 2 or None, default="auto"
         As for :class:`EnsembleSelectionClassifier` (``"auto"``: 5 folds on a small table,
         one held-out hillclimb set on a large one), with plain (or grouped with ``groups``)
         K folds: there are no classes to stratify by.
@@ -67,8 +69,9 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         As joblib reads it: None is 1, -1 every CPU this process may use (its CPU affinity
         and a container's CPU quota), -k all but k-1. It sizes the worker processes of the
         library build and of ``refit="full"``, and the threads of ``predict`` and ``risk``.
-    backend : {"joblib", "local", "dask"}, default="joblib"
-        Where the library is built: worker processes on this machine, or a dask cluster.
+    backend : {"local", "dask"}, default="local"
+        Where the library is built: worker processes on this machine (``"joblib"``, the old
+        name, is still accepted), or a dask cluster.
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address, a client, or None for the current one.
     time_limit : float > 0 or None, default=None
@@ -153,7 +156,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         max_predict_ms: float | str | None = "auto",
         store=None,
         n_jobs: int = -1,
-        backend: str = "joblib",
+        backend: str = "local",
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
@@ -209,6 +212,8 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`ensel.risk.reject.RejectRule` without ``min_confidence``) refuses rows whose
         combined extrapolation risk exceeds ``r`` or is unknown; refused rows hold None (the
         array is then of dtype object)."""
+        if is_dask_frame(X):
+            return predict_partitions(self, X, "predict", reject=reject)
         values = self._weighted_sum(X)
         if reject is None:
             return values

@@ -9,8 +9,10 @@ and skipped.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -28,20 +30,23 @@ from .._jobs import as_seed, n_workers
 from .._progress import progress_bar
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
-from .executor import Executor, budget_message, make_executor
+from .executor import Executor, ProcessExecutor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
+from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
 from .schedule import anytime_order, relative_cost
-from .sources import is_source, prepare_source
+from .sources import is_source, n_rows, prepare_source
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
-from .training import TrainingData, prepare, resolve_cv
+from .training import TrainingData, prepare, resolve_cv, share_frame
 
 __all__ = ["build_library"]
 
 log = logging.getLogger(__name__)
 
+RETRIED = ("budget", "memory")
+"""Statuses of runs a later build into the same store tries again."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
 BUILD_PARAMETERS = {
@@ -82,6 +87,7 @@ def build_library(
     retry_failed: bool = False,
     verbose: int = 0,
     grow=None,
+    max_memory=None,
 ) -> Library:
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
@@ -94,6 +100,13 @@ def build_library(
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
     directory that keeps everything (a temporary one if None); building again into it reuses
     every finished run.
+    ``max_memory`` (bytes, or a size such as ``"8GB"``; None: ``memory.DEFAULT_SHARE`` of the
+    memory this process may use) is a ceiling on the memory of this process and its workers,
+    kept like the time budget (:mod:`ensel.library.memory`, docs/library.md "Memory"): a clear
+    error before any run when the training data alone cannot fit; a run starts only when its
+    estimated peak fits beside the runs in flight, a run that can never fit is skipped, and a
+    run in flight when the measured memory passes the ceiling is stopped (both recorded in
+    ``Library.failures`` with status ``memory`` and tried again by the next build).
     ``time_limit`` (seconds) is the budget of the whole build: the runs go in an anytime order
     (``ensel.library.schedule``: round-robin over the families, strongest first, cheapest run
     of each first; kernel SVMs and k-NN last on large data), no run may take more than half the
@@ -119,6 +132,7 @@ def build_library(
     ``verbose``: 0 (the default) is silent, more shows a progress bar on a terminal. Arguments
     are checked before any run starts (a ValueError names the argument and what it takes).
     """
+    parse_memory(max_memory)  # a bad value fails before any work
     started = time.monotonic()
     given = {
         "cv": cv,
@@ -150,8 +164,12 @@ def build_library(
         cap = max(float(time_limit) * MAX_RUN_SHARE, 1.0)
         capped = limit is None or cap < limit
         limit = cap if capped else limit
-    choice = resolve_cv(
-        cv, len(X), y, hillclimb_fraction=hillclimb_fraction, task=library_spec.task
+    choice = resolve_cv(  # a source's labels are read with its rows: its size decides alone
+        cv,
+        n_rows(X),
+        None if is_source(X) else y,
+        hillclimb_fraction=hillclimb_fraction,
+        task=library_spec.task,
     )
     executor = make_executor(n_jobs, limit, backend, client)
     try:
@@ -165,6 +183,8 @@ def build_library(
             task=library_spec.task,
             **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
         )
+        ceiling = resolve_max_memory(max_memory)
+        check_data_fits(data.X, ceiling, getattr(executor, "n_workers", 1))
         return _build(
             data,
             library_spec,
@@ -177,7 +197,8 @@ def build_library(
             grow_spec,
             deadline,
             limit if capped else None,
-            choice.hillclimb_fraction,
+            hillclimb_fraction=choice.hillclimb_fraction,
+            ceiling=ceiling,
         )
     finally:
         executor.close()
@@ -196,10 +217,13 @@ def _build(
     deadline: float | None = None,
     budget_cap: float | None = None,
     hillclimb_fraction: float = 0.2,
+    ceiling: int | None = None,
 ) -> Library:
     """Fit the runs of every section of ``library_spec`` missing from ``store`` through
     ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
-    start before the model runs so that no worker waits on one at the end)."""
+    start before the model runs so that no worker waits on one at the end). Worker processes
+    map the training matrix from the store's ``training`` directory (removed at the end)
+    instead of each unpickling a copy."""
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
@@ -227,11 +251,14 @@ def _build(
         shared = (data, contexts, fits, random_state)
         # a quick run fitted here needs the rows here: not for data read where it is fitted
         here = getattr(data, "in_memory", True)
+        if isinstance(executor, ProcessExecutor) and tasks and here:
+            data = share_frame(data, writer.path / TRAINING_DIR)
+            shared = (data, contexts, fits, random_state)
         first = _first_run(tasks) if deadline is not None and here else None
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
-            first_run = _Background(_fit_task, first, shared)
-        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap)
+            first_run = _InProcessRun(_fit_task, first, shared)
+        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling)
         if first is not None:
             first_run.commit(first, stores, deadline)
         order = [r.run_id for r in library_spec.runs]
@@ -252,7 +279,7 @@ def _build(
 
             def fit(runs: list[RunSpec]) -> dict[str, bool]:
                 todo = [("families", r) for r in _missing(writer, runs, retry_failed)]
-                _run_all(executor, todo, shared, stores, 0, deadline, budget_cap)
+                _run_all(executor, todo, shared, stores, 0, deadline, budget_cap, ceiling)
                 return {
                     r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
                 }
@@ -274,6 +301,7 @@ def _build(
         writer.close()
         for part in stores.values():
             part.close()
+        shutil.rmtree(writer.path / TRAINING_DIR, ignore_errors=True)
     return Library(PredictionStore(writer.path), _tmp=tmp)
 
 
@@ -292,13 +320,13 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     """The runs of ``specs`` that ``store`` has not finished: never tried, cut short by a
-    build's time budget, or (with ``retry_failed``) failed or timed out."""
+    build's time budget or memory ceiling, or (with ``retry_failed``) failed or timed out."""
     done = store.records
     return [
         s
         for s in specs
         if s.run_id not in done
-        or done[s.run_id]["status"] == "budget"
+        or done[s.run_id]["status"] in RETRIED
         or (retry_failed and done[s.run_id]["status"] != "ok")
     ]
 
@@ -339,12 +367,19 @@ def _run_all(
     verbose: int,
     deadline: float | None = None,
     budget_cap: float | None = None,
+    ceiling: int | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
     store of its section. ``budget_cap``: the per-run limit comes from the time budget, so a
-    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``."""
+    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``.
+    ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
+    :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak."""
     if not todo:
         return
+    options = {}
+    if ceiling is not None and "memory" in inspect.signature(executor.run).parameters:
+        data = shared[0]
+        options["memory"] = MemoryGate(ceiling, [run_peak(run, data) for _, run in todo])
     progress = _progress(todo, verbose, deadline)
     start = time.monotonic()
     done = 0
@@ -365,7 +400,9 @@ def _run_all(
         return None
 
     try:
-        for outcome in executor.run(_fit_task, todo, shared, deadline=deadline, skip=skip):
+        for outcome in executor.run(
+            _fit_task, todo, shared, deadline=deadline, skip=skip, **options
+        ):
             section, run = todo[outcome.index]
             store = stores[section]
             if outcome.status == "timeout" and budget_cap is not None:
@@ -406,6 +443,8 @@ def _run_all(
             progress.close()
 
 
+TRAINING_DIR = "training"
+"""Store sub-directory that holds the training matrix workers map during a build."""
 QUICK_FAMILIES = ("logreg", "naive_bayes", "tree", "linear")
 """Under a time budget the cheapest run of the first of these families in the spec is fitted in
 the calling process while the worker processes start, so that even a budget that ends before
@@ -421,8 +460,9 @@ def _first_run(tasks: list) -> tuple | None:
     return None
 
 
-class _Background:
-    """One task run in a thread of this process; ``commit`` waits for it and stores it."""
+class _InProcessRun:
+    """One task run in a thread of this process while the worker processes start (see
+    ``QUICK_FAMILIES``); ``commit`` waits for it and stores it."""
 
     def __init__(self, fn, task, shared) -> None:
         self.outcome: tuple | None = None

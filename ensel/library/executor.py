@@ -31,6 +31,7 @@ from typing import Any
 
 from .._jobs import n_workers
 from ._worker import describe
+from .memory import MemoryGate, memory_note, process_rss
 
 __all__ = [
     "BACKENDS",
@@ -51,6 +52,8 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 """Read by the native thread pools when they load, so set before the worker starts."""
 START_ATTEMPTS = 3
 """Worker processes that may fail to start in a row before the build stops."""
+MEMORY_POLL = 0.2
+"""Seconds between two reads of the workers' memory under a ceiling."""
 
 
 @dataclass
@@ -73,13 +76,17 @@ class Executor(ABC):
         shared: Any,
         deadline: float | None = None,
         skip: Callable[[int], str | None] | None = None,
+        memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         """Call ``fn(task, shared)`` for every task, in the order given as workers free up;
         yield outcomes in completion order. ``deadline`` (a ``time.monotonic()`` value) ends
         the whole run: tasks still running then are stopped and tasks not started are not
         started, each with status ``budget``. ``skip(index)``, asked just before a task would
         start, may return a reason not to start it (status ``budget``; executors that send all
-        tasks at once, such as dask's, do not ask)."""
+        tasks at once, such as dask's, do not ask). ``memory`` (local executors): a task waits
+        until its estimated peak fits under the ceiling beside the tasks in flight, a task
+        that never fits is not started, and a task running when the processes' measured memory
+        exceeds the ceiling is stopped (status ``memory`` for both)."""
 
     def close(self) -> None:  # noqa: B027 - most executors hold nothing between runs
         """Release what the executor holds between runs (a client it opened)."""
@@ -103,6 +110,7 @@ class SerialExecutor(Executor):
         shared: Any,
         deadline: float | None = None,
         skip: Callable[[int], str | None] | None = None,
+        memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         main = threading.current_thread() is threading.main_thread()
         for i, task in enumerate(tasks):
@@ -114,6 +122,10 @@ class SerialExecutor(Executor):
             reason = skip(i) if skip is not None else None
             if reason:
                 yield Outcome(i, "budget", None, reason, 0.0)
+                continue
+            note = memory.never_fits(i, workers=0) if memory is not None else None
+            if note:
+                yield Outcome(i, "memory", None, note, 0.0)
                 continue
             use_alarm = limit is not None and main
             previous = None
@@ -238,12 +250,16 @@ class ProcessExecutor(Executor):
         shared: Any,
         deadline: float | None = None,
         skip: Callable[[int], str | None] | None = None,
+        memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         shared_bytes = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         self._failed_starts = 0
         self._deadline = deadline
+        self._memory = memory
         pending = deque(enumerate(tasks))
         n = min(self.n_workers, len(pending))
+        if memory is not None:
+            n = memory.workers(n)
         workers = [_Worker(shared_bytes, self.threads) for _ in range(n)]
         try:
             while pending or any(w.task is not None for w in workers):
@@ -260,6 +276,15 @@ class ProcessExecutor(Executor):
                         if reason:
                             yield Outcome(index, "budget", None, reason, 0.0)
                             continue
+                        if memory is not None:
+                            note = memory.never_fits(index)
+                            if note:
+                                yield Outcome(index, "memory", None, note, 0.0)
+                                continue
+                            running = [x.task for x in workers if x.task is not None]
+                            if not memory.fits(index, running, len(workers)):
+                                pending.appendleft((index, task))  # waits for memory
+                                break
                         w.task, w.started = index, time.perf_counter()
                         w.send((w.task, fn, task))
                 if not pending and all(w.task is None for w in workers):
@@ -267,6 +292,8 @@ class ProcessExecutor(Executor):
                 waiting = [w for w in workers if w.task is not None or not w.ready]
                 busy = [w for w in waiting if w.task is not None]
                 wait([w.conn for w in waiting], timeout=self._poll_timeout(busy))
+                if memory is not None and busy:
+                    yield from self._hold_ceiling(workers, shared_bytes)
                 for i, w in enumerate(workers):
                     if not w.ready:
                         if w.conn.poll():
@@ -314,8 +341,29 @@ class ProcessExecutor(Executor):
         w.ready = True
         return w
 
+    def _hold_ceiling(self, workers: list[_Worker], shared_bytes: bytes) -> Iterator[Outcome]:
+        """Stop the largest running task while the processes' measured memory exceeds the
+        ceiling (its worker is killed and replaced, as for a task over its time limit)."""
+        memory = self._memory
+        rss = [process_rss(w.process.pid) or 0 for w in workers]
+        while memory.over(rss):
+            busy = [i for i, w in enumerate(workers) if w.task is not None]
+            if not busy:
+                return
+            i = max(busy, key=lambda j: rss[j])
+            w = workers[i]
+            elapsed = time.perf_counter() - w.started
+            outcome = Outcome(w.task, "memory", None, memory_note(memory.ceiling, elapsed), elapsed)
+            w.task = None
+            w.stop(kill=True)
+            workers[i] = _Worker(shared_bytes, self.threads)
+            rss[i] = 0
+            yield outcome
+
     def _poll_timeout(self, busy: list[_Worker]) -> float | None:
         waits = []
+        if getattr(self, "_memory", None) is not None and busy:
+            waits.append(MEMORY_POLL)
         if self.time_limit is not None and busy:
             now = time.perf_counter()
             waits.append(min(w.started + self.time_limit - now for w in busy))

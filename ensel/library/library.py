@@ -22,8 +22,9 @@ from .training import prepare
 
 __all__ = ["FAILED", "Library"]
 
-FAILED = ("failed", "timeout", "budget")
-"""Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget)."""
+FAILED = ("failed", "timeout", "budget", "memory")
+"""Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget;
+memory: did not fit under ``max_memory``)."""
 
 
 class Library:

@@ -85,6 +85,9 @@ def summarize(part: pd.DataFrame) -> PartSummary:
                 if not isinstance(v, str | int | float | bool | np.generic) and not _is_missing(v):
                     c.odd = type(v).__name__
                     break
+        if c.odd is not None:  # merge raises ensel.data's error for it
+            out[name] = c
+            continue
         if not categorical:
             values = col.to_numpy(np.float64, na_value=np.nan)
             c.infinite = bool(np.isinf(values).any())

@@ -31,6 +31,7 @@ __all__ = [
     "SourcedData",
     "is_dask_frame",
     "is_source",
+    "n_classes",
     "n_rows",
     "parquet_files",
     "prepare_source",
@@ -169,6 +170,18 @@ def n_rows(X) -> int:
         pq = optional("pyarrow.parquet", "reading parquet")
         return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(X))
     return len(X)
+
+
+def n_classes(X, y) -> int:
+    """Distinct labels of ``y`` (an array, a dask Series, or the name of a column of X)."""
+    if isinstance(y, str) and is_dask_frame(X):
+        y = X[y]
+    if is_dask_frame(y):
+        return int(y.nunique().compute())
+    if isinstance(y, str) and _is_parquet_path(X):
+        files = parquet_files(X)
+        y, _ = _labels_of(ParquetParts.open(files), files, y)
+    return int(pd.Series(np.ravel(y)).nunique())
 
 
 def _labels_of(parts: ParquetParts, files: list[str], y) -> tuple[np.ndarray, ParquetParts]:
