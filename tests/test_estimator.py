@@ -240,7 +240,7 @@ def test_prune_fraction_selects_only_from_the_best_members(cancer):
     assert set(pruned.members_["id"]) <= {ids[i] for i in top}
     full = EnsembleSelectionClassifier(**options).fit(X_train, y_train)
     assert not set(full.members_["id"]) <= {ids[i] for i in top}
-    with pytest.raises(ValueError, match=r"'prune_fraction' parameter .* \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"'prune_fraction' parameter .* \(0.0, 1.0\]"):
         EnsembleSelectionClassifier(prune_fraction=0.0, **options).fit(X_train, y_train)
 
 
