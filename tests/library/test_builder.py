@@ -301,8 +301,8 @@ def test_an_empty_library_is_an_error(cancer):
         (np.ones((10, 2)), np.zeros(10), {}, "single class"),
         (np.array([[np.inf, 1.0]] * 10), np.arange(10) % 2, {}, "infinite values"),
         (np.ones((10, 2)), np.arange(10) % 2, {"cv": 6}, "fewer than cv=6 folds"),
-        (np.ones((10, 2)), np.arange(10) % 2, {"cv": 1}, "cv=1"),
-        (np.ones((10, 2)), np.arange(10) % 2, {"n_jobs": 0}, "n_jobs=0"),
+        (np.ones((10, 2)), np.arange(10) % 2, {"cv": 1}, "'cv' parameter of build_library"),
+        (np.ones((10, 2)), np.arange(10) % 2, {"n_jobs": 0}, "'n_jobs' parameter of build_library"),
         (np.ones((10, 2)), np.arange(10) % 2, {"backend": "ray"}, "backend='ray'"),
     ],
 )
