@@ -363,3 +363,21 @@ def test_check_estimator_passes_as_constructed(model):
     ]
     assert not failed
     assert len(results) > 40
+
+
+class _ArrayOnly:
+    """An array-like that numpy can read (``__array__``) but without ``len``."""
+
+    def __init__(self, data):
+        self.data = np.asarray(data)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+
+def test_fit_takes_an_array_like_without_len(cancer):
+    X, y = cancer
+    spec = {"families": [{"family": "logreg"}]}
+    model = EnsembleSelectionClassifier(library=spec, cv=3, n_bags=2, n_jobs=1)
+    model.fit(_ArrayOnly(X.to_numpy()), _ArrayOnly(y))
+    assert model.predict(X.to_numpy()).shape == (len(X),)

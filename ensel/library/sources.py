@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils.validation import _num_samples
 
 from .._imports import optional
 from .partitions import Plan, apply_plan, merge, row_hashes, summarize
@@ -169,7 +170,7 @@ def n_rows(X) -> int:
     if _is_parquet_path(X):
         pq = optional("pyarrow.parquet", "reading parquet")
         return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(X))
-    return len(X)
+    return _num_samples(X)  # an array-like without len() too (it has __array__ or a shape)
 
 
 def n_classes(X, y) -> int:
