@@ -381,3 +381,13 @@ def test_fit_takes_an_array_like_without_len(cancer):
     model = EnsembleSelectionClassifier(library=spec, cv=3, n_bags=2, n_jobs=1)
     model.fit(_ArrayOnly(X.to_numpy()), _ArrayOnly(y))
     assert model.predict(X.to_numpy()).shape == (len(X),)
+
+
+def test_default_cv_fits_a_class_of_three_rows():
+    """``cv="auto"`` on a tiny table takes no more folds than the rarest class has rows."""
+    X = 3 * np.random.RandomState(0).uniform(size=(10, 1))
+    y = X[:, 0].astype(int)
+    assert np.unique(y, return_counts=True)[1].min() == 3
+    spec = {"families": [{"family": "logreg"}]}
+    model = EnsembleSelectionClassifier(library=spec, n_bags=2, n_jobs=1).fit(X, y)
+    assert model.predict(X).shape == (10,)

@@ -95,9 +95,12 @@ def resolve_cv(
     else:
         return CVChoice(cv, hillclimb_fraction, "as given")
     if n_rows < AUTO_SWITCH_ROWS:
-        return CVChoice(
-            AUTO_FOLDS, hillclimb_fraction, f"{n_rows} rows < {AUTO_SWITCH_ROWS}: K folds"
-        )
+        folds, why = AUTO_FOLDS, f"{n_rows} rows < {AUTO_SWITCH_ROWS}: K folds"
+        if task != "regression" and y is not None:  # stratified: no more folds than rarest rows
+            rarest = int(pd.Series(np.ravel(np.asarray(y, dtype=object))).value_counts().min())
+            if 2 <= rarest < folds:
+                folds, why = rarest, f"{why}, as many as the rarest class has rows ({rarest})"
+        return CVChoice(folds, hillclimb_fraction, why)
     rows = auto_hillclimb_rows(n_rows)
     if task != "regression" and y is not None:
         labels = pd.Series(np.ravel(np.asarray(y, dtype=object)))
