@@ -19,6 +19,7 @@ __all__ = [
     "selection_speed",
     "selection_units",
     "selection_within",
+    "unused_budget",
 ]
 
 RESERVE_SHARE = 0.25
@@ -27,6 +28,9 @@ SELECTION_SHARE = 0.15
 """At most this share of a fit's time budget is reserved for selection before the build (a
 budget that ends early builds few members, and ``selection_within`` fits selection into the
 time left after the build)."""
+UNUSED_SHARE = 0.1
+"""A fit that ends with more than this share of its ``time_limit`` left says so
+(``budget_["unused_seconds"]`` and an INFO note with the reason)."""
 SELECTION_SPEED = 5e-8
 """Seconds per unit of selection work assumed before it is measured (``selection_speed``
 measured 3.7e-8 to 4.6e-8 on a shared 2-core machine under load)."""
@@ -129,3 +133,25 @@ def build_seconds(
     units = selection_units(n_members, n_rows, n_classes, options)
     reserve = fit_reserve(time_limit, selection_seconds(units, options, SELECTION_SPEED))
     return max(time_limit - reserve - spent, 1.0)
+
+
+def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures) -> str | None:
+    """Why a fit under ``time_limit`` left more than ``UNUSED_SHARE`` of it unused (None when
+    it did not): the library had nothing left to build. ``spec``: the LibrarySpec built (None
+    for a library given built); ``members``, ``failures``: the library's member tables (with
+    their ``tier``)."""
+    left = time_limit - fit_seconds
+    if left <= UNUSED_SHARE * time_limit:
+        return None
+    if spec is None:
+        return "the library was given built, so there was nothing to build"
+    if (failures["status"] == "budget").any():
+        runs = failures.loc[failures["status"] == "budget", "run"].nunique()
+        return f"{runs} run(s) were estimated not to end before the deadline and not started"
+    spare = spec.spare
+    if not spare:
+        return (
+            f"every run of spec {spec.name!r} was built and it has no spare tier "
+            "(library='default_spare' adds one)"
+        )
+    return f"every run of spec {spec.name!r} was built, its {len(spare)} spare run(s) included"

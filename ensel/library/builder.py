@@ -37,7 +37,8 @@ from .library import FAILED, Library
 from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
 from .schedule import anytime_order, relative_cost
 from .sources import is_source, n_rows, prepare_source
-from .spec import LibrarySpec, RunSpec, load_spec
+from .spare import choose_spare, standardized_width
+from .spec import SPARE, LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 from .training import TrainingData, prepare, resolve_cv, share_frame
 
@@ -246,6 +247,8 @@ def _build(
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in _spare_ids(library_spec)]
+        tasks = [t for t in tasks if t[0] != SPARE]
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
         shared = (data, contexts, fits, random_state)
@@ -261,7 +264,10 @@ def _build(
         _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling)
         if first is not None:
             first_run.commit(first, stores, deadline)
+        if spare:
+            _run_spare(executor, spare, shared, stores, verbose, deadline, budget_cap, ceiling)
         order = [r.run_id for r in library_spec.runs]
+        order += [r.run_id for r in library_spec.spare]
         if not writer.ok_runs(order):
             failed = writer.members(order, statuses=FAILED)
             if deadline is not None and (failed["status"] == "budget").any():
@@ -303,6 +309,51 @@ def _build(
             part.close()
         shutil.rmtree(writer.path / TRAINING_DIR, ignore_errors=True)
     return Library(PredictionStore(writer.path), _tmp=tmp)
+
+
+def _spare_ids(library_spec: LibrarySpec) -> set[str]:
+    """Ids of the spare tier's runs (a run the main tier also has is fitted there)."""
+    return {r.run_id for r in library_spec.spare}
+
+
+def _run_spare(
+    executor: Executor,
+    spare: list,
+    shared,
+    stores: dict,
+    verbose: int,
+    deadline: float | None,
+    budget_cap: float | None,
+    ceiling: int | None,
+) -> None:
+    """Fit the spare tier's runs after the main ones: under a time budget only those the
+    planner's estimates say end before the deadline (:func:`ensel.library.spare.choose_spare`);
+    the others are recorded with status ``budget`` and the planner's note (a later build into
+    the same store tries them again)."""
+    data = shared[0]
+    left = None if deadline is None else deadline - time.monotonic()
+    columns = data.columns
+    choice = choose_spare(
+        [run for _, run in spare],
+        left,
+        n_rows=int(data.y.size),
+        n_cols=len(columns.numeric) + len(columns.categorical),
+        n_classes=data.n_classes,
+        n_workers=getattr(executor, "n_workers", 1),
+        n_fits_per_run=data.n_siblings,
+        view_width=standardized_width(len(columns.numeric), [len(c) for c in columns.categories]),
+        task=data.task,
+    )
+    for run, note in choice.left:
+        stores[SPARE].write_failure(run, "budget", note, 0.0)
+    if choice.left:
+        log.info(
+            "spare tier: %d of %d runs left out, estimated not to end within the time left",
+            len(choice.left),
+            len(spare),
+        )
+    todo = [(SPARE, run) for run in choice.kept]
+    _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling)
 
 
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
@@ -389,7 +440,7 @@ def _run_all(
         """Under a budget, a run is not started when a run of its family that costs no more
         was already cut short by the budget: it would not finish either."""
         section, run = todo[index]
-        if deadline is None or section != "families":
+        if deadline is None or section not in ("families", SPARE):
             return None
         limit = cut.get((section, run.family))
         if limit is not None and _cost(run) >= limit:
@@ -411,7 +462,11 @@ def _run_all(
                     f"stopped after {budget_cap:g} s: under a time budget no run may take more "
                     f"than {MAX_RUN_SHARE:.0%} of it"
                 )
-            if outcome.status == "budget" and outcome.seconds > 0 and section == "families":
+            if (
+                outcome.status == "budget"
+                and outcome.seconds > 0
+                and section in ("families", SPARE)
+            ):
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":

@@ -270,10 +270,11 @@ class PredictionStore:
                         "error": rec["error"],
                         "fit_seconds": rec["fit_seconds"],
                         "predict_ms": alone,
+                        "tier": rec.get("tier", "main"),
                     }
                 )
         columns = ["id", "run", "family", "params", "view", "calibration", "stage", "status"]
-        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds", "predict_ms"])
+        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds", "predict_ms", "tier"])
         return frame.astype({"stage": "Int64"})
 
     # ------------------------------------------------------------------ the matrix
@@ -339,7 +340,7 @@ def _record(
 ) -> dict:
     costs = dict(costs or {})
     timed = costs.pop("timed", None)  # the builder's timing, a report only
-    return {
+    record = {
         "run": run.run_id,
         "family": run.family,
         "params": run.param_dict,
@@ -352,6 +353,10 @@ def _record(
         "predict_ms": costs or None,
         "predict_ms_timed": timed or None,
     }
+    tier = getattr(run, "tier", "main")
+    if tier != "main":  # main runs' records stay as they were
+        record["tier"] = tier
+    return record
 
 
 def _member_predict_ms(record: dict, stage: int | None) -> float:
