@@ -31,6 +31,7 @@ from .._progress import progress_bar
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
 from .executor import Executor, ProcessExecutor, budget_message, make_executor
+from .families import get_family, missing_requirements
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
@@ -329,8 +330,18 @@ def _run_spare(
     """Fit the spare tier's runs after the main ones: under a time budget only those the
     planner's estimates say end before the deadline (:func:`ensel.library.spare.choose_spare`);
     the others are recorded with status ``budget`` and the planner's note (a later build into
-    the same store tries them again)."""
+    the same store tries them again). Runs of a family whose package is not installed
+    (catboost, torch) are skipped, not failed: the tier takes the stronger members that are
+    available."""
     data = shared[0]
+    absent = [run for _, run in spare if missing_requirements(get_family(run.family, run.task))]
+    if absent:  # optional members: a spare tier uses the packages that are installed
+        log.info(
+            "spare tier: %d run(s) skipped, their packages are not installed (%s)",
+            len(absent),
+            ", ".join(sorted({r.family for r in absent})),
+        )
+        spare = [t for t in spare if t[1] not in absent]
     left = None if deadline is None else deadline - time.monotonic()
     columns = data.columns
     choice = choose_spare(

@@ -165,10 +165,11 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     siblings = []
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
-        view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
+        view = make_view(run.view, data.columns, family.native_missing)
+        train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], _label_classes(data))
         fitted = wrap(
             family.fit(
-                transform(view, data.X.iloc[train]),
+                train_matrix,
                 y_fit[train],
                 n_classes=data.n_classes,
                 params=params,
@@ -208,6 +209,12 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     if not np.isfinite(predictions).all():
         raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
     return RunResult(predictions, FittedRun(run, siblings, sibling_of_group, calibrators), costs)
+
+
+def _label_classes(data: TrainingData) -> int:
+    """What a view that learns from the labels is told of them: the classes, 0 for a real
+    target."""
+    return 0 if data.task == "regression" else data.n_classes
 
 
 def view_key(kind: str, view, n_siblings: int, k: int) -> tuple:
@@ -303,10 +310,11 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     extra = {"categorical": native_categorical(data)} if family.categorical else {}
     if extra and run.view != "native":
         extra["categorical"] = {}
-    view = make_view(run.view, data.columns, family.native_missing).fit(data.X)
+    view = make_view(run.view, data.columns, family.native_missing)
+    train_matrix = view.fit_transform(data.X, data.y, _label_classes(data))
     model = wrap(
         family.fit(
-            transform(view, data.X),
+            train_matrix,
             y_fit,
             n_classes=data.n_classes,
             params=params,
