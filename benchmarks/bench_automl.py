@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 import traceback
@@ -339,6 +340,9 @@ def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
     for budget in (300.0, 600.0):
         for metric in ("auc", "logloss"):
             r = over_datasets(rows, ("ensel", budget), ("autogluon", budget), metric)
+            if not r["datasets"]:
+                lines.append(f"- ensel vs AutoGluon at {budget:g} s, {metric}: no pairs yet")
+                continue
             ok = r["datasets"] == n_datasets and r["wins"] >= need and r["p (t-test)"] < 0.05
             ok = ok and r["mean diff"] > 0
             lines.append(
@@ -353,6 +357,8 @@ def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
         f"- ensel 600 s vs ensel 120 s, log loss: {r['wins']}/{r['datasets']} datasets better, "
         f"mean diff {r['mean diff']:+.4f} +- {r['se diff']:.4f}, t-test p {r['p (t-test)']:.3g}"
         f", sign test p {r['p (sign test)']:.3g}: **{'met' if ok else 'not met'}**"
+        if r["datasets"]
+        else "- ensel 600 s vs ensel 120 s, log loss: no pairs yet"
     )
     for budget in sorted(set(rows.budget) & set(BUDGETS["autogluon"])):
         ratio = predict_ratios(rows, budget)
@@ -508,7 +514,8 @@ def main(argv=None) -> None:
     failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[:0]
     rows = rows[rows["auc"].notna()] if "auc" in rows else rows.iloc[:0]
     label = args.label or ("quick run" if args.quick else f"{len(rows)} fits from {path.name}")
-    command = ("python -m benchmarks.bench_automl " + " ".join(argv or [])).strip()
+    given = sys.argv[1:] if argv is None else argv
+    command = ("python -m benchmarks.bench_automl " + " ".join(given)).strip()
     lines = report_lines(rows, failed, args.seeds, label, command)
     print("\n".join(lines))
     if not args.no_write:

@@ -159,3 +159,13 @@ def test_protocol_gives_each_config_its_budgets():
     }
     assert [b for *_, b in plan] == sorted(b for *_, b in plan)  # whole budgets first
     assert len(protocol(["autogluon"], [30.0], [0, 1], ["pima"])) == 2
+
+
+def test_targets_without_pairs_say_so():
+    from benchmarks.bench_automl import targets
+
+    rows = _protocol_rows()
+    lines = targets(rows[rows.budget != 600.0])
+    assert "- ensel vs AutoGluon at 600 s, auc: no pairs yet" in lines
+    assert "- ensel 600 s vs ensel 120 s, log loss: no pairs yet" in lines
+    assert lines[0].endswith("**met**")  # 300 s is still judged
