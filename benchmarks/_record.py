@@ -16,13 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 ENSEL_PACKAGES = ("ensel", "scikit-learn", "numpy", "lightgbm", "xgboost", "xgboost-cpu")
 
 
+UNTRACKED_OUTPUTS = (":!benchmarks/results", ":!docs/benchmarks.md")
+"""What benchmark runs write themselves: changes there do not make the code dirty."""
+
+
 def git_commit(root: Path = ROOT) -> str:
-    """The checkout's commit (short hash), with "-dirty" when tracked files differ from it;
-    "unknown" outside git."""
+    """The checkout's commit (short hash), with "-dirty" when tracked files other than the
+    benchmarks' own outputs (``UNTRACKED_OUTPUTS``) differ from it; "unknown" outside git."""
     try:
         run = dict(cwd=root, capture_output=True, text=True, check=True)
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], **run).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "-uno"], **run).stdout.strip()
+        status = ["git", "status", "--porcelain", "-uno", "--", ".", *UNTRACKED_OUTPUTS]
+        dirty = subprocess.run(status, **run).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")
