@@ -24,10 +24,11 @@ overrides them for every configuration):
 Every row records the dataset, seed, configuration and budget; test AUC (one-vs-rest macro for
 multiclass) and log loss; fit wall seconds; predict microseconds per row, the same way for both
 (``benchmarks._predict_timing``: warm, all test rows as one batch, in the process holding the
-model); the peak resident memory of the fitting process tree (ensel's process and its workers,
-or AutoGluon's runner and its ray workers); the model chosen (AutoGluon's ``model_best``, or
-ensel's heaviest member); ensel's commit and versions, AutoGluon's version and its models'
-packages; the 1/5/15-minute load average at the start and the 1-minute one at the end.
+model); the peak resident memory and the CPU seconds of the fitting process tree (ensel's
+process and its workers, or AutoGluon's runner and its ray workers); the model chosen
+(AutoGluon's ``model_best``, or ensel's heaviest member); ensel's commit and versions,
+AutoGluon's version and its models' packages; the 1/5/15-minute load average at the start
+and the 1-minute one at the end.
 
 Report (``benchmarks._stats``): per dataset, the mean over the chosen seeds with its standard
 error; over datasets, wins, the mean difference, a paired t-test and a sign test (two-sided);
@@ -142,6 +143,7 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
         "fit_s": fit_s,
         "predict_us_per_row": us_per_row,
         "peak_rss_mb": memory.peak_mb,
+        "cpu_s": memory.cpu_seconds,
         "members": len(clf.members_),
         "best_model": _heaviest_member(clf.members_),
     }
@@ -167,6 +169,7 @@ def fit_autogluon(X_tr, y_tr, X_te, y_te, problem_type: str, budget: float, seed
         "fit_s": result.fit_seconds,
         "predict_us_per_row": result.info["predict_us_per_row"],
         "peak_rss_mb": result.info["peak_rss_mb"],
+        "cpu_s": result.cpu_seconds,
         "members": len(result.info.get("models", []) or []),
         "best_model": result.info["best_model"],
         "autogluon_version": result.info["version"],

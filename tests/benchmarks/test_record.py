@@ -68,3 +68,11 @@ def test_git_commit_is_dirty_for_code_not_for_results(tmp_path):
     (tmp_path / "code.py").write_text("x = 2\n")
     assert git_commit(tmp_path) == clean + "-dirty"
     assert git_commit(tmp_path.parent / "not-a-repo-here") == "unknown"
+
+
+def test_peak_memory_adds_up_the_tree_cpu_time():
+    # a child that spends 0.5 s of its own CPU time, then idles so its total is sampled
+    code = "import time\nwhile time.process_time() < 0.5: pass\ntime.sleep(1)"
+    with PeakMemory(interval=0.05) as mem:
+        subprocess.run([sys.executable, "-c", code], check=True)
+    assert mem.cpu_seconds >= 0.5
