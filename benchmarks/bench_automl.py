@@ -5,6 +5,7 @@ unit.
     python -m benchmarks.bench_automl [--quick] [--budgets 60 300 600] [--seeds 0 1 2 3 4]
         [--datasets ...] [--configs ensel autogluon] [--results FILE.jsonl]
     python -m benchmarks.bench_automl --report --seeds 2 3 4     # fit nothing: the targets
+    python -m benchmarks.bench_automl --plan --seeds 2 3 4       # fit nothing: what is left
 
 Protocol: ``DATASETS`` (the 8 of the first protocol, pima to rwm1984_outwork, and 4 larger
 ones: car, doctor_contacts, vietnam_i, movies_drama; binary and multiclass, some with missing
@@ -376,6 +377,25 @@ def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
     return lines
 
 
+OVERHEAD_S = 30.0
+"""Per fit beyond its budget, for ``plan_lines``: loading, starting ray, predicting 4 times."""
+
+
+def plan_lines(plan, done: set) -> list[str]:
+    """The fits of ``plan`` not in ``done``, counted per configuration and budget, with an upper
+    bound on their wall time (each fit its whole budget plus ``OVERHEAD_S``; ensel often
+    finishes its library early, AutoGluon spends its budget)."""
+    todo = pd.DataFrame(
+        [k for k in plan if k not in done], columns=["dataset", "seed", "config", "budget"]
+    )
+    if not len(todo):
+        return ["nothing left to fit"]
+    counts = todo.groupby(["config", "budget"]).size()
+    lines = [f"{c} {b:g} s: {n} fits" for (c, b), n in counts.items()]
+    hours = (todo.budget + OVERHEAD_S).sum() / 3600
+    return [*lines, f"{len(todo)} fits, at most {hours:.1f} h"]
+
+
 def load_results(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -494,6 +514,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--report", action="store_true", help="fit nothing: report the fits in --results"
     )
+    parser.add_argument(
+        "--plan", action="store_true", help="fit nothing: count the fits left and their time"
+    )
     args = parser.parse_args(argv)
     tmp = None
     if args.quick:
@@ -509,8 +532,13 @@ def main(argv=None) -> None:
         raise SystemExit(f"unknown dataset(s) or config(s) {unknown}")
     path = Path(args.results or RESULTS)
     path.parent.mkdir(parents=True, exist_ok=True)
+    plan = protocol(args.configs, args.budgets, args.seeds, args.datasets)
+    if args.plan:
+        done = {(r["dataset"], r["seed"], r["config"], r["budget"]) for r in load_results(path)}
+        print("\n".join(plan_lines(plan, done)))
+        return
     if not args.report:
-        run_plan(protocol(args.configs, args.budgets, args.seeds, args.datasets), path)
+        run_plan(plan, path)
     rows = pd.DataFrame(load_results(path))
     if len(rows):
         rows = rows[rows.seed.isin(args.seeds) & rows.dataset.isin(args.datasets)]
