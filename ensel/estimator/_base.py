@@ -84,7 +84,7 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions(set(BACKENDS) | set(BACKEND_ALIASES))],
+        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],

@@ -39,7 +39,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real datasets)
         selecting for MXE had the best mean normalised score over all eight targets; it also
         rewards calibrated probabilities.
-    cv : "auto", int >= 2 or None, default="auto"
+    cv : int >= 2, "auto" or None, default="auto"
         ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
         held-out hillclimb set of a few thousand rows on a large one (members fitted once on
         the rest; see docs/library.md, "cv='auto'"); an integer K: K folds; None holds out a

@@ -34,9 +34,10 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`~ensel.metrics.Metric` with ``task="regression"``, or a callable
         ``func(y_true, y_pred) -> float`` (maximised unless it has
         ``greater_is_better=False``; see :func:`ensel.metrics.make_metric`).
-    cv : "auto", int >= 2 or None, default="auto"
-        Folds of embedded cross-validation (§4.3.4), plain (or grouped with ``groups``) K
-        folds: there are no classes to stratify by; None holds out a hillclimb split.
+    cv : int >= 2, "auto" or None, default="auto"
+        As for :class:`EnsembleSelectionClassifier` (``"auto"``: 5 folds on a small table,
+        one held-out hillclimb set on a large one), with plain (or grouped with ``groups``)
+        K folds: there are no classes to stratify by.
     strategy : {"es", "modsel", "bayesavg"}, default="es"
         Ensemble selection, the best member, or Bayesian model averaging with a Gaussian
         likelihood of each member's residuals.
