@@ -28,6 +28,7 @@ from .executor import Executor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .members import FittedMembers
+from .planned import plan_build
 from .runs import refit_full
 from .schedule import anytime_order, relative_cost
 from .spec import LibrarySpec, RunSpec, load_spec
@@ -38,8 +39,9 @@ __all__ = ["Library", "build_library"]
 
 log = logging.getLogger(__name__)
 
-FAILED = ("failed", "timeout", "budget")
-"""Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget)."""
+FAILED = ("failed", "timeout", "budget", "left_out")
+"""Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget;
+left_out: left out by the plan of a build under a time budget)."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
 
@@ -65,6 +67,7 @@ class Library:
             )
         others = [r for r in store.records if store.records[r]["status"] != "ok"]
         self.failures = store.members(others, statuses=FAILED)
+        self.plan = store.plan()  # the plan of a build under a time budget, or None
         self.hillclimb_index, self.y = store.hillclimb()
         self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])
@@ -335,14 +338,25 @@ def _build(
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        notes: dict[str, str] = {}
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, len(data.X))]
+            planned = plan_build(
+                tasks, data, deadline - time.monotonic(), getattr(executor, "n_workers", 1)
+            )
+            tasks, notes = planned.tasks, planned.notes
+            for section, run, why in planned.left_out:
+                stores[section].write_failure(run, "left_out", why, 0.0)
+            if planned.subsample:
+                contexts["families"] = {"subsample": planned.subsample}
+            if planned.table is not None:
+                writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
         first = _first_run(tasks) if deadline is not None else None
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
             first_run = _Background(_fit_task, first, shared)
-        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap)
+        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, notes)
         if first is not None:
             first_run.commit(first, stores, deadline)
         order = [r.run_id for r in library_spec.runs]
@@ -409,13 +423,14 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     """The runs of ``specs`` that ``store`` has not finished: never tried, cut short by a
-    build's time budget, or (with ``retry_failed``) failed or timed out."""
+    build's time budget or left out by its plan, or (with ``retry_failed``) failed or timed
+    out."""
     done = store.records
     return [
         s
         for s in specs
         if s.run_id not in done
-        or done[s.run_id]["status"] == "budget"
+        or done[s.run_id]["status"] in ("budget", "left_out")
         or (retry_failed and done[s.run_id]["status"] != "ok")
     ]
 
@@ -456,10 +471,12 @@ def _run_all(
     verbose: int,
     deadline: float | None = None,
     budget_cap: float | None = None,
+    notes: dict[str, str] | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
-    store of its section. ``budget_cap``: the per-run limit comes from the time budget, so a
-    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``."""
+    store of its section (``notes``: run id -> the note kept beside a trained run).
+    ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
+    recorded as ``budget`` (built again by a later build), not ``timeout``."""
     if not todo:
         return
     progress = _progress(todo, verbose, deadline)
@@ -495,7 +512,8 @@ def _run_all(
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":
-                store.write_run(run, outcome.value, outcome.seconds)
+                note = (notes or {}).get(run.run_id, "")
+                store.write_run(run, outcome.value, outcome.seconds, note=note)
             else:
                 store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
                 if outcome.status != "budget":
