@@ -192,6 +192,8 @@ class EnsembleSelectionBase(BaseEstimator):
             runs_ok=int(lib.members["run"].nunique()),
             runs_not_finished=runs["status"].value_counts().to_dict(),
         )
+        if lib.plan is not None:
+            self.budget_["plan"] = budget.plan_summary(lib.plan)
         return deadline, options
 
     def _select(self, lib, P, metric, options, deadline) -> np.ndarray:

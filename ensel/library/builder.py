@@ -35,6 +35,7 @@ from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
 from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
+from .planned import plan_build
 from .schedule import anytime_order, relative_cost
 from .sources import is_source, n_rows, prepare_source
 from .spec import LibrarySpec, RunSpec, load_spec
@@ -45,7 +46,7 @@ __all__ = ["build_library"]
 
 log = logging.getLogger(__name__)
 
-RETRIED = ("budget", "memory")
+RETRIED = ("budget", "memory", "left_out")
 """Statuses of runs a later build into the same store tries again."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
@@ -246,8 +247,19 @@ def _build(
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        notes: dict[str, str] = {}
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
+            planned = plan_build(
+                tasks, data, deadline - time.monotonic(), getattr(executor, "n_workers", 1)
+            )
+            tasks, notes = planned.tasks, planned.notes
+            for section, run, why in planned.left_out:
+                stores[section].write_failure(run, "left_out", why, 0.0)
+            if planned.subsample:
+                contexts["families"] = {"subsample": planned.subsample}
+            if planned.table is not None:
+                writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
         # a quick run fitted here needs the rows here: not for data read where it is fitted
         here = getattr(data, "in_memory", True)
@@ -258,7 +270,7 @@ def _build(
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
             first_run = _InProcessRun(_fit_task, first, shared)
-        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling)
+        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
         if first is not None:
             first_run.commit(first, stores, deadline)
         order = [r.run_id for r in library_spec.runs]
@@ -320,7 +332,8 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     """The runs of ``specs`` that ``store`` has not finished: never tried, cut short by a
-    build's time budget or memory ceiling, or (with ``retry_failed``) failed or timed out."""
+    build's time budget or memory ceiling or left out by its plan, or (with ``retry_failed``)
+    failed or timed out."""
     done = store.records
     return [
         s
@@ -368,10 +381,12 @@ def _run_all(
     deadline: float | None = None,
     budget_cap: float | None = None,
     ceiling: int | None = None,
+    notes: dict[str, str] | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
-    store of its section. ``budget_cap``: the per-run limit comes from the time budget, so a
-    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``.
+    store of its section (``notes``: run id -> the note kept beside a trained run).
+    ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
+    recorded as ``budget`` (built again by a later build), not ``timeout``.
     ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
     :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak."""
     if not todo:
@@ -415,7 +430,8 @@ def _run_all(
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":
-                store.write_run(run, outcome.value, outcome.seconds)
+                note = (notes or {}).get(run.run_id, "")
+                store.write_run(run, outcome.value, outcome.seconds, note=note)
             else:
                 store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
                 if outcome.status != "budget":

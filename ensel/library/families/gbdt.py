@@ -4,6 +4,11 @@ Not in the paper's grid, which predates them; they are today's strongest tabular
 library without them would understate what selection has to work with. One run trains
 ``max(stages)`` rounds, and stage ``s`` predicts with the first ``s`` rounds only, which is
 exactly the model trained with ``n_estimators=s`` (boosting never revisits earlier trees).
+With ``early_stop=f`` (the builder passes it on large tables, see
+``ensel.library.runs.EARLY_STOP_ROWS``) a stratified share ``f`` of the fit's rows is held out
+and boosting stops ``STOP_ROUNDS`` rounds after their log loss last improved; a stage past the
+best round predicts with the best round (the stages repeat the best model, and the rounds that
+were never trained cost nothing).
 Both run single-threaded (the builder parallelises across runs) and are seeded by
 ``random_state``. Both split the native view's categorical columns natively (category subsets,
 not ordered codes) and learn where missing values go. xgboost and lightgbm are optional
@@ -12,6 +17,7 @@ dependencies, imported when a run trains.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +25,9 @@ import numpy as np
 
 from ._base import Family, full_proba, register
 from .neural import check_stages
+
+STOP_ROUNDS = 50
+"""Rounds without improvement on the early-stopping rows after which boosting stops."""
 
 
 @dataclass
@@ -46,13 +55,15 @@ class _BoostedRun:
     classes: np.ndarray
     stages: tuple[int, ...]
     n_classes: int
+    best: int | None = None  # rounds kept by early stopping (None: all)
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Members at the stages of index ``stages`` (all by default), each predicted with its
-        own number of rounds."""
+        own number of rounds (at most the best round where boosting stopped early)."""
         wanted = list(range(len(self.stages)) if stages is None else stages)
         out = np.empty((len(wanted), X.shape[0], self.n_classes))
         for i, s in enumerate(self.stages[j] for j in wanted):
+            s = s if self.best is None else min(s, self.best)
             if self.kind == "xgboost":
                 p = self.model.predict_proba(X, iteration_range=(0, s))
             else:
@@ -60,6 +71,20 @@ class _BoostedRun:
             p = np.asarray(p, dtype=np.float64)
             out[i] = full_proba(p / p.sum(axis=1, keepdims=True), self.classes, self.n_classes)
         return {"none": out}
+
+
+def stopping_split(codes: np.ndarray, early_stop: float, random_state: int):
+    """``(fit rows, stopping rows)``: a seeded stratified share ``early_stop`` of the rows held
+    out to stop boosting on (unstratified where a class is too small to split)."""
+    from sklearn.model_selection import train_test_split
+
+    rows = np.arange(codes.size)
+    try:
+        return train_test_split(
+            rows, test_size=early_stop, stratify=codes, random_state=random_state % 2**32
+        )
+    except ValueError:
+        return train_test_split(rows, test_size=early_stop, random_state=random_state % 2**32)
 
 
 def _encode(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,9 +118,10 @@ class _CategoricalRun:
         return self.inner.predict(categorical_codes(X, self.columns), stages=stages)
 
 
-def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None):
+def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0):
     """XGBoost with the histogram tree method, ``max(stages)`` rounds, one thread; the native
-    view's categorical columns are split natively (``enable_categorical``)."""
+    view's categorical columns are split natively (``enable_categorical``); ``early_stop``: see
+    the module docstring."""
     stages = check_stages(stages, "xgboost rounds")
     classes, codes = _encode(y)
     if len(classes) == 1:
@@ -122,16 +148,25 @@ def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=No
         n_jobs=1,
         verbosity=0,
         random_state=random_state,
+        early_stopping_rounds=STOP_ROUNDS if early_stop else None,
     )
-    model.fit(X, codes)
-    run = _BoostedRun(model, "xgboost", classes, stages, n_classes)
+    best = None
+    if early_stop:
+        fit, stop = stopping_split(codes, early_stop, random_state)
+        model.fit(X[fit], codes[fit], eval_set=[(X[stop], codes[stop])], verbose=False)
+        best = int(model.best_iteration) + 1
+    else:
+        model.fit(X, codes)
+    run = _BoostedRun(model, "xgboost", classes, stages, n_classes, best)
     return _CategoricalRun(run, columns) if columns else run
 
 
-def fit_lightgbm(X, y, *, n_classes, params, stages, random_state, categorical=None):
+def fit_lightgbm(
+    X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0
+):
     """LightGBM, ``max(stages)`` rounds, one thread, deterministic row-wise histograms;
     ``subsample`` is bagging redrawn every round; the native view's categorical columns are
-    split natively (``categorical_feature``)."""
+    split natively (``categorical_feature``); ``early_stop``: see the module docstring."""
     stages = check_stages(stages, "lightgbm rounds")
     classes, codes = _encode(y)
     if len(classes) == 1:
@@ -158,8 +193,27 @@ def fit_lightgbm(X, y, *, n_classes, params, stages, random_state, categorical=N
         deterministic=True,
         force_row_wise=True,
     )
-    model.fit(X, codes, categorical_feature=columns if columns else "auto")
-    run = _BoostedRun(model, "lightgbm", classes, stages, n_classes)
+    features = columns if columns else "auto"
+    best = None
+    if early_stop:
+        from lightgbm import early_stopping
+
+        fit, stop = stopping_split(codes, early_stop, random_state)
+        if "eval_X" in inspect.signature(model.fit).parameters:  # lightgbm >= 4.7
+            held = {"eval_X": (X[stop],), "eval_y": (codes[stop],)}
+        else:
+            held = {"eval_set": [(X[stop], codes[stop])]}
+        model.fit(
+            X[fit],
+            codes[fit],
+            **held,
+            categorical_feature=features,
+            callbacks=[early_stopping(STOP_ROUNDS, verbose=False)],
+        )
+        best = int(model.best_iteration_) or None
+    else:
+        model.fit(X, codes, categorical_feature=features)
+    run = _BoostedRun(model, "lightgbm", classes, stages, n_classes, best)
     return _CategoricalRun(run, columns) if columns else run
 
 

@@ -5,8 +5,10 @@ number of trees).
 Neither is in the paper's grid. HistGradientBoosting is LightGBM's algorithm inside
 scikit-learn: it splits categorical columns on category subsets and sends missing values down
 the learned side of each split, so it needs no one-hot columns and no imputation. One run trains
-``max(stages)`` iterations without early stopping, and stage ``s`` is the model after ``s``
-iterations (``staged_predict_proba``), the same as a run with ``max_iter=s``. ExtraTrees
+``max(stages)`` iterations, and stage ``s`` is the model after ``s`` iterations
+(``staged_predict_proba``), the same as a run with ``max_iter=s``; with ``early_stop=f`` (large
+tables) scikit-learn holds out a share ``f`` and stops after ``STOP_ROUNDS`` iterations without
+gain, and the stages past the last iteration repeat it. ExtraTrees
 (Geurts et al. 2006) draws split thresholds at random; its members average the first ``s`` trees.
 Both run on one thread: the builder parallelises across runs.
 """
@@ -21,7 +23,7 @@ from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifie
 from threadpoolctl import threadpool_limits
 
 from ._base import Family, full_proba, register
-from .gbdt import _ConstantRun, _encode
+from .gbdt import STOP_ROUNDS, _ConstantRun, _encode
 from .neural import check_stages
 from .trees import _ForestTree, _needs_stages, _StagedRun, leaf_cap
 
@@ -77,9 +79,12 @@ def categorical_mask(
     return mask
 
 
-def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state, categorical=None):
-    """HistGradientBoostingClassifier, ``max(stages)`` iterations, no early stopping, native
-    categorical splits on the view's categorical columns, missing values learned per split."""
+def fit_hist_gbdt(
+    X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0
+):
+    """HistGradientBoostingClassifier, ``max(stages)`` iterations, early stopping only with
+    ``early_stop`` (the module docstring), native categorical splits on the view's
+    categorical columns, missing values learned per split."""
     stages = check_stages(stages, "hist_gbdt iterations")
     classes, codes = _encode(y)
     if len(classes) == 1:
@@ -101,7 +106,9 @@ def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state, categorical=
         max_features=params["max_features"],
         max_bins=MAX_BINS,
         categorical_features=mask if mask.any() else None,
-        early_stopping=False,
+        early_stopping=bool(early_stop),
+        validation_fraction=early_stop or None,
+        n_iter_no_change=STOP_ROUNDS,
         random_state=random_state,
     )
     with threadpool_limits(1, user_api="openmp"):
