@@ -20,6 +20,7 @@ from ..data import named
 from ..library import Library, build_library
 from ..library.cost import predict_cost
 from ..library.grow import GrowSpec
+from ..library.memory import parse_memory, selection_memory
 from ..library.spec import load_spec
 from ..metrics import greater_is_better, resolve_metric
 from ..risk.combined import DetectorSet
@@ -68,6 +69,7 @@ class EnsembleSelectionBase(BaseEstimator):
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
         started = time.monotonic()
+        parse_memory(self.max_memory)  # a bad value fails before any work
         metric = resolve_metric(self.metric, task=self._task)
         options = self._selection_options()
         speed = None
@@ -89,6 +91,8 @@ class EnsembleSelectionBase(BaseEstimator):
                 f"{'regression' if self._task == 'regression' else 'default'})"
             )
         P = np.asarray(lib.predictions)
+        if self.strategy == "es":  # selection's copies of P stay under the ceiling too
+            options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, options, speed, started)
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups)
@@ -252,6 +256,7 @@ class EnsembleSelectionBase(BaseEstimator):
                 spec, X, y, time.monotonic() if started is None else started
             ),
             run_time_limit=self.run_time_limit,
+            max_memory=self.max_memory,
             verbose=self.verbose,
             grow=self._grow_spec(),
         )

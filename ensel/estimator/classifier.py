@@ -89,6 +89,12 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         :func:`ensel.library.build_library`); selection is then fitted into the time left
         (``budget_`` says what it changed); ``fit`` returns within about 10% of the budget.
     run_time_limit : seconds per training run (all folds); None takes the spec's cap.
+    max_memory : a ceiling on the memory of the fit's processes (this one and the build's
+        workers), kept like ``time_limit``: bytes or a size such as ``"8GB"``; None allows 80%
+        of what this process may use (its cgroup limit, else the physical memory). A clear
+        error before any training when the data alone cannot fit; runs start only when their
+        estimated peak fits, and runs that cannot fit are skipped (see
+        :func:`ensel.library.build_library` and docs/library.md, "Memory").
     n_jobs : worker processes for the build; -1 (the default) uses every core.
     backend, client, random_state, verbose : as in :func:`ensel.library.build_library`;
         ``backend="dask"`` builds on a dask cluster (``client``: a scheduler address keeps the
@@ -119,6 +125,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
+        max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -144,6 +151,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self.client = client
         self.time_limit = time_limit
         self.run_time_limit = run_time_limit
+        self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
 

@@ -30,7 +30,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
     strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
         (Bayesian model averaging with a Gaussian likelihood of each member's residuals).
     cv, n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init, prune_fraction,
-    store, n_jobs, backend, client, time_limit, random_state, verbose : as for
+    store, n_jobs, backend, client, time_limit, max_memory, random_state, verbose : as for
         :class:`EnsembleSelectionClassifier`. Folds are plain (or grouped with ``groups``) K
         folds: there are no classes to stratify by.
 
@@ -64,6 +64,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
+        max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -86,6 +87,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         self.client = client
         self.time_limit = time_limit
         self.run_time_limit = run_time_limit
+        self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
 
