@@ -154,7 +154,7 @@ def selection_memory(max_memory) -> int:
 
 def format_bytes(n: float) -> str:
     """``n`` bytes as a short size (``"1.5 GB"``, ``"320 MB"``), powers of 1024."""
-    for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+    for unit, size in (("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
         if n >= size:
             return f"{n / size:.1f} {unit}" if n < 10 * size else f"{n / size:.0f} {unit}"
     return f"{int(n)} bytes"
