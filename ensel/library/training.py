@@ -139,7 +139,7 @@ class TrainingData:
         file instead (workers of one machine share one copy of the training matrix)."""
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.frame_file is not None:
-            state["X"] = None
+            state.update(dict.fromkeys(("X", *ROW_ARRAYS)))
         return (_restore, (state,))
 
     @property
@@ -176,11 +176,15 @@ class TrainingData:
 def _restore(state: dict) -> TrainingData:
     if state["X"] is None:
         state["X"] = read_frame(state["frame_file"])
+        for name in ROW_ARRAYS:
+            state[name] = np.load(Path(state["frame_file"]) / f"{name}.npy", mmap_mode="r")
     return TrainingData(**state)
 
 
 FLOAT_FILE = "float64.npy"
 OTHER_FILE = "other.pkl"
+ROW_ARRAYS = ("y", "folds", "groups")
+"""Per-row arrays of TrainingData kept beside the frame (memory-mapped by the workers too)."""
 
 
 def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingData:
@@ -193,6 +197,8 @@ def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingDat
     tmp.mkdir(parents=True)
     block, floats, others = _parts(data.X)
     np.save(tmp / FLOAT_FILE, block)
+    for name in ROW_ARRAYS:
+        np.save(tmp / f"{name}.npy", getattr(data, name))
     with open(tmp / OTHER_FILE, "wb") as fh:
         pickle.dump((list(data.X.columns), floats, others), fh, protocol=pickle.HIGHEST_PROTOCOL)
     shutil.rmtree(directory, ignore_errors=True)
