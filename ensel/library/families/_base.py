@@ -20,6 +20,7 @@ __all__ = [
     "REGRESSORS",
     "Family",
     "Run",
+    "check_stages",
     "get_family",
     "missing_requirements",
     "register",
@@ -89,7 +90,8 @@ class Family:
 FAMILIES: dict[str, Family] = {}
 """Classification families by name."""
 REGRESSORS: dict[str, Family] = {}
-"""Regression families by name (``families/regression.py``); a name may be in both registries."""
+"""Regression families by name (each beside the classifier of its algorithm); a name may be in
+both registries."""
 _REGISTRIES = {"classification": FAMILIES, "regression": REGRESSORS}
 
 
@@ -135,6 +137,26 @@ def missing_requirements(family: Family) -> list[str]:
         except ImportError:
             missing.append(module)
     return missing
+
+
+def check_stages(stages: tuple[int, ...] | None, what: str) -> tuple[int, ...]:
+    """``stages`` as a non-empty tuple of positive ints; a ValueError says what is wrong."""
+    if not stages:
+        raise ValueError(f"{what} must be a non-empty list of positive integers, got {stages!r}")
+    out = tuple(int(s) for s in stages)
+    if any(s < 1 or s != t for s, t in zip(out, stages, strict=True)):
+        raise ValueError(f"{what} must be positive integers, got {stages!r}")
+    return out
+
+
+def staged(what: str):
+    """A ``validate`` that only rejects missing or non-positive stages (``what`` they count)."""
+
+    def validate(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+        """Reject missing or non-positive stages."""
+        check_stages(stages, what)
+
+    return validate
 
 
 def full_proba(proba: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:

@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._base import Family, full_proba, register
+from ._base import Family, check_stages, full_proba, register
 from .gbdt import _ConstantRun, _encode
-from .neural import check_stages
 
 
 def _frame(X: np.ndarray, columns: list[int]) -> pd.DataFrame:

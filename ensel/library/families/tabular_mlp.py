@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ._base import Family, full_proba, register
+from ._base import Family, check_stages, full_proba, register
 from .gbdt import _ConstantRun, _encode
-from .neural import check_stages
 
 CLIP = 3.0
 """Smooth clipping ``x / sqrt(1 + (x / CLIP)^2)`` after robust scaling (RealMLP's)."""
