@@ -18,9 +18,11 @@ import numpy as np
 __all__ = [
     "FAMILIES",
     "REGRESSORS",
+    "ConstantRun",
     "Family",
     "Run",
     "check_stages",
+    "encode_labels",
     "get_family",
     "missing_requirements",
     "register",
@@ -157,6 +159,28 @@ def staged(what: str):
         check_stages(stages, what)
 
     return validate
+
+
+@dataclass
+class ConstantRun:
+    """A training fold with one class: probability 1 for that class at every stage."""
+
+    label: int
+    n_stages: int
+    n_classes: int
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        n = self.n_stages if stages is None else len(stages)
+        out = np.zeros((n, X.shape[0], self.n_classes))
+        out[:, :, self.label] = 1.0
+        return {"none": out}
+
+
+def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The classes present in ``y`` and ``y`` recoded to ``0..len(classes)-1`` (both libraries
+    want consecutive labels; a fold may lack a class)."""
+    classes = np.unique(y)
+    return classes, np.searchsorted(classes, y)
 
 
 def full_proba(proba: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:

@@ -18,23 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, check_stages, full_proba, register
+from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
 from ._regression import column
 
 
-@dataclass
-class _ConstantRun:
-    """A training fold with one class: probability 1 for that class at every stage."""
-
-    label: int
-    n_stages: int
-    n_classes: int
-
-    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
-        n = self.n_stages if stages is None else len(stages)
-        out = np.zeros((n, X.shape[0], self.n_classes))
-        out[:, :, self.label] = 1.0
-        return {"none": out}
+def __getattr__(name: str):
+    if name == "_ConstantRun":  # its name here before it moved to _base: old pickles use it
+        return ConstantRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -61,13 +52,6 @@ class _BoostedRun:
             p = np.asarray(p, dtype=np.float64)
             out[i] = full_proba(p / p.sum(axis=1, keepdims=True), self.classes, self.n_classes)
         return {"none": out}
-
-
-def _encode(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The classes present in ``y`` and ``y`` recoded to ``0..len(classes)-1`` (both libraries
-    want consecutive labels; a fold may lack a class)."""
-    classes = np.unique(y)
-    return classes, np.searchsorted(classes, y)
 
 
 def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
@@ -98,9 +82,9 @@ def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=No
     """XGBoost with the histogram tree method, ``max(stages)`` rounds, one thread; the native
     view's categorical columns are split natively (``enable_categorical``)."""
     stages = check_stages(stages, "xgboost rounds")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     from xgboost import XGBClassifier
 
     columns = sorted(categorical or {})
@@ -134,9 +118,9 @@ def fit_lightgbm(X, y, *, n_classes, params, stages, random_state, categorical=N
     ``subsample`` is bagging redrawn every round; the native view's categorical columns are
     split natively (``categorical_feature``)."""
     stages = check_stages(stages, "lightgbm rounds")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     from lightgbm import LGBMClassifier
 
     columns = sorted(categorical or {})

@@ -18,9 +18,8 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits
 
-from ._base import Family, check_stages, full_proba, register, staged
+from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register, staged
 from ._regression import column
-from .gbdt import _ConstantRun, _encode
 
 MAX_BINS = 255
 
@@ -91,9 +90,9 @@ def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state, categorical=
     """HistGradientBoostingClassifier, ``max(stages)`` iterations, no early stopping, native
     categorical splits on the view's categorical columns, missing values learned per split."""
     stages = check_stages(stages, "hist_gbdt iterations")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     X, mask = _native_categories(X, categorical)
     model = HistGradientBoostingClassifier(
         max_iter=max(stages),
