@@ -5,10 +5,10 @@ worker), and yields an ``Outcome`` per task: ok with its value, failed with the 
 The builder only sees this interface, so another backend plugs in without touching it: it
 registers a factory by name (``register_backend``), as dask_executor does for ``"dask"``.
 
-``ProcessExecutor`` keeps its own pool of worker processes instead of joblib's: a run that exceeds
-its time limit is stopped by killing its worker (joblib cannot stop one task), and a run that
-kills its worker (out of memory, a crash in native code) is recorded as failed while the other
-workers go on.
+``ProcessExecutor``, the ``"local"`` backend's pool (``"joblib"`` is its old name), keeps its own
+worker processes instead of joblib's: a run that exceeds its time limit is stopped by killing its
+worker (joblib cannot stop one task), and a run that kills its worker (out of memory, a crash in
+native code) is recorded as failed while the other workers go on.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from .._jobs import n_workers
 from ._worker import describe
 from .memory import MemoryGate, memory_note, process_rss
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_ALIASES",
     "BUDGET_NOT_STARTED",
     "Executor",
     "Outcome",
@@ -388,15 +390,15 @@ def _out_of_budget(workers: list[_Worker], pending: deque) -> Iterator[Outcome]:
 
 
 def _local(n_jobs: int, time_limit: float | None, client) -> Executor:
-    """``n_jobs=1``: in this process; otherwise a process pool (``-1``: one worker per core)."""
+    """The ``"local"`` backend, on this machine: ``n_jobs`` None or 1 runs in this process
+    (``SerialExecutor``), otherwise ensel's own process pool (``ProcessExecutor``; -1: one
+    worker per available CPU, -k: all but k-1; see :func:`ensel._jobs.n_workers`)."""
     if client is not None:
         raise ValueError(
             "client is for backend='dask'; pass backend='dask' to build on a dask cluster, or "
             "leave client None"
         )
-    if n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs={n_jobs}: use a positive number of workers, or -1 for all cores")
-    workers = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+    workers = n_workers(n_jobs)
     return SerialExecutor(time_limit) if workers == 1 else ProcessExecutor(workers, time_limit)
 
 
@@ -405,7 +407,11 @@ Backend = Callable[[int, float | None, Any], Executor]
 
 BACKENDS: dict[str, Backend] = {}
 """Backends by the name ``build_library(backend=...)`` takes. Each registers itself from its own
-module: joblib/local here, dask from :mod:`ensel.library.dask_executor`."""
+module: local here, dask from :mod:`ensel.library.dask_executor`."""
+
+BACKEND_ALIASES: dict[str, str] = {"joblib": "local"}
+"""Other names a backend answers to. ``"joblib"`` was the local pool's first name (it is not
+joblib: see the module docstring) and stays valid, as the estimators' default among others."""
 
 
 def register_backend(name: str, backend: Backend) -> Backend:
@@ -414,17 +420,20 @@ def register_backend(name: str, backend: Backend) -> Backend:
     return backend
 
 
-register_backend("joblib", _local)
 register_backend("local", _local)
 
 
 def make_executor(
-    n_jobs: int, time_limit: float | None, backend: str = "joblib", client=None
+    n_jobs: int, time_limit: float | None, backend: str = "local", client=None
 ) -> Executor:
-    """The executor of ``backend``: ``"joblib"`` (alias ``"local"``) runs on this machine with
-    ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a ``distributed.Client``, a
-    scheduler address, or None for the current client; registered when
-    :mod:`ensel.library.dask_executor` is imported, as the builder does)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r}: use one of {sorted(BACKENDS)}")
-    return BACKENDS[backend](n_jobs, time_limit, client)
+    """The executor of ``backend``: ``"local"`` (old name ``"joblib"``) runs on this machine
+    with ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a
+    ``distributed.Client``, a scheduler address, or None for the current client; registered
+    when :mod:`ensel.library.dask_executor` is imported, as the builder does)."""
+    name = BACKEND_ALIASES.get(backend, backend) if isinstance(backend, str) else backend
+    if name not in BACKENDS:
+        raise ValueError(
+            f"backend={backend!r}: use one of {sorted(BACKENDS)} ('joblib' is an old name of "
+            "'local')"
+        )
+    return BACKENDS[name](n_jobs, time_limit, client)

@@ -29,10 +29,89 @@ from sklearn.utils.multiclass import type_of_target
 from ..calibration import CROSS_FIT_GROUPS
 from ..data import Columns, as_frame, check_features, clean_columns
 
-__all__ = ["HOLDOUT", "TrainingData", "prepare", "read_frame", "share_frame"]
+__all__ = [
+    "AUTO_FOLDS",
+    "HOLDOUT",
+    "CVChoice",
+    "TrainingData",
+    "prepare",
+    "read_frame",
+    "resolve_cv",
+    "share_frame",
+]
 
 HOLDOUT = -1
 """Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
+AUTO_FOLDS = 5
+"""Folds of embedded cross-validation that ``cv="auto"`` uses on a small table."""
+AUTO_SWITCH_ROWS = 20_000
+"""From this many rows ``cv="auto"`` holds out one hillclimb set instead of K folds: selection
+stops gaining at a few thousand hillclimb rows (docs/benchmarks.md, "Hillclimb set size"), so
+from here a held-out set of ``auto_hillclimb_rows`` costs the members at most a quarter of the
+rows, while K folds cost K fits of every run."""
+AUTO_HILLCLIMB = (0.1, 5_000, 10_000)
+"""``(fraction, floor, cap)`` of the held-out hillclimb set of ``cv="auto"``: a tenth of the
+rows, at least 5,000 and at most 10,000 (where selection stopped gaining, see above)."""
+AUTO_MIN_CLASS_ROWS = 200
+"""Fewest rows of its rarest class the held-out set of ``cv="auto"`` must hold; a table whose
+rarest class is too rare for that keeps K folds (every row is then out-of-fold)."""
+AUTO_MAX_HOLDOUT = 0.25
+"""Largest share of the rows ``cv="auto"`` holds out."""
+
+
+@dataclass(frozen=True)
+class CVChoice:
+    """What ``cv`` resolves to for one table: ``cv`` (K, or None for a held-out hillclimb
+    set), ``hillclimb_fraction`` (its share of the rows when held out) and ``reason``."""
+
+    cv: int | None
+    hillclimb_fraction: float
+    reason: str
+
+    def hillclimb_rows(self, n_rows: int) -> int:
+        """Rows of the hillclimb set: all of them under K folds, else the held-out share."""
+        return n_rows if self.cv is not None else max(1, int(self.hillclimb_fraction * n_rows))
+
+
+def auto_hillclimb_rows(n_rows: int) -> int:
+    """Rows of the held-out hillclimb set ``cv="auto"`` takes from ``n_rows`` rows:
+    ``min(max(fraction * n, floor), cap)`` with ``AUTO_HILLCLIMB``."""
+    fraction, floor, cap = AUTO_HILLCLIMB
+    return int(min(max(fraction * n_rows, floor), cap))
+
+
+def resolve_cv(
+    cv, n_rows: int, y=None, *, hillclimb_fraction: float = 0.2, task: str = "classification"
+) -> CVChoice:
+    """``cv`` as the builder uses it. An integer K or None stand (None with
+    ``hillclimb_fraction``); ``"auto"`` gives ``AUTO_FOLDS`` folds below ``AUTO_SWITCH_ROWS``
+    rows, and from there a held-out hillclimb set of ``auto_hillclimb_rows`` rows, unless its
+    rarest class would hold fewer than ``AUTO_MIN_CLASS_ROWS`` rows even at
+    ``AUTO_MAX_HOLDOUT`` of the table (then K folds). ``y``: the labels (classes are counted
+    for classification)."""
+    if isinstance(cv, str):
+        if cv != "auto":
+            raise ValueError(f"cv={cv!r}: use 'auto', an integer >= 2, or None")
+    else:
+        return CVChoice(cv, hillclimb_fraction, "as given")
+    if n_rows < AUTO_SWITCH_ROWS:
+        return CVChoice(
+            AUTO_FOLDS, hillclimb_fraction, f"{n_rows} rows < {AUTO_SWITCH_ROWS}: K folds"
+        )
+    rows = auto_hillclimb_rows(n_rows)
+    if task != "regression" and y is not None:
+        labels = pd.Series(np.ravel(np.asarray(y, dtype=object)))
+        rarest = labels.value_counts(dropna=False).min() / max(len(labels), 1)
+        needed = int(np.ceil(AUTO_MIN_CLASS_ROWS / rarest))
+        if needed > AUTO_MAX_HOLDOUT * n_rows:
+            return CVChoice(
+                AUTO_FOLDS,
+                hillclimb_fraction,
+                f"rarest class {rarest:.2%} of {n_rows} rows: a held-out set would hold too few "
+                "of it, K folds",
+            )
+        rows = max(rows, needed)
+    return CVChoice(None, rows / n_rows, f"{n_rows} rows: {rows} held out for hillclimbing")
 
 
 @dataclass(frozen=True)
