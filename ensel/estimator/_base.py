@@ -89,7 +89,7 @@ class EnsembleSelectionBase(BaseEstimator):
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],
-        "max_memory": [Interval(Integral, 1, None, closed="left"), str, None],
+        "max_memory": [Interval(Real, 0, None, closed="neither"), str, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -111,6 +111,7 @@ class EnsembleSelectionBase(BaseEstimator):
             )
         started = time.monotonic()
         metric, source = self._check_before_work()
+        parse_memory(self.max_memory)  # a size string it cannot read fails before any work
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
         speed = None
@@ -313,9 +314,9 @@ class EnsembleSelectionBase(BaseEstimator):
             groups=groups,
             time_limit=self._build_budget(spec, X, y, started),
             run_time_limit=self.run_time_limit,
-            max_memory=self.max_memory,
             verbose=self.verbose,
             grow=self._grow_spec(),
+            max_memory=self.max_memory,
         )
 
     def _grow_spec(self):

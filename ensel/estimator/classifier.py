@@ -131,10 +131,12 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     max_memory : int, str or None, default=None
         A ceiling on the memory of the fit's processes (this one and the build's workers),
         kept like ``time_limit``: bytes or a size such as ``"8GB"``; None allows 80% of what
-        this process may use (its cgroup limit, else the physical memory). A clear error
+        this process may use (its cgroup limit, else the physical memory). A one-line error
         before any training when the data alone cannot fit; runs start only when their
-        estimated peak fits, and runs that cannot fit are skipped (see
-        :func:`ensel.library.build_library` and docs/library.md, "Memory").
+        estimated peak fits beside those in flight, a run that cannot fit is skipped and one
+        that pushes the measured memory over the ceiling is stopped (``Library.failures``,
+        status ``memory``); selection's copies of the prediction matrix stay under it too
+        (docs/library.md, "Memory").
     random_state : int, RandomState or None, default=0
         The fit's seed: folds, every run's seed, bags, calibration groups, detectors. An int
         gives the same fit every time; a ``RandomState`` gives a seed drawn from its state

@@ -80,12 +80,8 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
     run_time_limit : float > 0 or None, default=None
         Seconds per training run (all folds); None takes the spec's cap.
     max_memory : int, str or None, default=None
-        A ceiling on the memory of the fit's processes (this one and the build's workers),
-        kept like ``time_limit``: bytes or a size such as ``"8GB"``; None allows 80% of what
-        this process may use (its cgroup limit, else the physical memory). A clear error
-        before any training when the data alone cannot fit; runs start only when their
-        estimated peak fits, and runs that cannot fit are skipped (see
-        :func:`ensel.library.build_library` and docs/library.md, "Memory").
+        A ceiling on the memory of the fit's processes (see
+        :class:`EnsembleSelectionClassifier`).
     random_state : int, RandomState or None, default=0
         The fit's seed (folds, runs, bags, detectors). An int gives the same fit every time;
         a ``RandomState`` gives a seed drawn from its state, None one drawn from numpy's
