@@ -15,6 +15,7 @@ __all__ = [
     "Background",
     "build_seconds",
     "fit_reserve",
+    "plan_summary",
     "selection_seconds",
     "selection_speed",
     "selection_units",
@@ -135,6 +136,21 @@ def build_seconds(
     return max(time_limit - reserve - spent, 1.0)
 
 
+def plan_summary(plan) -> dict:
+    """What the build's plan decided (``Library.plan``, one row per run): runs per decision,
+    its estimated seconds, and the runs subsampled (run -> rows) or left out (run -> why)."""
+    decisions = plan["decision"].value_counts().to_dict() if len(plan) else {}
+    end = plan["end"].dropna() if "end" in plan else []
+    return {
+        "runs": {str(k): int(v) for k, v in decisions.items()},
+        "estimated_seconds": float(end.max()) if len(end) else 0.0,
+        "subsampled": {
+            r: int(n) for r, n in plan.loc[plan["decision"] == "subsampled", ["run", "rows"]].values
+        },
+        "left_out": dict(plan.loc[plan["decision"] == "left out", ["run", "note"]].values),
+    }
+
+
 def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures) -> str | None:
     """Why a fit under ``time_limit`` left more than ``UNUSED_SHARE`` of it unused (None when
     it did not): the library had nothing left to build. ``spec``: the LibrarySpec built (None
@@ -145,8 +161,9 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures
         return None
     if spec is None:
         return "the library was given built, so there was nothing to build"
-    if (failures["status"] == "budget").any():
-        runs = failures.loc[failures["status"] == "budget", "run"].nunique()
+    waiting = failures["status"].isin(("budget", "left_out"))
+    if waiting.any():
+        runs = failures.loc[waiting, "run"].nunique()
         return f"{runs} run(s) were estimated not to end before the deadline and not started"
     spare = spec.spare
     if not spare:

@@ -36,9 +36,9 @@ from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
 from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
+from .planned import plan_build
 from .schedule import anytime_order, relative_cost
 from .sources import is_source, n_rows, prepare_source
-from .spare import choose_spare, standardized_width
 from .spec import SPARE, LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 from .training import TrainingData, prepare, resolve_cv, share_frame
@@ -47,7 +47,7 @@ __all__ = ["build_library"]
 
 log = logging.getLogger(__name__)
 
-RETRIED = ("budget", "memory")
+RETRIED = ("budget", "memory", "left_out")
 """Statuses of runs a later build into the same store tries again."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
@@ -250,8 +250,19 @@ def _build(
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
         spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in _spare_ids(library_spec)]
         tasks = [t for t in tasks if t[0] != SPARE]
+        notes: dict[str, str] = {}
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
+            planned = plan_build(
+                tasks, data, deadline - time.monotonic(), getattr(executor, "n_workers", 1)
+            )
+            tasks, notes = planned.tasks, planned.notes
+            for section, run, why in planned.left_out:
+                stores[section].write_failure(run, "left_out", why, 0.0)
+            if planned.subsample:
+                contexts["families"] = {"subsample": planned.subsample}
+            if planned.table is not None:
+                writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
         # a quick run fitted here needs the rows here: not for data read where it is fitted
         here = getattr(data, "in_memory", True)
@@ -262,7 +273,7 @@ def _build(
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
             first_run = _InProcessRun(_fit_task, first, shared)
-        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling)
+        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
         if first is not None:
             first_run.commit(first, stores, deadline)
         if spare:
@@ -328,12 +339,13 @@ def _run_spare(
     ceiling: int | None,
 ) -> None:
     """Fit the spare tier's runs after the main ones: under a time budget only those the
-    planner's estimates say end before the deadline (:func:`ensel.library.spare.choose_spare`);
-    the others are recorded with status ``budget`` and the planner's note (a later build into
+    build's planner (:func:`ensel.library.planned.plan_build`, its estimates of each run on
+    this table) says end within the time left, on its subsample where it planned one; the
+    others are recorded with status ``left_out`` and the planner's note (a later build into
     the same store tries them again). Runs of a family whose package is not installed
     (catboost, torch) are skipped, not failed: the tier takes the stronger members that are
     available."""
-    data = shared[0]
+    data, contexts = shared[0], shared[1]
     absent = [run for _, run in spare if missing_requirements(get_family(run.family, run.task))]
     if absent:  # optional members: a spare tier uses the packages that are installed
         log.info(
@@ -342,29 +354,30 @@ def _run_spare(
             ", ".join(sorted({r.family for r in absent})),
         )
         spare = [t for t in spare if t[1] not in absent]
-    left = None if deadline is None else deadline - time.monotonic()
-    columns = data.columns
-    choice = choose_spare(
-        [run for _, run in spare],
-        left,
-        n_rows=int(data.y.size),
-        n_cols=len(columns.numeric) + len(columns.categorical),
-        n_classes=data.n_classes,
-        n_workers=getattr(executor, "n_workers", 1),
-        n_fits_per_run=data.n_siblings,
-        view_width=standardized_width(len(columns.numeric), [len(c) for c in columns.categories]),
-        task=data.task,
-    )
-    for run, note in choice.left:
-        stores[SPARE].write_failure(run, "budget", note, 0.0)
-    if choice.left:
-        log.info(
-            "spare tier: %d of %d runs left out, estimated not to end within the time left",
-            len(choice.left),
-            len(spare),
+    notes: dict[str, str] = {}
+    todo = spare
+    if deadline is not None and spare:
+        left = deadline - time.monotonic()
+        # planned as model runs: the planner estimates the section "families" only
+        planned = plan_build(
+            [("families", run) for _, run in spare],
+            data,
+            left,
+            getattr(executor, "n_workers", 1),
         )
-    todo = [(SPARE, run) for run in choice.kept]
-    _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling)
+        todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes
+        for _, run, why in planned.left_out:
+            stores[SPARE].write_failure(run, "left_out", f"spare tier: {why}", 0.0)
+        if planned.subsample:
+            contexts[SPARE] = {"subsample": planned.subsample}
+        if planned.left_out:
+            log.info(
+                "spare tier: %d of %d runs left out, estimated not to end within the %.0f s left",
+                len(planned.left_out),
+                len(spare),
+                max(left, 0.0),
+            )
+    _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
 
 
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
@@ -382,7 +395,8 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     """The runs of ``specs`` that ``store`` has not finished: never tried, cut short by a
-    build's time budget or memory ceiling, or (with ``retry_failed``) failed or timed out."""
+    build's time budget or memory ceiling or left out by its plan, or (with ``retry_failed``)
+    failed or timed out."""
     done = store.records
     return [
         s
@@ -430,10 +444,12 @@ def _run_all(
     deadline: float | None = None,
     budget_cap: float | None = None,
     ceiling: int | None = None,
+    notes: dict[str, str] | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
-    store of its section. ``budget_cap``: the per-run limit comes from the time budget, so a
-    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``.
+    store of its section (``notes``: run id -> the note kept beside a trained run).
+    ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
+    recorded as ``budget`` (built again by a later build), not ``timeout``.
     ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
     :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak."""
     if not todo:
@@ -481,7 +497,8 @@ def _run_all(
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":
-                store.write_run(run, outcome.value, outcome.seconds)
+                note = (notes or {}).get(run.run_id, "")
+                store.write_run(run, outcome.value, outcome.seconds, note=note)
             else:
                 store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
                 if outcome.status != "budget":

@@ -24,8 +24,8 @@ planner's estimates (:mod:`ensel.library.plan`) say will end before the deadline
 ``time_limit`` they are built like any other runs. Their members carry ``tier == "spare"`` in
 ``Library.members``.
 
-A regression spec says ``task: regression``; its families are the regressors of
-``families/regression.py`` (by the same plain names), it has no calibration variants, and an
+A regression spec says ``task: regression``; its families are the regressors registered beside
+each algorithm's classifier (by the same plain names), it has no calibration variants, and an
 entry may declare ``target: [none, log1p]`` (runs that learn ``log1p(y)`` and predict back).
 """
 

@@ -19,7 +19,6 @@ from ensel.library import build_library
 from ensel.library import builder as builder_module
 from ensel.library import plan as plan_module
 from ensel.library.estimate import RunEstimate
-from ensel.library.spare import choose_spare
 from ensel.library.spec import load_spec
 
 MAIN = [{"family": "logreg", "params": {"ridge": [0.01, 1.0]}}]
@@ -70,19 +69,6 @@ def test_default_spare_is_default_plus_a_spare_tier():
     assert sum(r.family == "tabular_mlp" for r in spare.spare) == 2
 
 
-def test_choose_spare_keeps_what_the_estimates_fit_in_the_time_left():
-    runs = load_spec("default_spare").spare
-    shape = {"n_rows": 2000, "n_cols": 10, "n_classes": 2, "n_workers": 2, "n_fits_per_run": 5}
-    assert choose_spare(runs, None, **shape).kept == tuple(runs)  # no budget: every run
-    plenty = choose_spare(runs, 1e7, **shape)
-    assert set(plenty.kept) == set(runs) and not plenty.left
-    none = choose_spare(runs, 1e-3, **shape)
-    assert not none.kept and len(none.left) == len(runs)
-    assert all("would end after the budget" in note for _, note in none.left)
-    gone = choose_spare(runs, -5.0, **shape)
-    assert not gone.kept and all("no time was left" in note for _, note in gone.left)
-
-
 def _estimates(monkeypatch, seconds_of):
     """The planner's estimates replaced: ``seconds_of(family)`` seconds per fit."""
 
@@ -107,7 +93,8 @@ def test_spare_runs_estimated_past_the_deadline_are_not_started(data, monkeypatc
         lib = build_library(*data, spec=_spec(), cv=3, time_limit=600)
     assert set(lib.members["family"]) == {"logreg"}
     failure = lib.failures.drop_duplicates("run").set_index("family").loc["naive_bayes"]
-    assert failure["status"] == "budget" and "would end after the budget" in failure["error"]
+    assert failure["status"] == "left_out" and "would end after the budget" in failure["error"]
+    assert failure["error"].startswith("spare tier: left out by the plan")
     assert failure["fit_seconds"] == 0.0
     assert any("spare tier: 1 of 1 runs left out" in r.getMessage() for r in caplog.records)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
@@ -144,7 +131,7 @@ def test_unused_budget_says_why_only_when_the_fit_ended_early():
     assert "has no spare tier" in budget.unused_budget(100, 30, plain, members, failures)
     assert "1 spare run(s) included" in budget.unused_budget(100, 30, spare, members, failures)
     assert "given built" in budget.unused_budget(100, 30, None, members, failures)
-    members, failures = _tables(["budget", "failed"])
+    members, failures = _tables(["left_out", "failed"])
     assert "1 run(s) were estimated not to end" in budget.unused_budget(
         100, 30, spare, members, failures
     )
