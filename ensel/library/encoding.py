@@ -142,17 +142,19 @@ def _encode(table: pd.DataFrame, levels: np.ndarray, prior: np.ndarray) -> np.nd
 
 def _top_pairs(numeric: np.ndarray, targets: np.ndarray) -> list[tuple[int, int]]:
     """Pairs of the ``TOP_NUMERIC`` numeric columns most correlated with the target (absolute
-    Pearson correlation, the largest over the target's columns; missing cells skipped)."""
+    Pearson correlation, the largest over the target's columns; a missing cell counts as its
+    column's mean), in one matrix product however wide the table."""
     if numeric.shape[1] < 2 or len(numeric) < 3:
         return []
-    scores = np.zeros(numeric.shape[1])
-    for j in range(numeric.shape[1]):
-        x = numeric[:, j]
-        ok = ~np.isnan(x)
-        if ok.sum() < 3 or np.nanstd(x) == 0:
-            continue
-        for t in targets.T:
-            if np.std(t[ok]) > 0:
-                scores[j] = max(scores[j], abs(np.corrcoef(x[ok], t[ok])[0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+        mean = np.nan_to_num(np.nanmean(numeric, axis=0))
+    x = np.where(np.isnan(numeric), mean, numeric) - mean
+    t = targets - targets.mean(axis=0)
+    sx, st = x.std(axis=0), t.std(axis=0)
+    cov = x.T @ t / len(x)
+    scale = np.outer(sx, st)
+    corr = np.abs(np.divide(cov, scale, out=np.zeros_like(cov), where=scale > 0))
+    scores = corr.max(axis=1)
     top = sorted(np.argsort(-scores, kind="stable")[:TOP_NUMERIC].tolist())
     return list(itertools.combinations(top, 2))

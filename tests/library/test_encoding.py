@@ -119,3 +119,15 @@ def test_regression_library_on_the_te_view():
     }
     lib = build_library(X, y, spec=spec, cv=3)
     assert np.corrcoef(lib.predictions[0], lib.y)[0, 1] > 0.8
+
+
+def test_crosses_pair_the_numeric_columns_most_correlated_with_the_target():
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame({f"x{i}": rng.normal(size=500) for i in range(6)})
+    y = (X["x4"] + 0.5 * X["x1"] + 0.3 * X["x5"] > 0).to_numpy().astype(int)
+    X.loc[:4, "x4"] = np.nan
+    view = _view(X)
+    Z = view.fit_transform(X, y, 2)
+    assert view.crossed == [(1, 4), (1, 5), (4, 5)]
+    a, b = X["x1"].to_numpy(), X["x4"].to_numpy()
+    np.testing.assert_allclose(Z[:, 6:9], np.column_stack([a * b, a - b, a / b]))
