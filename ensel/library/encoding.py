@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import Columns
-from .views import View, _text
+from .views import VIEW_KINDS, View, _text
 
 __all__ = ["INNER_FOLDS", "SMOOTHING", "TOP_NUMERIC", "TargetEncodedView"]
 
@@ -105,6 +105,9 @@ class TargetEncodedView:
                 ratio = np.where(b != 0, a / np.where(b != 0, b, 1.0), np.nan)
                 crosses.append(np.column_stack([a * b, a - b, ratio]))
         return np.hstack([base, encoded, *counts, *crosses]).astype(np.float64, copy=False)
+
+
+VIEW_KINDS["te"] = TargetEncodedView
 
 
 def _targets(y: np.ndarray, n_classes: int) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
+from . import encoding  # noqa: F401 - registers the view "te"
 from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
 from .kinds import run_seed

@@ -144,21 +144,14 @@ def _numeric(X: pd.DataFrame, columns: Columns) -> np.ndarray:
     return X[list(columns.numeric)].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _target_encoded(columns: Columns, native_missing: bool):
-    from .encoding import TargetEncodedView  # it builds on View
-
-    return TargetEncodedView(columns, native_missing)
-
-
 VIEW_KINDS: dict[str, Callable[[Columns, bool], View]] = {
     "standardized": lambda columns, native_missing: View("standardized", columns, native_missing),
     "native": lambda columns, native_missing: View("native", columns, native_missing),
-    "te": _target_encoded,
 }
-"""View name -> factory ``(columns, native_missing) -> unfitted view``: ``te`` is the native
-view plus out-of-fold target and count encodings and numeric crosses, for boosted trees
-(:mod:`ensel.library.encoding`); it is fitted with the labels (``fit_transform(X, y,
-n_classes)``)."""
+"""View name -> factory ``(columns, native_missing) -> unfitted view``. ``te`` (the native view
+plus out-of-fold target and count encodings and numeric crosses, for boosted trees) registers
+itself here from :mod:`ensel.library.encoding`; it is fitted with the labels
+(``fit_transform(X, y, n_classes)``)."""
 
 
 def make_view(view: str, columns: Columns, native_missing: bool = False) -> View:
