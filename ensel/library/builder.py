@@ -253,7 +253,8 @@ def _build(
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
-        spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in _spare_ids(library_spec)]
+        spare_ids = _spare_ids(library_spec)
+        spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in spare_ids]
         tasks = [t for t in tasks if t[0] != SPARE]
         notes: dict[str, str] = {}
         if deadline is not None:
