@@ -14,6 +14,7 @@ EXTRAS = {
     "onnxruntime": "compress",
     "dask": "dask",
     "distributed": "dask",
+    "pyarrow": "dask",
     "pgmpy": "bayesnet",
     "networkx": "bayesnet",
     "matplotlib": "report",

@@ -17,6 +17,7 @@ the only way to stop a task inside native code.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
@@ -86,8 +87,41 @@ def connect(client) -> tuple[Any, bool]:
     )
 
 
-def _load(payload: bytes) -> Any:
-    return pickle.loads(payload)
+class _FuturePickler(pickle.Pickler):
+    """Pickles the shared data with each dask future in it replaced by its position in
+    ``futures``: the data task takes them as arguments, so the worker receives their values
+    (a dask frame's persisted partitions) from the workers that hold them."""
+
+    def __init__(self, file, future_type) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.future_type, self.futures = future_type, []
+
+    def persistent_id(self, obj):
+        if isinstance(obj, self.future_type):
+            self.futures.append(obj)
+            return len(self.futures) - 1
+        return None
+
+
+class _ValueUnpickler(pickle.Unpickler):
+    def __init__(self, file, values: list) -> None:
+        super().__init__(file)
+        self.values = values
+
+    def persistent_load(self, pid):
+        return self.values[pid]
+
+
+def _dumps(shared: Any, future_type) -> tuple[bytes, list]:
+    """``(payload, futures)``: ``shared`` pickled, the futures in it kept aside."""
+    buffer = io.BytesIO()
+    pickler = _FuturePickler(buffer, future_type)
+    pickler.dump(shared)
+    return buffer.getvalue(), pickler.futures
+
+
+def _load(payload: bytes, values: list | None = None) -> Any:
+    return _ValueUnpickler(io.BytesIO(payload), values or []).load()
 
 
 def _call(fn: TaskFn, task: Any, shared: Any) -> tuple[str, Any, str, float]:
@@ -236,7 +270,7 @@ class _Session:
         self.distributed = _distributed()
         self.client, self.fn, self.tasks = client, fn, tasks
         self.token = uuid.uuid4().hex[:8]
-        self.payload = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
+        self.payload, self.inputs = _dumps(shared, self.distributed.Future)
         self.data_sends = 0
         self.data = self._send_data()
         self.done = self.distributed.as_completed(
@@ -251,7 +285,7 @@ class _Session:
         key = f"{DATA_PREFIX}-{self.token}-{self.data_sends}"
         with warnings.catch_warnings():  # the data is one task, sent once: not a large graph
             warnings.filterwarnings("ignore", message="Sending large graph")
-            return self.client.submit(_load, self.payload, key=key, pure=False)
+            return self.client.submit(_load, self.payload, self.inputs, key=key, pure=False)
 
     def submit(self, i: int, cancellations: int) -> None:
         key = f"{TASK_PREFIX}-{self.token}-{i}-{self._serial}"

@@ -39,10 +39,11 @@ from .kinds import PackedRun, RunLike
 __all__ = ["PackedRun", "PredictionStore", "member_id"]
 
 FORMAT = 1
-STATUSES = ("ok", "failed", "timeout", "budget", "left_out")
+STATUSES = ("ok", "failed", "timeout", "budget", "memory", "left_out")
 """budget: stopped or never started because the build's time budget ran out (resumed later);
-left_out: a build's plan left the run out before it started, as it would not fit the budget
-(its ``error`` says why; planned again by the next build)."""
+memory: not started or stopped because it did not fit under the build's ``max_memory`` (tried
+again by a later build); left_out: a build's plan left the run out before it started, as it
+would not fit the budget (its ``error`` says why; planned again by the next build)."""
 
 
 def member_id(run_id: str, stage: int | None, calibration: str) -> str:
@@ -354,6 +355,8 @@ class PredictionStore:
 def _record(
     run: RunLike, status: str, error: str, seconds: float, costs: dict | None = None
 ) -> dict:
+    costs = dict(costs or {})
+    timed = costs.pop("timed", None)  # the builder's timing, a report only
     return {
         "run": run.run_id,
         "family": run.family,
@@ -365,6 +368,7 @@ def _record(
         "error": error,
         "fit_seconds": round(seconds, 3),
         "predict_ms": costs or None,
+        "predict_ms_timed": timed or None,
     }
 
 

@@ -5,8 +5,12 @@ calibrators and a fingerprint that ties a store to its data."""
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
+import shutil
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,7 +35,9 @@ __all__ = [
     "CVChoice",
     "TrainingData",
     "prepare",
+    "read_frame",
     "resolve_cv",
+    "share_frame",
     "stratified_rows",
 ]
 
@@ -126,6 +132,15 @@ class TrainingData:
     task: str = "classification"  # "regression": y is the real target, classes is empty
     input_columns: tuple[str, ...] = ()  # the columns given, before any was left out
     dropped: dict[str, str] = field(default_factory=dict)  # column -> why it was left out
+    frame_file: str | None = None  # X lives in this directory (see share_frame)
+
+    def __reduce__(self):
+        """Pickled without X where X lives in ``frame_file``: the unpickling process maps that
+        file instead (workers of one machine share one copy of the training matrix)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.frame_file is not None:
+            state["X"] = None
+        return (_restore, (state,))
 
     @property
     def n_classes(self) -> int:
@@ -185,6 +200,65 @@ def stratified_rows(rows: np.ndarray, y: np.ndarray, m: int, random_state: int) 
     return np.sort(rows[np.concatenate(picked)])
 
 
+def _restore(state: dict) -> TrainingData:
+    if state["X"] is None:
+        state["X"] = read_frame(state["frame_file"])
+    return TrainingData(**state)
+
+
+FLOAT_FILE = "float64.npy"
+OTHER_FILE = "other.pkl"
+
+
+def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingData:
+    """``data`` with X written once to ``directory`` (its float64 columns as one memory-mapped
+    ``.npy``, the other columns, small codes and labels, pickled) and read back from there; so
+    pickled, it carries the directory's path instead of the rows. ``directory`` is replaced."""
+    directory = Path(directory)
+    tmp = directory.with_name(f".{directory.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    block, floats, others = _parts(data.X)
+    np.save(tmp / FLOAT_FILE, block)
+    with open(tmp / OTHER_FILE, "wb") as fh:
+        pickle.dump((list(data.X.columns), floats, others), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.replace(tmp, directory)
+    return replace(data, X=read_frame(directory), frame_file=str(directory))
+
+
+def read_frame(directory: str | os.PathLike) -> pd.DataFrame:
+    """The frame :func:`share_frame` wrote: its float64 columns are a read-only view of the
+    memory-mapped file (pages shared by every process that maps it), the others loaded."""
+    directory = Path(directory)
+    block = np.load(directory / FLOAT_FILE, mmap_mode="r")
+    with open(directory / OTHER_FILE, "rb") as fh:
+        order, floats, others = pickle.load(fh)
+    return _assemble(block, floats, order, others)
+
+
+def canonical_frame(X: pd.DataFrame) -> pd.DataFrame:
+    """``X`` with its float64 columns in one block laid out as :func:`read_frame` lays them
+    out, so that a build reading the shared file and one holding the frame compute the same
+    numbers (numpy's sums round by memory layout)."""
+    block, floats, others = _parts(X)
+    return _assemble(block, floats, list(X.columns), others)
+
+
+def _parts(X: pd.DataFrame) -> tuple[np.ndarray, list, pd.DataFrame]:
+    floats = [c for c in X.columns if X[c].dtype == np.float64]
+    block = np.ascontiguousarray(X[floats].to_numpy(dtype=np.float64))
+    return block, floats, X[[c for c in X.columns if c not in set(floats)]]
+
+
+def _assemble(block: np.ndarray, floats: list, order: list, others: pd.DataFrame) -> pd.DataFrame:
+    frame = pd.DataFrame(block, columns=floats, copy=False)
+    for position, name in enumerate(order):
+        if name in others.columns:
+            frame.insert(position, name, others[name])
+    return frame
+
+
 def _hash(*arrays: np.ndarray) -> str:
     h = hashlib.sha256()
     for a in arrays:
@@ -227,6 +301,7 @@ def prepare(
             f"{y_arr.size} rows; drop those rows first"
         )
     frame, dropped = clean_columns(frame)
+    frame = canonical_frame(frame)
     if task == "regression":
         data = _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
         return replace(data, input_columns=input_columns, dropped=dropped)

@@ -12,7 +12,6 @@ detector) and ``CombinedRisk``, which does it all in memory for a user's own det
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
+from .._jobs import n_workers
 from ..calibration import PlattCalibrator, cross_fit, cross_fit_groups
 from ..data import as_frame
 from ..selection import EnsembleSelection
@@ -179,9 +179,10 @@ class DetectorSet:
 
     def risks(self, X, n_jobs: int = 1, batch_rows: int = 10_000) -> pd.DataFrame:
         """One column per detector (its own raw risk) and ``combined``: detectors on
-        ``n_jobs`` threads (-1: one per core), rows ``batch_rows`` at a time."""
+        ``n_jobs`` threads (None is 1, -1 every available CPU, -k all but k-1), rows
+        ``batch_rows`` at a time."""
         frame = as_frame(X)
-        workers = (os.cpu_count() or 1) if n_jobs == -1 else max(1, int(n_jobs))
+        workers = n_workers(n_jobs)
         pool = ThreadPoolExecutor(workers) if workers > 1 and len(self.fitted) > 1 else None
         map_ = pool.map if pool is not None else map
         try:

@@ -23,6 +23,7 @@ __all__ = [
     "get_family",
     "missing_requirements",
     "register",
+    "stratified_rows",
 ]
 
 VIEWS = ("standardized", "native")
@@ -165,3 +166,30 @@ def entropy_bits(counts: np.ndarray) -> np.ndarray:
     total = counts.sum(axis=-1, keepdims=True)
     p = counts / np.where(total > 0, total, 1.0)
     return -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=-1)
+
+
+def stratified_rows(y: np.ndarray, n: int, random_state) -> np.ndarray:
+    """Sorted indices of ``n`` of the rows of ``y`` (all when there are no more), drawn without
+    replacement and stratified: each class keeps its share (at least one row of each class
+    present, rounding by largest remainders). The same ``y``, ``n`` and seed give the same
+    rows. For a real ``y`` (regression) a plain random sample."""
+    y = np.asarray(y)
+    if n >= y.size:
+        return np.arange(y.size)
+    rng = np.random.default_rng(random_state)
+    if y.dtype.kind == "f":
+        return np.sort(rng.choice(y.size, n, replace=False))
+    classes, codes = np.unique(y, return_inverse=True)
+    counts = np.bincount(codes)
+    exact = counts * n / y.size
+    take = np.maximum(np.floor(exact).astype(int), 1)
+    while take.sum() > n:  # the floors of one row each may overshoot a tiny n
+        take[np.argmax(take)] -= 1
+    order = np.argsort(-(exact - np.floor(exact)), kind="stable")
+    for c in order[: n - take.sum()]:
+        take[c] += 1
+    chosen = [
+        rng.choice(np.flatnonzero(codes == c), min(take[c], counts[c]), replace=False)
+        for c in range(classes.size)
+    ]
+    return np.sort(np.concatenate(chosen))

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from ._base import Family, full_proba, register
 from .gbdt import STOP_ROUNDS, _ConstantRun, _encode
 from .neural import check_stages
-from .trees import _ForestTree, _needs_stages, _StagedRun
+from .trees import _ForestTree, _needs_stages, _StagedRun, leaf_cap
 
 MAX_BINS = 255
 
@@ -124,6 +124,7 @@ def fit_extra_trees(X, y, *, n_classes, params, stages, random_state):
         max_features=params["max_features"],
         criterion=params["criterion"],
         min_samples_leaf=params["min_samples_leaf"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
         n_jobs=1,
         random_state=random_state,
     ).fit(X, y)
@@ -175,7 +176,12 @@ register(
     Family(
         name="extra_trees",
         fit=fit_extra_trees,
-        params={"max_features": "sqrt", "criterion": "gini", "min_samples_leaf": 1},
+        params={
+            "max_features": "sqrt",
+            "criterion": "gini",
+            "min_samples_leaf": 1,
+            "max_leaves": "auto",
+        },
         view="native",
         native_missing=True,
         stages="trees",

@@ -23,6 +23,7 @@ from ._base import Family, register
 from .gbdt import validate_boosting
 from .neighbors import _BUDGET, _MAX_BATCH, _MIN_DISTANCE, _nearest_first, _sq_distances
 from .neural import check_stages
+from .trees import leaf_cap
 
 __all__ = [
     "fit_adaboost",
@@ -203,7 +204,7 @@ def validate_knn(params: dict[str, Any], stages: tuple[int, ...] | None) -> None
 TREE_CRITERIA = ("squared_error", "friedman_mse", "absolute_error", "poisson")
 
 
-def _tree(params: dict, random_state) -> Any:
+def _tree(params: dict, random_state, n_rows: int = 0) -> Any:
     from sklearn.tree import DecisionTreeRegressor
 
     return DecisionTreeRegressor(
@@ -211,13 +212,15 @@ def _tree(params: dict, random_state) -> Any:
         max_depth=params["max_depth"],
         min_samples_leaf=params["min_samples_leaf"],
         ccp_alpha=params["ccp_alpha"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), n_rows),
         random_state=random_state,
     )
 
 
 def fit_tree(X, y, *, n_classes, params, stages, random_state):
-    """One regression tree, pruned by cost complexity or limited by depth and leaf size."""
-    return _SingleRun(_tree(params, random_state).fit(X, y))
+    """One regression tree, pruned by cost complexity or limited by depth, leaf size and
+    ``max_leaves`` (capped on large folds, see ``trees.leaf_cap``)."""
+    return _SingleRun(_tree(params, random_state, len(y)).fit(X, y))
 
 
 def fit_bagged_trees(X, y, *, n_classes, params, stages, random_state):
@@ -230,6 +233,7 @@ def fit_bagged_trees(X, y, *, n_classes, params, stages, random_state):
         criterion=params["criterion"],
         max_depth=params["max_depth"],
         min_samples_leaf=params["min_samples_leaf"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
         max_features=1.0,
         n_jobs=1,
         random_state=random_state,
@@ -249,6 +253,7 @@ def _forest(cls_name: str):
             n_estimators=max(stages),
             max_features=max_features,
             min_samples_leaf=params["min_samples_leaf"],
+            max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
             n_jobs=1,
             random_state=random_state,
         ).fit(X, y)
@@ -524,8 +529,13 @@ def _validate_bagged(params: dict[str, Any], stages: tuple[int, ...] | None) -> 
     check_stages(stages, "bagged_trees stages (numbers of trees)")
 
 
-_TREE_PARAMS = {"criterion": "squared_error", "max_depth": None, "min_samples_leaf": 1}
-_FOREST_PARAMS = {"max_features": 1.0, "min_samples_leaf": 1}
+_TREE_PARAMS = {
+    "criterion": "squared_error",
+    "max_depth": None,
+    "min_samples_leaf": 1,
+    "max_leaves": "auto",
+}
+_FOREST_PARAMS = {"max_features": 1.0, "min_samples_leaf": 1, "max_leaves": "auto"}
 
 for _family in (
     Family(
