@@ -235,7 +235,7 @@ def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
         cv=cv,
         store=args.out / LIBRARY_DIR,
         n_jobs=args.n_jobs,
-        backend="joblib" if client is None else "dask",
+        backend="local" if client is None else "dask",
         client=client,
         time_limit=args.time_limit,
         run_time_limit=args.run_time_limit,

@@ -23,8 +23,9 @@ from .._jobs import as_seed
 from ..data import named
 from ..library import Library, build_library
 from ..library.cost import predict_cost
-from ..library.executor import BACKENDS
+from ..library.executor import BACKEND_ALIASES, BACKENDS
 from ..library.grow import GrowSpec, parse_grow
+from ..library.memory import parse_memory, selection_memory
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
 from ..library.spec import LibrarySpec, load_spec
 from ..library.training import resolve_cv
@@ -84,10 +85,11 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions(set(BACKENDS))],
+        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],
+        "max_memory": [Interval(Real, 0, None, closed="neither"), str, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -109,6 +111,7 @@ class EnsembleSelectionBase(BaseEstimator):
             )
         started = time.monotonic()
         metric, source = self._check_before_work()
+        parse_memory(self.max_memory)  # a size string it cannot read fails before any work
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
         speed = None
@@ -116,6 +119,8 @@ class EnsembleSelectionBase(BaseEstimator):
             speed = budget.Background(budget.selection_speed, self.strategy, metric, options)
         lib = self._library(X, y, groups, started, source, seed)
         P = np.asarray(lib.predictions)
+        if self.strategy == "es":  # selection's copies of P stay under the ceiling too
+            options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, options, speed, started)
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups, seed)
@@ -128,6 +133,7 @@ class EnsembleSelectionBase(BaseEstimator):
         the metric's name and task, the spec (a built-in name or an existing file) or the
         store and its task, ``max_predict_ms`` against the strategy, ``grow``. Nothing has
         been trained or written yet when any of these raises."""
+        parse_memory(self.max_memory)  # a size this cannot read fails here, not in the build
         metric = resolve_metric(self.metric, task=self._task)
         if self._fixed_budget() and self.strategy != "es":
             raise ValueError(
@@ -310,6 +316,7 @@ class EnsembleSelectionBase(BaseEstimator):
             run_time_limit=self.run_time_limit,
             verbose=self.verbose,
             grow=self._grow_spec(),
+            max_memory=self.max_memory,
         )
 
     def _grow_spec(self):

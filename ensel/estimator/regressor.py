@@ -34,9 +34,10 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`~ensel.metrics.Metric` with ``task="regression"``, or a callable
         ``func(y_true, y_pred) -> float`` (maximised unless it has
         ``greater_is_better=False``; see :func:`ensel.metrics.make_metric`).
-    cv : "auto", int >= 2 or None, default="auto"
-        Folds of embedded cross-validation (§4.3.4), plain (or grouped with ``groups``) K
-        folds: there are no classes to stratify by; None holds out a hillclimb split.
+    cv : int >= 2, "auto" or None, default="auto"
+        As for :class:`EnsembleSelectionClassifier` (``"auto"``: 5 folds on a small table,
+        one held-out hillclimb set on a large one), with plain (or grouped with ``groups``)
+        K folds: there are no classes to stratify by.
     strategy : {"es", "modsel", "bayesavg"}, default="es"
         Ensemble selection, the best member, or Bayesian model averaging with a Gaussian
         likelihood of each member's residuals.
@@ -68,8 +69,9 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         As joblib reads it: None is 1, -1 every CPU this process may use (its CPU affinity
         and a container's CPU quota), -k all but k-1. It sizes the worker processes of the
         library build and of ``refit="full"``, and the threads of ``predict`` and ``risk``.
-    backend : {"joblib", "local", "dask"}, default="joblib"
-        Where the library is built: worker processes on this machine, or a dask cluster.
+    backend : {"local", "dask"}, default="local"
+        Where the library is built: worker processes on this machine (``"joblib"``, the old
+        name, is still accepted), or a dask cluster.
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address, a client, or None for the current one.
     time_limit : float > 0 or None, default=None
@@ -77,6 +79,9 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`EnsembleSelectionClassifier`).
     run_time_limit : float > 0 or None, default=None
         Seconds per training run (all folds); None takes the spec's cap.
+    max_memory : int, str or None, default=None
+        A ceiling on the memory of the fit's processes (see
+        :class:`EnsembleSelectionClassifier`).
     random_state : int, RandomState or None, default=0
         The fit's seed (folds, runs, bags, detectors). An int gives the same fit every time;
         a ``RandomState`` gives a seed drawn from its state, None one drawn from numpy's
@@ -154,10 +159,11 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         max_predict_ms: float | str | None = "auto",
         store=None,
         n_jobs: int = -1,
-        backend: str = "joblib",
+        backend: str = "local",
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
+        max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -180,6 +186,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         self.client = client
         self.time_limit = time_limit
         self.run_time_limit = run_time_limit
+        self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
 

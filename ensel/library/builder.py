@@ -47,8 +47,7 @@ __all__ = ["build_library"]
 log = logging.getLogger(__name__)
 
 RETRIED = ("budget", "memory", "left_out")
-"""Statuses of runs a later build into the same store tries again (left_out: left out by the
-plan of a build under a time budget; planned again)."""
+"""Statuses of runs a later build into the same store tries again."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
 BUILD_PARAMETERS = {
@@ -337,8 +336,8 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     """The runs of ``specs`` that ``store`` has not finished: never tried, cut short by a
-    build's time budget, memory ceiling or plan, or (with ``retry_failed``) failed or timed
-    out."""
+    build's time budget or memory ceiling or left out by its plan, or (with ``retry_failed``)
+    failed or timed out."""
     done = store.records
     return [
         s
@@ -390,8 +389,8 @@ def _run_all(
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
     store of its section (``notes``: run id -> the note kept beside a trained run).
-    ``budget_cap``: the per-run limit comes from the time budget, so a
-    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``.
+    ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
+    recorded as ``budget`` (built again by a later build), not ``timeout``.
     ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
     :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak."""
     if not todo:

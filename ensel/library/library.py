@@ -24,7 +24,8 @@ __all__ = ["FAILED", "Library"]
 
 FAILED = ("failed", "timeout", "budget", "memory", "left_out")
 """Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget;
-memory: did not fit under ``max_memory``; left_out: left out by a budgeted build's plan)."""
+memory: did not fit under ``max_memory``; left_out: left out by the plan of a build under a
+time budget)."""
 
 
 class Library:

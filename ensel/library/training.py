@@ -139,7 +139,7 @@ class TrainingData:
         file instead (workers of one machine share one copy of the training matrix)."""
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.frame_file is not None:
-            state["X"] = None
+            state.update(dict.fromkeys(("X", *ROW_ARRAYS)))
         return (_restore, (state,))
 
     @property
@@ -173,41 +173,18 @@ class TrainingData:
         }
 
 
-def stratified_rows(rows: np.ndarray, y: np.ndarray, m: int, random_state: int) -> np.ndarray:
-    """A seeded stratified subsample of ``m`` of ``rows`` (indices into ``y``), sorted: each
-    class keeps its share (largest remainders round up; a class present keeps a row), so a run
-    planned onto fewer rows (a kernel SVM, k-NN) sees the classes as the whole table has them.
-    For a real target the strata are ten quantile bins. All of ``rows`` where ``m`` is not
-    smaller."""
-    rows = np.asarray(rows)
-    if m >= rows.size:
-        return rows
-    labels = y[rows]
-    if labels.dtype.kind == "f":
-        labels = np.searchsorted(np.quantile(labels, np.linspace(0, 1, 11)[1:-1]), labels)
-    strata, codes = np.unique(labels, return_inverse=True)
-    counts = np.bincount(codes, minlength=strata.size)
-    quota = counts * m / rows.size
-    take = np.minimum(np.maximum(np.floor(quota).astype(int), 1), counts)
-    for j in np.argsort(-(quota - np.floor(quota)), kind="stable"):
-        if take.sum() >= m:
-            break
-        take[j] = min(take[j] + 1, counts[j])
-    rng = np.random.default_rng(random_state)
-    picked = [
-        rng.choice(np.flatnonzero(codes == j), take[j], replace=False) for j in range(strata.size)
-    ]
-    return np.sort(rows[np.concatenate(picked)])
-
-
 def _restore(state: dict) -> TrainingData:
     if state["X"] is None:
         state["X"] = read_frame(state["frame_file"])
+        for name in ROW_ARRAYS:
+            state[name] = np.load(Path(state["frame_file"]) / f"{name}.npy", mmap_mode="r")
     return TrainingData(**state)
 
 
 FLOAT_FILE = "float64.npy"
 OTHER_FILE = "other.pkl"
+ROW_ARRAYS = ("y", "folds", "groups")
+"""Per-row arrays of TrainingData kept beside the frame (memory-mapped by the workers too)."""
 
 
 def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingData:
@@ -220,6 +197,8 @@ def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingDat
     tmp.mkdir(parents=True)
     block, floats, others = _parts(data.X)
     np.save(tmp / FLOAT_FILE, block)
+    for name in ROW_ARRAYS:
+        np.save(tmp / f"{name}.npy", getattr(data, name))
     with open(tmp / OTHER_FILE, "wb") as fh:
         pickle.dump((list(data.X.columns), floats, others), fh, protocol=pickle.HIGHEST_PROTOCOL)
     shutil.rmtree(directory, ignore_errors=True)
@@ -257,6 +236,33 @@ def _assemble(block: np.ndarray, floats: list, order: list, others: pd.DataFrame
         if name in others.columns:
             frame.insert(position, name, others[name])
     return frame
+
+
+def stratified_rows(rows: np.ndarray, y: np.ndarray, m: int, random_state: int) -> np.ndarray:
+    """A seeded stratified subsample of ``m`` of ``rows`` (indices into ``y``), sorted: each
+    class keeps its share (largest remainders round up; a class present keeps a row), so a run
+    planned onto fewer rows (a kernel SVM, k-NN) sees the classes as the whole table has them.
+    For a real target the strata are ten quantile bins. All of ``rows`` where ``m`` is not
+    smaller."""
+    rows = np.asarray(rows)
+    if m >= rows.size:
+        return rows
+    labels = y[rows]
+    if labels.dtype.kind == "f":
+        labels = np.searchsorted(np.quantile(labels, np.linspace(0, 1, 11)[1:-1]), labels)
+    strata, codes = np.unique(labels, return_inverse=True)
+    counts = np.bincount(codes, minlength=strata.size)
+    quota = counts * m / rows.size
+    take = np.minimum(np.maximum(np.floor(quota).astype(int), 1), counts)
+    for j in np.argsort(-(quota - np.floor(quota)), kind="stable"):
+        if take.sum() >= m:
+            break
+        take[j] = min(take[j] + 1, counts[j])
+    rng = np.random.default_rng(random_state)
+    picked = [
+        rng.choice(np.flatnonzero(codes == j), take[j], replace=False) for j in range(strata.size)
+    ]
+    return np.sort(rows[np.concatenate(picked)])
 
 
 def _hash(*arrays: np.ndarray) -> str:

@@ -1,4 +1,5 @@
-"""Gradient-boosted trees (XGBoost, LightGBM) on the native view, staged by boosting round.
+"""Gradient-boosted trees (XGBoost, LightGBM) on the native view, staged by boosting round, as
+classifiers and as regressors (squared error), both registered by one helper over shared grids.
 
 Not in the paper's grid, which predates them; they are today's strongest tabular models and a
 library without them would understate what selection has to work with. One run trains
@@ -23,26 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, full_proba, register
-from .neural import check_stages
+from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from ._regression import column
 
 STOP_ROUNDS = 50
 """Rounds without improvement on the early-stopping rows after which boosting stops."""
 
 
-@dataclass
-class _ConstantRun:
-    """A training fold with one class: probability 1 for that class at every stage."""
-
-    label: int
-    n_stages: int
-    n_classes: int
-
-    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
-        n = self.n_stages if stages is None else len(stages)
-        out = np.zeros((n, X.shape[0], self.n_classes))
-        out[:, :, self.label] = 1.0
-        return {"none": out}
+def __getattr__(name: str):
+    if name == "_ConstantRun":  # its name here before it moved to _base: old pickles use it
+        return ConstantRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -87,13 +79,6 @@ def stopping_split(codes: np.ndarray, early_stop: float, random_state: int):
         return train_test_split(rows, test_size=early_stop, random_state=random_state % 2**32)
 
 
-def _encode(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The classes present in ``y`` and ``y`` recoded to ``0..len(classes)-1`` (both libraries
-    want consecutive labels; a fold may lack a class)."""
-    classes = np.unique(y)
-    return classes, np.searchsorted(classes, y)
-
-
 def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
     """``X`` as float64 with unseen categories (code -1) of ``columns`` turned into NaN: both
     libraries treat a missing category as missing, and xgboost refuses negative codes."""
@@ -123,9 +108,9 @@ def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=No
     view's categorical columns are split natively (``enable_categorical``); ``early_stop``: see
     the module docstring."""
     stages = check_stages(stages, "xgboost rounds")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     from xgboost import XGBClassifier
 
     columns = sorted(categorical or {})
@@ -168,9 +153,9 @@ def fit_lightgbm(
     ``subsample`` is bagging redrawn every round; the native view's categorical columns are
     split natively (``categorical_feature``); ``early_stop``: see the module docstring."""
     stages = check_stages(stages, "lightgbm rounds")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     from lightgbm import LGBMClassifier
 
     columns = sorted(categorical or {})
@@ -230,51 +215,126 @@ def validate_boosting(name: str):
     return validate
 
 
-register(
-    Family(
-        name="xgboost",
-        native_missing=True,
-        fit=fit_xgboost,
-        params={
-            "max_depth": 6,
-            "learning_rate": 0.1,
-            "subsample": 1.0,
-            "colsample_bytree": 1.0,
-            "min_child_weight": 1.0,
-            "reg_lambda": 1.0,
-            "reg_alpha": 0.0,
-            "gamma": 0.0,
-        },
-        view="native",
-        stages="boosting rounds",
-        requires=("xgboost",),
-        test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
-        test_stages=(2, 5),
-        validate=validate_boosting("xgboost"),
-        categorical=True,
+@dataclass
+class _RoundsRegressionRun:
+    """An XGBRegressor or LGBMRegressor and the rounds each member keeps."""
+
+    model: Any
+    kind: str  # "xgboost" or "lightgbm"
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        out = np.empty((len(self.stages), X.shape[0]))
+        for i, s in enumerate(self.stages):
+            if self.kind == "xgboost":
+                out[i] = self.model.predict(X, iteration_range=(0, s))
+            else:
+                out[i] = self.model.predict(X, num_iteration=s)
+        return {"none": column(out)}
+
+
+def fit_xgboost_regression(X, y, *, n_classes, params, stages, random_state):
+    """XGBoost regression (squared error), histogram trees, ``max(stages)`` rounds, one thread."""
+    from xgboost import XGBRegressor
+
+    model = XGBRegressor(
+        n_estimators=max(check_stages(stages, "xgboost rounds")),
+        max_depth=params["max_depth"],
+        learning_rate=params["learning_rate"],
+        subsample=params["subsample"],
+        colsample_bytree=params["colsample_bytree"],
+        min_child_weight=params["min_child_weight"],
+        reg_lambda=params["reg_lambda"],
+        tree_method="hist",
+        n_jobs=1,
+        verbosity=0,
+        random_state=random_state,
+    ).fit(X, y)
+    return _RoundsRegressionRun(model, "xgboost", stages)
+
+
+def fit_lightgbm_regression(X, y, *, n_classes, params, stages, random_state):
+    """LightGBM regression (L2), ``max(stages)`` rounds, one thread, deterministic."""
+    from lightgbm import LGBMRegressor
+
+    model = LGBMRegressor(
+        n_estimators=max(check_stages(stages, "lightgbm rounds")),
+        num_leaves=params["num_leaves"],
+        learning_rate=params["learning_rate"],
+        subsample=params["subsample"],
+        subsample_freq=1,
+        colsample_bytree=params["colsample_bytree"],
+        min_child_samples=params["min_child_samples"],
+        reg_lambda=params["reg_lambda"],
+        n_jobs=1,
+        verbosity=-1,
+        random_state=random_state % (2**31 - 1),
+        deterministic=True,
+        force_row_wise=True,
+    ).fit(X, y)
+    return _RoundsRegressionRun(model, "lightgbm", stages)
+
+
+def register_boosting(
+    name: str,
+    *,
+    classifier,
+    regressor,
+    params: dict[str, Any],
+    classifier_params: dict[str, Any],
+    test_params: dict[str, Any],
+) -> None:
+    """Register the classifier and the regressor of one boosting library: both on the native
+    view with missing values learned per split, staged by round, seeded, the grid ``params``
+    shared (the classifier adds ``classifier_params``; it alone splits categories natively)."""
+    common = {
+        "view": "native",
+        "native_missing": True,
+        "stages": "boosting rounds",
+        "requires": (name,),
+        "test_params": test_params,
+        "test_stages": (2, 5),
+        "validate": validate_boosting(name),
+    }
+    register(
+        Family(
+            name=name,
+            fit=classifier,
+            params={**params, **classifier_params},
+            categorical=True,
+            **common,
+        )
     )
+    register(Family(name=name, fit=regressor, params=params, **common), task="regression")
+
+
+register_boosting(
+    "xgboost",
+    classifier=fit_xgboost,
+    regressor=fit_xgboost_regression,
+    params={
+        "max_depth": 6,
+        "learning_rate": 0.1,
+        "subsample": 1.0,
+        "colsample_bytree": 1.0,
+        "min_child_weight": 1.0,
+        "reg_lambda": 1.0,
+    },
+    classifier_params={"reg_alpha": 0.0, "gamma": 0.0},
+    test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
 )
-register(
-    Family(
-        name="lightgbm",
-        native_missing=True,
-        fit=fit_lightgbm,
-        params={
-            "num_leaves": 31,
-            "learning_rate": 0.1,
-            "subsample": 1.0,
-            "colsample_bytree": 1.0,
-            "min_child_samples": 20,
-            "reg_lambda": 0.0,
-            "reg_alpha": 0.0,
-            "min_split_gain": 0.0,
-        },
-        view="native",
-        stages="boosting rounds",
-        requires=("lightgbm",),
-        test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
-        test_stages=(2, 5),
-        validate=validate_boosting("lightgbm"),
-        categorical=True,
-    )
+register_boosting(
+    "lightgbm",
+    classifier=fit_lightgbm,
+    regressor=fit_lightgbm_regression,
+    params={
+        "num_leaves": 31,
+        "learning_rate": 0.1,
+        "subsample": 1.0,
+        "colsample_bytree": 1.0,
+        "min_child_samples": 20,
+        "reg_lambda": 0.0,
+    },
+    classifier_params={"reg_alpha": 0.0, "min_split_gain": 0.0},
+    test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
 )
