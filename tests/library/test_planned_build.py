@@ -166,3 +166,22 @@ def test_the_plan_prices_every_hillclimb_row_a_subsampled_run_predicts():
     few = plan_library(knn, 100_000, 20, 2, n_held=2_000, **common).runs[0]
     many = plan_library(knn, 100_000, 20, 2, n_held=40_000, **common).runs[0]
     assert many.rows < few.rows  # querying 40,000 held-out rows leaves room for fewer
+
+
+def test_the_builder_asks_for_early_stopping_only_on_large_tables(monkeypatch):
+    pytest.importorskip("lightgbm")
+    from ensel.library import runs
+
+    spec = {"families": [{"family": "lightgbm", "params": {"learning_rate": 0.3},
+                          "stages": [8, 256], "calibration": ["none"]}]}  # fmt: skip
+    X, y = _table(1500, seed=3)
+
+    def best_rounds(lib):
+        fitted = lib.subset().runs[lib.members["run"].iloc[0]]
+        return [getattr(model, "inner", model).best for _, model in fitted.siblings]
+
+    small = build_library(X, y, spec=spec, cv=3, n_jobs=1, verbose=0)
+    assert best_rounds(small) == [None, None, None]
+    monkeypatch.setattr(runs, "EARLY_STOP_ROWS", 500)
+    large = build_library(X, y, spec=spec, cv=3, n_jobs=1, verbose=0)
+    assert all(b is not None and b < 256 for b in best_rounds(large))
