@@ -111,7 +111,6 @@ class EnsembleSelectionBase(BaseEstimator):
             )
         started = time.monotonic()
         metric, source = self._check_before_work()
-        parse_memory(self.max_memory)  # a size string it cannot read fails before any work
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
         speed = None

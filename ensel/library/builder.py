@@ -20,6 +20,7 @@ from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from sklearn.utils._param_validation import (
     Interval,
     StrOptions,
@@ -28,6 +29,7 @@ from sklearn.utils._param_validation import (
 
 from .._jobs import as_seed, n_workers
 from .._progress import progress_bar
+from ..data import as_frame
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
 from .executor import Executor, ProcessExecutor, budget_message, make_executor
@@ -172,6 +174,10 @@ def build_library(
         hillclimb_fraction=hillclimb_fraction,
         task=library_spec.task,
     )
+    ceiling = resolve_max_memory(max_memory)
+    if not is_source(X):  # rows in memory: a ceiling they cannot fit under fails before anything
+        frame = X if isinstance(X, pd.DataFrame) else as_frame(X)
+        check_data_fits(frame, ceiling, n_workers(n_jobs) if backend != "dask" else 1)
     executor = make_executor(n_jobs, limit, backend, client)
     try:
         data = (prepare_source if is_source(X) else prepare)(
@@ -184,7 +190,6 @@ def build_library(
             task=library_spec.task,
             **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
         )
-        ceiling = resolve_max_memory(max_memory)
         check_data_fits(data.X, ceiling, getattr(executor, "n_workers", 1))
         return _build(
             data,
