@@ -38,7 +38,7 @@ from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
 from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
-from .planned import plan_build
+from .planned import Pace, plan_build
 from .schedule import anytime_order, relative_cost
 from .sources import is_source, n_rows, prepare_source
 from .spec import SPARE, LibrarySpec, RunSpec, load_spec
@@ -257,6 +257,7 @@ def _build(
         spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in spare_ids]
         tasks = [t for t in tasks if t[0] != SPARE]
         notes: dict[str, str] = {}
+        planned = None
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
             planned = plan_build(
@@ -283,7 +284,10 @@ def _build(
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
             first_run = _InProcessRun(_fit_task, first, shared)
-        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
+        pace = Pace.of(planned)
+        _run_all(
+            executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace
+        )
         if first is not None:
             first_run.commit(first, stores, deadline)
         if spare:
@@ -455,13 +459,16 @@ def _run_all(
     budget_cap: float | None = None,
     ceiling: int | None = None,
     notes: dict[str, str] | None = None,
+    pace: Pace | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
     store of its section (``notes``: run id -> the note kept beside a trained run).
     ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
     recorded as ``budget`` (built again by a later build), not ``timeout``.
     ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
-    :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak."""
+    :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak. ``pace``: the
+    plan's estimates against the runs' real seconds; a run that would end after the deadline
+    at that pace is not started."""
     if not todo:
         return
     options = {}
@@ -485,6 +492,8 @@ def _run_all(
                 "not started: a run of its family that costs no more did not finish within "
                 "the time budget"
             )
+        if pace is not None:
+            return pace.too_late(run.run_id, deadline - time.monotonic())
         return None
 
     try:
@@ -507,6 +516,8 @@ def _run_all(
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":
+                if pace is not None:
+                    pace.finished(run.run_id, outcome.seconds)
                 note = (notes or {}).get(run.run_id, "")
                 store.write_run(run, outcome.value, outcome.seconds, note=note)
             else:
