@@ -5,6 +5,7 @@ unit.
     python -m benchmarks.bench_automl [--quick] [--budgets 60 300 600] [--seeds 0 1 2 3 4]
         [--datasets ...] [--configs ensel autogluon] [--results FILE.jsonl]
     python -m benchmarks.bench_automl --report --seeds 2 3 4     # fit nothing: the targets
+    python -m benchmarks.bench_automl --plan --seeds 2 3 4       # fit nothing: what is left
 
 Protocol: ``DATASETS`` (the 8 of the first protocol, pima to rwm1984_outwork, and 4 larger
 ones: car, doctor_contacts, vietnam_i, movies_drama; binary and multiclass, some with missing
@@ -18,16 +19,20 @@ overrides them for every configuration):
   ``time_limit=B`` and ``num_cpus=2``, installed as its users install it
   (``autogluon.tabular[all]``: ray, DyStack at its default; ``benchmarks._peers``), at 60, 300
   and 600 s;
-- ``fixed``, ``modern``, ``grow``, ``pruned``: ensel variants (the former fixed grid without a
-  predict budget, the modern grid, ``grow=True``, ``prune_fraction=0.2``), on request.
+- ``fixed``, ``modern``, ``grow``, ``pruned``, ``spare``: ensel variants (the former fixed grid
+  without a predict budget, the modern grid, ``grow=True``, ``prune_fraction=0.2``, the
+  ``default_spare`` library: the default plus a spare-time tier fitted in the time the default
+  leaves), on request. Rows of ensel fits also record ``unused_s`` (the budget's seconds left
+  when the fit ended) and ``spare_members`` (members with weight from the spare tier).
 
 Every row records the dataset, seed, configuration and budget; test AUC (one-vs-rest macro for
 multiclass) and log loss; fit wall seconds; predict microseconds per row, the same way for both
 (``benchmarks._predict_timing``: warm, all test rows as one batch, in the process holding the
-model); the peak resident memory of the fitting process tree (ensel's process and its workers,
-or AutoGluon's runner and its ray workers); the model chosen (AutoGluon's ``model_best``, or
-ensel's heaviest member); ensel's commit and versions, AutoGluon's version and its models'
-packages; the 1/5/15-minute load average at the start and the 1-minute one at the end.
+model); the peak resident memory and the CPU seconds of the fitting process tree (ensel's
+process and its workers, or AutoGluon's runner and its ray workers); the model chosen
+(AutoGluon's ``model_best``, or ensel's heaviest member); ensel's commit and versions,
+AutoGluon's version and its models' packages; the 1/5/15-minute load average at the start
+and the 1-minute one at the end.
 
 Report (``benchmarks._stats``): per dataset, the mean over the chosen seeds with its standard
 error; over datasets, wins, the mean difference, a paired t-test and a sign test (two-sided);
@@ -47,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 import traceback
@@ -66,7 +72,7 @@ SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned")
+CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned", "spare")
 FIRST_DATASETS = (
     "pima",
     "biopsy_na",
@@ -94,6 +100,8 @@ PAIRINGS = (
     ("grow_all", "ensel"),
     ("pruned", "ensel"),
     ("pruned", "autogluon"),
+    ("spare", "ensel"),
+    ("spare", "autogluon"),
 )
 """Configurations compared at equal budget: (ours, theirs)."""
 CROSS_BUDGET = ((("ensel", 600.0), ("ensel", 120.0)), (("ensel", 120.0), ("autogluon", 300.0)))
@@ -122,7 +130,9 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
         "grow": {"grow": True},
         "pruned": {"prune_fraction": 0.2},
     }.get(config, {})
-    library = {"fixed": str(FIXED_GRID), "modern": "modern"}.get(config, "default")
+    library = {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}.get(
+        config, "default"
+    )
     clf = EnsembleSelectionClassifier(
         library=library,
         time_limit=budget,
@@ -141,8 +151,11 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
         "fit_s": fit_s,
         "predict_us_per_row": us_per_row,
         "peak_rss_mb": memory.peak_mb,
+        "cpu_s": memory.cpu_seconds,
         "members": len(clf.members_),
         "best_model": _heaviest_member(clf.members_),
+        "unused_s": clf.budget_.get("unused_seconds"),
+        "spare_members": int((clf.members_.get("tier", pd.Series(dtype=str)) == "spare").sum()),
     }
 
 
@@ -166,6 +179,7 @@ def fit_autogluon(X_tr, y_tr, X_te, y_te, problem_type: str, budget: float, seed
         "fit_s": result.fit_seconds,
         "predict_us_per_row": result.info["predict_us_per_row"],
         "peak_rss_mb": result.info["peak_rss_mb"],
+        "cpu_s": result.cpu_seconds,
         "members": len(result.info.get("models", []) or []),
         "best_model": result.info["best_model"],
         "autogluon_version": result.info["version"],
@@ -339,6 +353,9 @@ def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
     for budget in (300.0, 600.0):
         for metric in ("auc", "logloss"):
             r = over_datasets(rows, ("ensel", budget), ("autogluon", budget), metric)
+            if not r["datasets"]:
+                lines.append(f"- ensel vs AutoGluon at {budget:g} s, {metric}: no pairs yet")
+                continue
             ok = r["datasets"] == n_datasets and r["wins"] >= need and r["p (t-test)"] < 0.05
             ok = ok and r["mean diff"] > 0
             lines.append(
@@ -353,6 +370,8 @@ def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
         f"- ensel 600 s vs ensel 120 s, log loss: {r['wins']}/{r['datasets']} datasets better, "
         f"mean diff {r['mean diff']:+.4f} +- {r['se diff']:.4f}, t-test p {r['p (t-test)']:.3g}"
         f", sign test p {r['p (sign test)']:.3g}: **{'met' if ok else 'not met'}**"
+        if r["datasets"]
+        else "- ensel 600 s vs ensel 120 s, log loss: no pairs yet"
     )
     for budget in sorted(set(rows.budget) & set(BUDGETS["autogluon"])):
         ratio = predict_ratios(rows, budget)
@@ -365,6 +384,25 @@ def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
             f": **{'met' if ok else 'not met'}**"
         )
     return lines
+
+
+OVERHEAD_S = 30.0
+"""Per fit beyond its budget, for ``plan_lines``: loading, starting ray, predicting 4 times."""
+
+
+def plan_lines(plan, done: set) -> list[str]:
+    """The fits of ``plan`` not in ``done``, counted per configuration and budget, with an upper
+    bound on their wall time (each fit its whole budget plus ``OVERHEAD_S``; ensel often
+    finishes its library early, AutoGluon spends its budget)."""
+    todo = pd.DataFrame(
+        [k for k in plan if k not in done], columns=["dataset", "seed", "config", "budget"]
+    )
+    if not len(todo):
+        return ["nothing left to fit"]
+    counts = todo.groupby(["config", "budget"]).size()
+    lines = [f"{c} {b:g} s: {n} fits" for (c, b), n in counts.items()]
+    hours = (todo.budget + OVERHEAD_S).sum() / 3600
+    return [*lines, f"{len(todo)} fits, at most {hours:.1f} h"]
 
 
 def load_results(path: Path) -> list[dict]:
@@ -474,7 +512,7 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
-    parser.add_argument("--configs", nargs="*", default=["ensel", "autogluon"])
+    parser.add_argument("--configs", nargs="*", default=None, help="default: ensel autogluon")
     parser.add_argument(
         "--results",
         default=None,
@@ -485,10 +523,14 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--report", action="store_true", help="fit nothing: report the fits in --results"
     )
+    parser.add_argument(
+        "--plan", action="store_true", help="fit nothing: count the fits left and their time"
+    )
     args = parser.parse_args(argv)
     tmp = None
-    if args.quick:
-        args.budgets, args.seeds, args.datasets = [120.0], [0], ["pima"]
+    if args.quick:  # one fit per configuration; --configs and --budgets still choose
+        args.budgets, args.seeds, args.datasets = args.budgets or [120.0], [0], ["pima"]
+    if args.configs is None:
         args.configs = ["ensel", "autogluon"]
         if args.results is None:
             tmp = tempfile.TemporaryDirectory(prefix="bench-automl-quick-")
@@ -500,15 +542,21 @@ def main(argv=None) -> None:
         raise SystemExit(f"unknown dataset(s) or config(s) {unknown}")
     path = Path(args.results or RESULTS)
     path.parent.mkdir(parents=True, exist_ok=True)
+    plan = protocol(args.configs, args.budgets, args.seeds, args.datasets)
+    if args.plan:
+        done = {(r["dataset"], r["seed"], r["config"], r["budget"]) for r in load_results(path)}
+        print("\n".join(plan_lines(plan, done)))
+        return
     if not args.report:
-        run_plan(protocol(args.configs, args.budgets, args.seeds, args.datasets), path)
+        run_plan(plan, path)
     rows = pd.DataFrame(load_results(path))
     if len(rows):
         rows = rows[rows.seed.isin(args.seeds) & rows.dataset.isin(args.datasets)]
     failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[:0]
     rows = rows[rows["auc"].notna()] if "auc" in rows else rows.iloc[:0]
     label = args.label or ("quick run" if args.quick else f"{len(rows)} fits from {path.name}")
-    command = ("python -m benchmarks.bench_automl " + " ".join(argv or [])).strip()
+    given = sys.argv[1:] if argv is None else argv
+    command = ("python -m benchmarks.bench_automl " + " ".join(given)).strip()
     lines = report_lines(rows, failed, args.seeds, label, command)
     print("\n".join(lines))
     if not args.no_write:

@@ -79,6 +79,11 @@ BOTH = {
     "client": [(3, "'client' parameter")],
     "time_limit": [(0, "'time_limit' parameter"), ("1h", "'time_limit' parameter")],
     "run_time_limit": [(-1, "'run_time_limit' parameter")],
+    "max_memory": [
+        (-1, "'max_memory' parameter"),
+        ("lots", "max_memory='lots': give a positive number"),
+        ("1KB", "max_memory=1.0 KB cannot hold the training data"),
+    ],
     "random_state": [("seed", "'random_state' parameter"), (-1, "'random_state' parameter")],
     "verbose": [("loud", "'verbose' parameter")],
 }

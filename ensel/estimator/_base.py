@@ -6,6 +6,7 @@ predictions, risk, the leaderboard, save and load. Budget planning lives in
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ..library import Library, build_library
 from ..library.cost import predict_cost
 from ..library.executor import BACKEND_ALIASES, BACKENDS
 from ..library.grow import GrowSpec, parse_grow
+from ..library.memory import parse_memory, selection_memory
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
 from ..library.spec import LibrarySpec, load_spec
 from ..library.training import resolve_cv
@@ -38,6 +40,8 @@ from .dask_predict import predict_partitions
 from .persistence import read_model, version, write_model
 
 __all__ = ["EnsembleSelectionBase", "Selected"]
+
+log = logging.getLogger(__name__)
 
 POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 FRACTION = Interval(Real, 0, 1, closed="right")
@@ -84,10 +88,11 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions(set(BACKENDS) | set(BACKEND_ALIASES))],
+        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],
+        "max_memory": [Interval(Real, 0, None, closed="neither"), str, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -116,18 +121,40 @@ class EnsembleSelectionBase(BaseEstimator):
             speed = budget.Background(budget.selection_speed, self.strategy, metric, options)
         lib = self._library(X, y, groups, started, source, seed)
         P = np.asarray(lib.predictions)
+        if self.strategy == "es":  # selection's copies of P stay under the ceiling too
+            options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, options, speed, started)
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started
+        if self.time_limit is not None:
+            self._report_unused(source, lib)
         self.ensel_version_ = version()
         return Selected(lib, P, metric, weights, seed)
+
+    def _report_unused(self, source, lib) -> None:
+        """Under ``time_limit``: ``budget_["unused_seconds"]`` (seconds of the budget left when
+        the fit ended) and, where the fit ended early, an INFO note that says why."""
+        self.budget_["unused_seconds"] = max(0.0, self.time_limit - self.fit_seconds_)
+        spec = source if isinstance(source, LibrarySpec) else None
+        why = budget.unused_budget(
+            self.time_limit, self.fit_seconds_, spec, lib.members, lib.failures
+        )
+        if why is not None:
+            self.budget_["unused_reason"] = why
+            log.info(
+                "the fit ended %.0f s before its time_limit of %g s: %s",
+                self.budget_["unused_seconds"],
+                self.time_limit,
+                why,
+            )
 
     def _check_before_work(self) -> tuple[Metric, Library | LibrarySpec]:
         """``(metric, library or spec)`` once what the constraints cannot say is checked too:
         the metric's name and task, the spec (a built-in name or an existing file) or the
         store and its task, ``max_predict_ms`` against the strategy, ``grow``. Nothing has
         been trained or written yet when any of these raises."""
+        parse_memory(self.max_memory)  # a size this cannot read fails here, not in the build
         metric = resolve_metric(self.metric, task=self._task)
         if self._fixed_budget() and self.strategy != "es":
             raise ValueError(
@@ -192,6 +219,8 @@ class EnsembleSelectionBase(BaseEstimator):
             runs_ok=int(lib.members["run"].nunique()),
             runs_not_finished=runs["status"].value_counts().to_dict(),
         )
+        if lib.plan is not None:
+            self.budget_["plan"] = budget.plan_summary(lib.plan)
         return deadline, options
 
     def _select(self, lib, P, metric, options, deadline) -> np.ndarray:
@@ -308,6 +337,7 @@ class EnsembleSelectionBase(BaseEstimator):
             run_time_limit=self.run_time_limit,
             verbose=self.verbose,
             grow=self._grow_spec(),
+            max_memory=self.max_memory,
         )
 
     def _grow_spec(self):

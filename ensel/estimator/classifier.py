@@ -39,7 +39,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real datasets)
         selecting for MXE had the best mean normalised score over all eight targets; it also
         rewards calibrated probabilities.
-    cv : "auto", int >= 2 or None, default="auto"
+    cv : int >= 2, "auto" or None, default="auto"
         ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
         held-out hillclimb set of a few thousand rows on a large one (members fitted once on
         the rest; see docs/library.md, "cv='auto'"); an integer K: K folds; None holds out a
@@ -128,6 +128,15 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         Timed budgets make the fit depend on the machine's speed.
     run_time_limit : float > 0 or None, default=None
         Seconds per training run (all folds); None takes the spec's cap.
+    max_memory : int, str or None, default=None
+        A ceiling on the memory of the fit's processes (this one and the build's workers),
+        kept like ``time_limit``: bytes or a size such as ``"8GB"``; None allows 80% of what
+        this process may use (its cgroup limit, else the physical memory). A one-line error
+        before any training when the data alone cannot fit; runs start only when their
+        estimated peak fits beside those in flight, a run that cannot fit is skipped and one
+        that pushes the measured memory over the ceiling is stopped (``Library.failures``,
+        status ``memory``); selection's copies of the prediction matrix stay under it too
+        (docs/library.md, "Memory").
     random_state : int, RandomState or None, default=0
         The fit's seed: folds, every run's seed, bags, calibration groups, detectors. An int
         gives the same fit every time; a ``RandomState`` gives a seed drawn from its state
@@ -214,6 +223,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
+        max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -239,6 +249,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self.client = client
         self.time_limit = time_limit
         self.run_time_limit = run_time_limit
+        self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
 

@@ -34,7 +34,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`~ensel.metrics.Metric` with ``task="regression"``, or a callable
         ``func(y_true, y_pred) -> float`` (maximised unless it has
         ``greater_is_better=False``; see :func:`ensel.metrics.make_metric`).
-    cv : "auto", int >= 2 or None, default="auto"
+    cv : int >= 2, "auto" or None, default="auto"
         As for :class:`EnsembleSelectionClassifier` (``"auto"``: 5 folds on a small table,
         one held-out hillclimb set on a large one), with plain (or grouped with ``groups``)
         K folds: there are no classes to stratify by.
@@ -79,6 +79,9 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         :class:`EnsembleSelectionClassifier`).
     run_time_limit : float > 0 or None, default=None
         Seconds per training run (all folds); None takes the spec's cap.
+    max_memory : int, str or None, default=None
+        A ceiling on the memory of the fit's processes (see
+        :class:`EnsembleSelectionClassifier`).
     random_state : int, RandomState or None, default=0
         The fit's seed (folds, runs, bags, detectors). An int gives the same fit every time;
         a ``RandomState`` gives a seed drawn from its state, None one drawn from numpy's
@@ -160,6 +163,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
+        max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -182,6 +186,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         self.client = client
         self.time_limit = time_limit
         self.run_time_limit = run_time_limit
+        self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
 

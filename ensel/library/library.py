@@ -22,9 +22,10 @@ from .training import prepare
 
 __all__ = ["FAILED", "Library"]
 
-FAILED = ("failed", "timeout", "budget", "memory")
+FAILED = ("failed", "timeout", "budget", "memory", "left_out")
 """Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget;
-memory: did not fit under ``max_memory``)."""
+memory: did not fit under ``max_memory``; left_out: left out by the plan of a build under a
+time budget)."""
 
 
 class Library:
@@ -48,6 +49,7 @@ class Library:
             )
         others = [r for r in store.records if store.records[r]["status"] != "ok"]
         self.failures = store.members(others, statuses=FAILED)
+        self.plan = store.plan()  # the plan of a build under a time budget, or None
         self.hillclimb_index, self.y = store.hillclimb()
         self.task = store.header.get("task", "classification")
         self.classes = np.asarray(store.header["classes"])

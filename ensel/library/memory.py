@@ -43,6 +43,7 @@ __all__ = [
     "process_rss",
     "resolve_max_memory",
     "run_peak",
+    "selection_memory",
     "view_width",
 ]
 
@@ -137,9 +138,23 @@ def resolve_max_memory(value) -> int:
     return parsed if parsed is not None else int(DEFAULT_SHARE * memory_limit())
 
 
+def selection_memory(max_memory) -> int:
+    """Bytes selection may use for its copies of the prediction matrix under ``max_memory``:
+    what the ceiling leaves beside this process, at most half the memory available now (the
+    selection's own default), at least 64 MB (below that it reads the matrix in blocks)."""
+    room = resolve_max_memory(max_memory) - (process_rss() or 0)
+    try:
+        import psutil
+
+        room = min(room, psutil.virtual_memory().available // 2)
+    except ImportError:
+        pass
+    return int(max(room, 64 * 2**20))
+
+
 def format_bytes(n: float) -> str:
     """``n`` bytes as a short size (``"1.5 GB"``, ``"320 MB"``), powers of 1024."""
-    for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+    for unit, size in (("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
         if n >= size:
             return f"{n / size:.1f} {unit}" if n < 10 * size else f"{n / size:.0f} {unit}"
     return f"{int(n)} bytes"
@@ -213,8 +228,9 @@ def run_peak(run, data) -> int:
     return int(2 * raw + factor * view + 2 * held + hill)
 
 
-DETECTOR_ROWS = 20_000
-"""Rows a detector's estimate assumes it is fitted on (see ``ensel.risk.combined``)."""
+DETECTOR_ROWS = 5_000
+"""Rows a detector's estimate assumes it is fitted on (``ensel.risk.combined.DETECTOR_ROWS``,
+which the library cannot import)."""
 
 
 def _model_bytes(family: str, params: dict, stages, n_train: int, width: int) -> float:

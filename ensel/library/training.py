@@ -38,6 +38,7 @@ __all__ = [
     "read_frame",
     "resolve_cv",
     "share_frame",
+    "stratified_rows",
 ]
 
 HOLDOUT = -1
@@ -46,12 +47,12 @@ AUTO_FOLDS = 5
 """Folds of embedded cross-validation that ``cv="auto"`` uses on a small table."""
 AUTO_SWITCH_ROWS = 20_000
 """From this many rows ``cv="auto"`` holds out one hillclimb set instead of K folds: selection
-stops gaining at a few thousand hillclimb rows (docs/benchmarks.md, "Hillclimb set size"), so
-from here a held-out set of ``auto_hillclimb_rows`` costs the members at most a quarter of the
-rows, while K folds cost K fits of every run."""
+stopped gaining past about 5,000 hillclimb rows (docs/benchmarks.md, "Hillclimb set size";
+docs/library.md), so from here the held-out set leaves each member about the rows a fold
+sibling of 5-fold CV trains on, for one fit instead of five."""
 AUTO_HILLCLIMB = (0.1, 5_000, 10_000)
 """``(fraction, floor, cap)`` of the held-out hillclimb set of ``cv="auto"``: a tenth of the
-rows, at least 5,000 and at most 10,000 (where selection stopped gaining, see above)."""
+rows, at least 5,000 (where selection stopped gaining) and at most 10,000."""
 AUTO_MIN_CLASS_ROWS = 200
 """Fewest rows of its rarest class the held-out set of ``cv="auto"`` must hold; a table whose
 rarest class is too rare for that keeps K folds (every row is then out-of-fold)."""
@@ -141,7 +142,7 @@ class TrainingData:
         file instead (workers of one machine share one copy of the training matrix)."""
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.frame_file is not None:
-            state["X"] = None
+            state.update(dict.fromkeys(("X", *ROW_ARRAYS)))
         return (_restore, (state,))
 
     @property
@@ -178,11 +179,15 @@ class TrainingData:
 def _restore(state: dict) -> TrainingData:
     if state["X"] is None:
         state["X"] = read_frame(state["frame_file"])
+        for name in ROW_ARRAYS:
+            state[name] = np.load(Path(state["frame_file"]) / f"{name}.npy", mmap_mode="r")
     return TrainingData(**state)
 
 
 FLOAT_FILE = "float64.npy"
 OTHER_FILE = "other.pkl"
+ROW_ARRAYS = ("y", "folds", "groups")
+"""Per-row arrays of TrainingData kept beside the frame (memory-mapped by the workers too)."""
 
 
 def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingData:
@@ -195,6 +200,8 @@ def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingDat
     tmp.mkdir(parents=True)
     block, floats, others = _parts(data.X)
     np.save(tmp / FLOAT_FILE, block)
+    for name in ROW_ARRAYS:
+        np.save(tmp / f"{name}.npy", getattr(data, name))
     with open(tmp / OTHER_FILE, "wb") as fh:
         pickle.dump((list(data.X.columns), floats, others), fh, protocol=pickle.HIGHEST_PROTOCOL)
     shutil.rmtree(directory, ignore_errors=True)
@@ -232,6 +239,33 @@ def _assemble(block: np.ndarray, floats: list, order: list, others: pd.DataFrame
         if name in others.columns:
             frame.insert(position, name, others[name])
     return frame
+
+
+def stratified_rows(rows: np.ndarray, y: np.ndarray, m: int, random_state: int) -> np.ndarray:
+    """A seeded stratified subsample of ``m`` of ``rows`` (indices into ``y``), sorted: each
+    class keeps its share (largest remainders round up; a class present keeps a row), so a run
+    planned onto fewer rows (a kernel SVM, k-NN) sees the classes as the whole table has them.
+    For a real target the strata are ten quantile bins. All of ``rows`` where ``m`` is not
+    smaller."""
+    rows = np.asarray(rows)
+    if m >= rows.size:
+        return rows
+    labels = y[rows]
+    if labels.dtype.kind == "f":
+        labels = np.searchsorted(np.quantile(labels, np.linspace(0, 1, 11)[1:-1]), labels)
+    strata, codes = np.unique(labels, return_inverse=True)
+    counts = np.bincount(codes, minlength=strata.size)
+    quota = counts * m / rows.size
+    take = np.minimum(np.maximum(np.floor(quota).astype(int), 1), counts)
+    for j in np.argsort(-(quota - np.floor(quota)), kind="stable"):
+        if take.sum() >= m:
+            break
+        take[j] = min(take[j] + 1, counts[j])
+    rng = np.random.default_rng(random_state)
+    picked = [
+        rng.choice(np.flatnonzero(codes == j), take[j], replace=False) for j in range(strata.size)
+    ]
+    return np.sort(rows[np.concatenate(picked)])
 
 
 def _hash(*arrays: np.ndarray) -> str:

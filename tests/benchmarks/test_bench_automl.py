@@ -159,3 +159,26 @@ def test_protocol_gives_each_config_its_budgets():
     }
     assert [b for *_, b in plan] == sorted(b for *_, b in plan)  # whole budgets first
     assert len(protocol(["autogluon"], [30.0], [0, 1], ["pima"])) == 2
+
+
+def test_targets_without_pairs_say_so():
+    from benchmarks.bench_automl import targets
+
+    rows = _protocol_rows()
+    lines = targets(rows[rows.budget != 600.0])
+    assert "- ensel vs AutoGluon at 600 s, auc: no pairs yet" in lines
+    assert "- ensel 600 s vs ensel 120 s, log loss: no pairs yet" in lines
+    assert lines[0].endswith("**met**")  # 300 s is still judged
+
+
+def test_plan_counts_what_is_left_and_bounds_its_time():
+    from benchmarks.bench_automl import OVERHEAD_S, plan_lines, protocol
+
+    plan = protocol(["ensel", "autogluon"], [60.0, 300.0], [2, 3], ["pima"])
+    done = {("pima", 2, "ensel", 60.0), ("pima", 3, "autogluon", 300.0)}
+    lines = plan_lines(plan, done)
+    assert "ensel 60 s: 1 fits" in lines and "autogluon 300 s: 1 fits" in lines
+    # left: ensel 60 s (seed 3), ensel 300 s (both), AutoGluon 60 s (both), 300 s (seed 2)
+    hours = (60 + 2 * 300 + 2 * 60 + 300 + 6 * OVERHEAD_S) / 3600
+    assert lines[-1] == f"6 fits, at most {hours:.1f} h"
+    assert plan_lines(plan, set(plan)) == ["nothing left to fit"]

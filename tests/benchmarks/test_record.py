@@ -49,3 +49,30 @@ def test_warm_predict_calls_once_untimed_then_repeats():
     assert list(out) == [2, 4, 6] and us > 0
     with pytest.raises(ValueError, match="repeats"):
         warm_predict(predict, [1], 1, repeats=0)
+
+
+def test_git_commit_is_dirty_for_code_not_for_results(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "results" / "rows.jsonl").write_text("{}\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    clean = git_commit(tmp_path)
+    assert len(clean) == 12 and not clean.endswith("-dirty")
+    (tmp_path / "benchmarks" / "results" / "rows.jsonl").write_text("{}\n{}\n")
+    assert git_commit(tmp_path) == clean
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert git_commit(tmp_path) == clean + "-dirty"
+    assert git_commit(tmp_path.parent / "not-a-repo-here") == "unknown"
+
+
+def test_peak_memory_adds_up_the_tree_cpu_time():
+    # a child that spends 0.5 s of its own CPU time, then idles so its total is sampled
+    code = "import time\nwhile time.process_time() < 0.5: pass\ntime.sleep(1)"
+    with PeakMemory(interval=0.05) as mem:
+        subprocess.run([sys.executable, "-c", code], check=True)
+    assert mem.cpu_seconds >= 0.5

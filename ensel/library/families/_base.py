@@ -15,21 +15,27 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...data import stratified_rows
+
 __all__ = [
     "FAMILIES",
     "REGRESSORS",
+    "ConstantRun",
     "Family",
     "Run",
+    "check_stages",
+    "encode_labels",
     "get_family",
     "missing_requirements",
     "register",
     "stratified_rows",
 ]
 
-VIEWS = ("standardized", "native")
+VIEWS = ("standardized", "native", "te")
 """standardized: one-hot categoricals, numeric columns scaled to mean 0, sd 1 (SVM, ANN, KNN,
 LOGREG in App. 4.A/4.B); native: numeric columns as given, categoricals as integer codes (trees,
-naive Bayes)."""
+naive Bayes); te: native plus out-of-fold target and count encodings and numeric crosses (a
+spec entry's ``view: te``, for boosted trees; ``ensel.library.encoding``)."""
 
 
 class Run(Protocol):
@@ -90,7 +96,8 @@ class Family:
 FAMILIES: dict[str, Family] = {}
 """Classification families by name."""
 REGRESSORS: dict[str, Family] = {}
-"""Regression families by name (``families/regression.py``); a name may be in both registries."""
+"""Regression families by name (each beside the classifier of its algorithm); a name may be in
+both registries."""
 _REGISTRIES = {"classification": FAMILIES, "regression": REGRESSORS}
 
 
@@ -138,6 +145,48 @@ def missing_requirements(family: Family) -> list[str]:
     return missing
 
 
+def check_stages(stages: tuple[int, ...] | None, what: str) -> tuple[int, ...]:
+    """``stages`` as a non-empty tuple of positive ints; a ValueError says what is wrong."""
+    if not stages:
+        raise ValueError(f"{what} must be a non-empty list of positive integers, got {stages!r}")
+    out = tuple(int(s) for s in stages)
+    if any(s < 1 or s != t for s, t in zip(out, stages, strict=True)):
+        raise ValueError(f"{what} must be positive integers, got {stages!r}")
+    return out
+
+
+def staged(what: str):
+    """A ``validate`` that only rejects missing or non-positive stages (``what`` they count)."""
+
+    def validate(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+        """Reject missing or non-positive stages."""
+        check_stages(stages, what)
+
+    return validate
+
+
+@dataclass
+class ConstantRun:
+    """A training fold with one class: probability 1 for that class at every stage."""
+
+    label: int
+    n_stages: int
+    n_classes: int
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        n = self.n_stages if stages is None else len(stages)
+        out = np.zeros((n, X.shape[0], self.n_classes))
+        out[:, :, self.label] = 1.0
+        return {"none": out}
+
+
+def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The classes present in ``y`` and ``y`` recoded to ``0..len(classes)-1`` (both libraries
+    want consecutive labels; a fold may lack a class)."""
+    classes = np.unique(y)
+    return classes, np.searchsorted(classes, y)
+
+
 def full_proba(proba: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:
     """Widen ``(n, len(classes))`` probabilities to ``(n, n_classes)``: a training fold may lack
     a rare class, and the library's layout must not depend on the fold."""
@@ -166,30 +215,3 @@ def entropy_bits(counts: np.ndarray) -> np.ndarray:
     total = counts.sum(axis=-1, keepdims=True)
     p = counts / np.where(total > 0, total, 1.0)
     return -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=-1)
-
-
-def stratified_rows(y: np.ndarray, n: int, random_state) -> np.ndarray:
-    """Sorted indices of ``n`` of the rows of ``y`` (all when there are no more), drawn without
-    replacement and stratified: each class keeps its share (at least one row of each class
-    present, rounding by largest remainders). The same ``y``, ``n`` and seed give the same
-    rows. For a real ``y`` (regression) a plain random sample."""
-    y = np.asarray(y)
-    if n >= y.size:
-        return np.arange(y.size)
-    rng = np.random.default_rng(random_state)
-    if y.dtype.kind == "f":
-        return np.sort(rng.choice(y.size, n, replace=False))
-    classes, codes = np.unique(y, return_inverse=True)
-    counts = np.bincount(codes)
-    exact = counts * n / y.size
-    take = np.maximum(np.floor(exact).astype(int), 1)
-    while take.sum() > n:  # the floors of one row each may overshoot a tiny n
-        take[np.argmax(take)] -= 1
-    order = np.argsort(-(exact - np.floor(exact)), kind="stable")
-    for c in order[: n - take.sum()]:
-        take[c] += 1
-    chosen = [
-        rng.choice(np.flatnonzero(codes == c), min(take[c], counts[c]), replace=False)
-        for c in range(classes.size)
-    ]
-    return np.sort(np.concatenate(chosen))
