@@ -24,7 +24,7 @@ from ..errors import StoreError
 from ..metrics import METRICS, REGRESSION_METRICS, score_batch
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
-from .executor import Executor, budget_message, make_executor
+from .executor import Executor, SerialExecutor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .members import FittedMembers
@@ -275,6 +275,8 @@ def build_library(
             task=library_spec.task,
             **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
         )
+        if isinstance(executor, SerialExecutor) and not getattr(data, "in_memory", True):
+            data = data.load()  # runs fit in this process: the rows are read here
         return _build(
             data,
             library_spec,

@@ -27,6 +27,8 @@ from ensel.library.dask_executor import local_cluster  # noqa: E402
 from ._dask_tasks import KillOnce  # noqa: E402
 
 CV = 3
+OPTIONS = {"n_bags": 4, "verbose": 0, "max_predict_ms": None}
+"""No predict-time budget: "auto" picks from timings, which differ between two fits."""
 
 
 @pytest.fixture(scope="module")
@@ -119,14 +121,14 @@ def fitted(table, client):
     path, _, _ = table
     with pytest.warns(UserWarning):
         return EnsembleSelectionClassifier(
-            library="tiny", cv=CV, backend="dask", client=client, n_bags=4, verbose=0
+            library="tiny", cv=CV, backend="dask", client=client, **OPTIONS
         ).fit(str(path), "label")
 
 
 def test_estimator_from_parquet_equals_the_estimator_in_memory(table, fitted):
     _, X, y = table
     with threadpool_limits(1), pytest.warns(UserWarning):
-        ref = EnsembleSelectionClassifier(library="tiny", cv=CV, n_jobs=1, n_bags=4, verbose=0)
+        ref = EnsembleSelectionClassifier(library="tiny", cv=CV, n_jobs=1, **OPTIONS)
         ref.fit(X, y)
     np.testing.assert_array_equal(fitted.weights_, ref.weights_)
     assert list(fitted.feature_names_in_) == list(X.columns)
