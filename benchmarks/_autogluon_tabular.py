@@ -1,10 +1,12 @@
-"""Fits AutoGluon-tabular on a train CSV and predicts a test CSV; executed by
-``benchmarks._peers.run_autogluon`` inside the peer's own environment
-(``.bench-envs/autogluon-tabular``), never imported by ensel or its benchmarks.
+"""Fits AutoGluon-tabular on a train table and predicts a test table; executed by
+``benchmarks._peers`` inside the peer's own environment (``$ENSEL_BENCH_ENVS/autogluon``),
+never imported by ensel or its benchmarks.
 
-Usage: python _autogluon_tabular.py JOB_DIR  (JOB_DIR holds job.json, train.csv, test.csv).
-Writes JOB_DIR/pred.npy and prints one JSON line: fit and predict wall seconds, model size,
-the models AutoGluon fitted and the one it chose."""
+Usage: python _autogluon_tabular.py JOB_DIR  (JOB_DIR holds job.json, which names the train and
+test files, CSV or parquet, relative to JOB_DIR or absolute). Writes JOB_DIR/pred.npy and prints
+one JSON line: fit and warm predict wall times (``_predict_timing``, the benchmarks' one way),
+model size, the models AutoGluon fitted and the one it chose, and the versions of AutoGluon and
+the packages its models come from."""
 
 from __future__ import annotations
 
@@ -12,22 +14,43 @@ import json
 import os
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _predict_timing import warm_predict  # this file's folder is sys.path[0]
+
+PACKAGES = ("autogluon.tabular", "lightgbm", "catboost", "xgboost-cpu", "torch", "fastai", "ray")
 
 
 def read(path: Path, job: dict) -> pd.DataFrame:
-    """The CSV with categorical columns as strings and only empty cells missing."""
-    dtypes = {c: str for c in job["categorical"]}
-    if job["problem_type"] != "regression":
-        dtypes[job["target"]] = str
-    return pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_values=[""])
+    """The table, classification targets as strings. CSV: categorical columns as strings and
+    only empty cells missing; parquet: its own types."""
+    if path.suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    else:
+        dtypes = {c: str for c in job["categorical"]}
+        if job["problem_type"] != "regression":
+            dtypes[job["target"]] = str
+        frame = pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_values=[""])
+    if job["problem_type"] != "regression" and job["target"] in frame:
+        frame[job["target"]] = frame[job["target"]].astype(str)
+    return frame
 
 
 def directory_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
 
 
 def main() -> None:
@@ -35,7 +58,7 @@ def main() -> None:
 
     job_dir = Path(sys.argv[1])
     job = json.loads((job_dir / "job.json").read_text())
-    train, test = read(job_dir / "train.csv", job), read(job_dir / "test.csv", job)
+    train = read(job_dir / job["train"], job)
     np.random.seed(job["seed"])  # noqa: NPY002 (AutoGluon draws from the global generator)
     predictor = TabularPredictor(
         label=job["target"],
@@ -44,36 +67,44 @@ def main() -> None:
         path=str(job_dir / "model"),
         verbosity=job["verbosity"],
     )
+    cpus = {} if job["num_cpus"] is None else {"num_cpus": job["num_cpus"]}
     start = time.perf_counter()
     predictor.fit(
         train,
         time_limit=job["time_limit"],
         presets=job["presets"],
-        num_cpus=job["num_cpus"],
         num_gpus=0,
         ag_args_ensemble={"model_random_seed": job["seed"]},
+        **cpus,
         **job["fit_kwargs"],
     )
     fit_seconds = time.perf_counter() - start
+    del train
+    test = read(job_dir / job["test"], job)
     features = test.drop(columns=[job["target"]], errors="ignore")
-    start = time.perf_counter()
+    predictor.persist()  # models in memory, as a served predictor keeps them
     if job["problem_type"] == "regression":
-        pred = predictor.predict(features).to_numpy(dtype=float)
+        predict = predictor.predict
     else:
-        proba = predictor.predict_proba(features)
-        proba.columns = [str(c) for c in proba.columns]
-        pred = proba[job["classes"]].to_numpy(dtype=float)
+        predict = predictor.predict_proba
+    out, us_per_row = warm_predict(predict, features, len(features))
+    if job["problem_type"] == "regression":
+        pred = out.to_numpy(dtype=float)
+    else:
+        out.columns = [str(c) for c in out.columns]
+        pred = out[job["classes"]].to_numpy(dtype=float)
         pred /= pred.sum(axis=1, keepdims=True)  # float32 rounding: rows sum to 1 within 1e-7
-    predict_seconds = time.perf_counter() - start
     np.save(job_dir / "pred.npy", pred)
     leaderboard = predictor.leaderboard(silent=True)
     record = {
         "fit_seconds": fit_seconds,
-        "predict_seconds": predict_seconds,
+        "predict_seconds": us_per_row * len(features) / 1e6,  # one warm call
+        "predict_us_per_row": us_per_row,
         "model_mb": directory_mb(job_dir / "model"),
         "best_model": predictor.model_best,
         "models": leaderboard["model"].tolist(),
-        "version": __import__("autogluon.tabular").tabular.__version__,
+        "version": metadata.version("autogluon.tabular"),
+        "versions": versions(),
         "cpu_count": os.cpu_count(),
     }
     print("RESULT " + json.dumps(record), flush=True)

@@ -1,24 +1,23 @@
 """Peers for the benchmarks: AutoGluon-tabular (its own virtual environment, run in a
 subprocess) and scikit-learn's HistGradientBoosting (in-process), both returning a
-``PeerResult`` with test predictions in a fixed class order and fit/predict wall times.
+``PeerResult`` with test predictions in a fixed class order and fit/predict wall times;
+``run_autogluon_files`` runs AutoGluon on train/test files (CSV or parquet) for benchmarks on
+tables too large to pass around as frames, and scores it.
 
-AutoGluon is never an ensel dependency. ``autogluon_python()`` installs it on first use into
-``$ENSEL_BENCH_ENVS/autogluon-tabular`` (default ``<repo>/.bench-envs``, gitignored): a venv,
-then ``torch==2.13.0`` (the machine's CPU wheel) first, then ``autogluon.tabular[lightgbm,
-catboost,xgboost,fastai]`` at ``AUTOGLUON_VERSION``, after a ``pip --dry-run --report`` check
-that refuses anything CUDA (``nvidia-*``, NCCL, triton) or a different torch. AutoGluon 1.6.3
-pins ``torch>=2.10,<2.14`` and uses ``xgboost-cpu`` on Linux, so best_quality's whole model zoo
-(the "zeroshot" portfolio: LightGBM, CatBoost, XGBoost, random forest, extra trees, FastAI's
-and AutoGluon's torch MLPs) is available. Should the check ever fail, the install goes on
-without the ``fastai`` extra (no FastAI net) and says so.
+AutoGluon is never an ensel dependency. It runs as its users install it: ``autogluon_python()``
+installs, on first use, ``$ENSEL_BENCH_ENVS/autogluon`` (default ``<repo>/.bench-envs``,
+gitignored): a venv, then ``torch==2.13.0`` first (the CPU wheel), then
+``autogluon.tabular[all]`` at ``AUTOGLUON_VERSION`` (LightGBM, CatBoost, XGBoost, FastAI, its
+torch nets and ray), after a ``pip --dry-run --report`` check that refuses anything CUDA
+(``nvidia-*``, NCCL, triton) or another torch. AutoGluon 1.6.3 pins ``torch>=2.10,<2.14`` and
+uses ``xgboost-cpu`` on Linux. With ray installed, best_quality fits bagged folds in ray workers
+and runs its DyStack check (on by default, left at its default here) in a ray sub-process.
 
-Ray (the ``ray`` extra, part of a full ``pip install autogluon``) is left out on purpose: on this
-shared 2-core machine starting it took 50 of a 60-second budget (load average 17). Without it
-AutoGluon fits bagged folds one after another with ``num_cpus`` threads and runs its DyStack
-check in-process; when that check fits nothing in its quarter of a short budget, AutoGluon 1.6.3
-then fails with "Learner is already fit" and ``run_autogluon`` raises a ``RuntimeError`` saying
-no model was fitted. ``fit_kwargs={"dynamic_stacking": False, "num_stack_levels": 1}`` (what
-AutoGluon's own log suggests) skips the check and keeps best_quality's bagging and stacking.
+Every AutoGluon run records its version and its key packages' versions, the model it chose
+(``best_model``), fit wall seconds, predict microseconds per row (``benchmarks._predict_timing``,
+after ``predictor.persist()``: warm, the same rows, in the runner's process, as ensel's side is
+timed) and the peak resident memory of the runner and all its descendants (ray's raylet and
+workers included; ``benchmarks._record.PeakMemory``).
 """
 
 from __future__ import annotations
@@ -38,14 +37,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import log_loss, roc_auc_score
+
+from benchmarks._record import PeakMemory
 
 ROOT = Path(__file__).resolve().parents[1]
+ENV_NAME = "autogluon"
 AUTOGLUON_VERSION = "1.6.3"
 TORCH_PIN = "torch==2.13.0"
-EXTRAS = "lightgbm,catboost,xgboost,fastai"
-EXTRAS_NO_TORCH_MODELS = "lightgbm,catboost,xgboost"
+REQUIREMENT = f"autogluon.tabular[all]=={AUTOGLUON_VERSION}"
 FORBIDDEN = ("nvidia-", "nccl", "triton", "cuda")
 PROBLEM_TYPES = ("binary", "multiclass", "regression")
+RUNNER = ROOT / "benchmarks" / "_autogluon_tabular.py"
 
 
 @dataclass
@@ -86,15 +89,15 @@ def _check_plan(pip: list[str], requirement: str) -> list[str]:
 def autogluon_python(install: bool = True) -> Path:
     """The AutoGluon environment's python, installing the environment on first use (a file
     lock keeps two benchmarks from installing it at once). Raises ``RuntimeError`` when it is
-    missing and ``install`` is false or the install fails."""
-    env = envs_dir() / "autogluon-tabular"
+    missing and ``install`` is false, or when the install would bring CUDA packages."""
+    env = envs_dir() / ENV_NAME
     python, marker = env / "bin" / "python", env / ".installed"
     if marker.exists():
         return python
     if not install:
         raise RuntimeError(f"no AutoGluon environment at {env}; call autogluon_python()")
     env.parent.mkdir(parents=True, exist_ok=True)
-    with open(env.parent / ".autogluon-tabular.lock", "w") as lock:
+    with open(env.parent / f".{ENV_NAME}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if marker.exists():
             return python
@@ -102,22 +105,13 @@ def autogluon_python(install: bool = True) -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
         pip = [str(python), "-m", "pip"]
         subprocess.run([*pip, "install", "--quiet", TORCH_PIN], check=True)
-        notes = []
-        requirement = f"autogluon.tabular[{EXTRAS}]=={AUTOGLUON_VERSION}"
-        try:
-            _check_plan(pip, requirement)
-        except (RuntimeError, subprocess.CalledProcessError) as err:
-            notes.append(f"installed without the fastai extra (no FastAI net): {err}")
-            requirement = f"autogluon.tabular[{EXTRAS_NO_TORCH_MODELS}]=={AUTOGLUON_VERSION}"
-            _check_plan(pip, requirement)
-        subprocess.run([*pip, "install", "--quiet", requirement], check=True)
+        _check_plan(pip, REQUIREMENT)
+        subprocess.run([*pip, "install", "--quiet", REQUIREMENT], check=True)
         listed = subprocess.run([*pip, "list", "--format=json"], capture_output=True, text=True)
         names = [p["name"].lower() for p in json.loads(listed.stdout)]
         if any(n.startswith(FORBIDDEN) for n in names):
             raise RuntimeError(f"CUDA packages ended up in {env}: remove it and report this")
-        marker.write_text(json.dumps({"requirement": requirement, "notes": notes}) + "\n")
-        for note in notes:
-            print(note, flush=True)
+        marker.write_text(json.dumps({"requirement": REQUIREMENT, "torch": TORCH_PIN}) + "\n")
     return python
 
 
@@ -131,6 +125,80 @@ def _check(train: pd.DataFrame, target: str, problem_type: str) -> list | None:
     return np.unique(train[target].to_numpy()).tolist()
 
 
+def classification_scores(y_test, classes, proba: np.ndarray) -> dict[str, float]:
+    """Test AUC (one-vs-rest macro for more than two classes) and log loss, scikit-learn's, of
+    probabilities ``proba`` whose columns are ``classes``; probabilities are clipped to
+    [1e-15, 1] and renormalised first, the same for every peer."""
+    classes = list(classes)
+    proba = np.clip(np.asarray(proba, dtype=float), 1e-15, 1.0)
+    proba = proba / proba.sum(axis=1, keepdims=True)
+    y = np.asarray(y_test)
+    if len(classes) == 2:
+        auc = roc_auc_score(y == classes[1], proba[:, 1])
+    else:
+        auc = roc_auc_score(y, proba, multi_class="ovr", labels=classes)
+    return {"auc": float(auc), "logloss": float(log_loss(y, proba, labels=classes))}
+
+
+def _runner_env(num_cpus: int | None) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "CUDA_VISIBLE_DEVICES": "",
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
+        "RAY_USAGE_STATS_ENABLED": "0",  # no phoning home from the benchmark
+    }
+    if num_cpus is not None:
+        threads = str(num_cpus)
+        env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _run_job(job_dir: Path, job: dict, timeout: float) -> dict:
+    """Run the AutoGluon runner on ``job_dir`` (``job`` written to job.json) while sampling
+    the memory of its process tree; its ``RESULT`` record with ``peak_rss_mb`` and
+    ``cpu_seconds`` (the sampled process tree, ray workers included) added."""
+    (job_dir / "job.json").write_text(json.dumps(job))
+    python = autogluon_python()
+    out_path, err_path = job_dir / "stdout.txt", job_dir / "stderr.txt"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen(
+            [str(python), str(RUNNER), str(job_dir)],
+            stdout=out,
+            stderr=err,
+            env=_runner_env(job.get("num_cpus")),
+            start_new_session=True,  # its ray processes can be ended as one group on timeout
+        )
+        with PeakMemory(proc.pid) as memory:
+            try:
+                returncode = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired as err:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                raise RuntimeError(f"AutoGluon ran past {timeout:.0f} s and was ended") from err
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+    lines = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
+    if returncode != 0 or not lines:
+        log = stderr + stdout
+        if any(m in log for m in ("No models were trained", "already fit", "Not enough time")):
+            raise RuntimeError(
+                f"AutoGluon fitted no model within time_limit={job['time_limit']} s "
+                f"(load average {os.getloadavg()[0]:.1f}; starting ray counts against it); give "
+                "it more time or pass "
+                "fit_kwargs={'dynamic_stacking': False, 'num_stack_levels': 1}"
+            )
+        raise RuntimeError(f"AutoGluon runner failed (exit {returncode}):\n{log[-3000:]}")
+    record = json.loads(lines[-1].removeprefix("RESULT "))
+    record["peak_rss_mb"] = memory.peak_mb
+    waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    record["cpu_seconds"] = max(waited, memory.cpu_seconds)  # ray workers are not waited for
+    if job.get("verbosity", 0) > 0:  # AutoGluon's own log, for checking what it fitted
+        record["log"] = stderr + stdout.replace(lines[-1], "")
+    return record
+
+
 def run_autogluon(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -138,7 +206,7 @@ def run_autogluon(
     problem_type: str,
     time_limit: float,
     presets: str = "best_quality",
-    num_cpus: int = 2,
+    num_cpus: int | None = 2,
     seed: int = 0,
     *,
     eval_metric: str | None = None,
@@ -146,21 +214,21 @@ def run_autogluon(
     verbosity: int = 0,
 ) -> PeerResult:
     """Fit ``TabularPredictor(presets=presets)`` on ``train`` within ``time_limit`` seconds with
-    ``num_cpus`` cores and no GPU, and predict ``test`` (its ``target`` column, if any, is
-    ignored). ``eval_metric`` None is AutoGluon's default (accuracy for classes, RMSE for
-    regression); pass e.g. "log_loss" or "roc_auc" to match what you compare. AutoGluon has no
-    global seed: ``seed`` sets numpy's and the models' ``model_random_seed``. Data travel as CSV
-    (categorical columns read back as strings, only empty cells missing); the saved predictor
-    is measured and deleted. OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless
-    set), as in every benchmark process (see ``benchmarks/__init__.py``). With ``verbosity``
-    > 0 AutoGluon's log is in ``info["log"]``."""
+    ``num_cpus`` cores (None: AutoGluon's default, all of them) and no GPU, and predict
+    ``test`` (its ``target`` column, if any, is ignored). ``eval_metric`` None is AutoGluon's
+    default (accuracy for classes, RMSE for regression); pass e.g. "log_loss" or "roc_auc" to
+    match what you compare. AutoGluon has no global seed: ``seed`` sets numpy's and the models'
+    ``model_random_seed``. Data travel as CSV (categorical columns read back as strings, only
+    empty cells missing); the saved predictor is measured and deleted. ``info`` holds the
+    version, ``best_model``, ``predict_us_per_row``, ``peak_rss_mb`` and the fitted models."""
     classes = _check(train, target, problem_type)
-    python = autogluon_python()
     features = [c for c in train.columns if c != target]
     categorical = [
         c for c in features if not pd.api.types.is_numeric_dtype(train[c].dtype)
     ]  # bool counts as numeric and is written as True/False
     job = {
+        "train": "train.csv",
+        "test": "test.csv",
         "target": target,
         "problem_type": problem_type,
         "eval_metric": eval_metric,
@@ -173,47 +241,12 @@ def run_autogluon(
         "fit_kwargs": fit_kwargs or {},
         "verbosity": verbosity,
     }
-    threads = str(num_cpus)
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": threads,
-        "MKL_NUM_THREADS": threads,
-        "OPENBLAS_NUM_THREADS": threads,
-        "CUDA_VISIBLE_DEVICES": "",
-        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
-    }
-    env.pop("PYTHONPATH", None)
     with tempfile.TemporaryDirectory(prefix="ensel-autogluon-") as tmp:
         job_dir = Path(tmp)
-        (job_dir / "job.json").write_text(json.dumps(job))
         train.to_csv(job_dir / "train.csv", index=False)
         test[features].to_csv(job_dir / "test.csv", index=False)
-        script = ROOT / "benchmarks" / "_autogluon_tabular.py"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run(
-            [str(python), str(script), str(job_dir)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=3 * time_limit + 600,
-        )
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-        if done.returncode != 0 or not lines:
-            tail = (done.stderr or done.stdout)[-3000:]
-            log = done.stderr + done.stdout
-            if "No models were trained successfully" in log or "Learner is already fit" in log:
-                raise RuntimeError(
-                    f"AutoGluon fitted no model within time_limit={time_limit} s "
-                    f"(load average {os.getloadavg()[0]:.1f}); give it more time or pass "
-                    "fit_kwargs={'dynamic_stacking': False, 'num_stack_levels': 1}"
-                )
-            raise RuntimeError(f"AutoGluon runner failed (exit {done.returncode}):\n{tail}")
-        record = json.loads(lines[-1].removeprefix("RESULT "))
-        if verbosity > 0:  # AutoGluon's own log, for checking what it fitted and with what
-            record["log"] = done.stderr + done.stdout.replace(lines[-1], "")
+        record = _run_job(job_dir, job, timeout=3 * time_limit + 600)
         predictions = np.load(job_dir / "pred.npy")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return PeerResult(
         peer=f"autogluon-{presets}",
         predictions=predictions,
@@ -221,7 +254,89 @@ def run_autogluon(
         fit_seconds=record.pop("fit_seconds"),
         predict_seconds=record.pop("predict_seconds"),
         model_mb=record.pop("model_mb"),
-        cpu_seconds=cpu,
+        cpu_seconds=record.pop("cpu_seconds"),
+        info=record,
+    )
+
+
+@dataclass
+class AutoGluonRun:
+    """What ``run_autogluon_files`` measured: test AUC and log loss
+    (``classification_scores``), fit wall seconds, warm predict microseconds per row, the peak
+    resident memory of AutoGluon's whole process tree in MiB, the model AutoGluon chose, its
+    version, and the rest in ``info``."""
+
+    auc: float
+    logloss: float
+    fit_seconds: float
+    predict_us_per_row: float
+    peak_rss_mb: float
+    best_model: str
+    version: str
+    classes: list[str]
+    info: dict = field(default_factory=dict)
+
+
+def _read_column(path: Path, column: str) -> pd.Series:
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path, columns=[column])[column]
+    return pd.read_csv(path, usecols=[column], dtype={column: str})[column]
+
+
+def run_autogluon_files(
+    train_path: str | os.PathLike,
+    test_path: str | os.PathLike,
+    target: str,
+    time_limit: float,
+    *,
+    presets: str = "best_quality",
+    eval_metric: str = "log_loss",
+    num_cpus: int | None = None,
+    seed: int = 0,
+    verbosity: int = 0,
+) -> AutoGluonRun:
+    """AutoGluon ``presets`` (best_quality: bagging, stacking, DyStack at its default, ray) fitted
+    on the classification table at ``train_path`` and scored on ``test_path`` (each CSV or
+    parquet, ``target`` a column of both; categorical columns as the file gives them) within
+    ``time_limit`` seconds, in its own venv (``autogluon_python()``). ``num_cpus`` None lets
+    AutoGluon use every core, as users run it. The runner reads the files itself, so nothing
+    large passes through this process; only the target columns are read here, to score."""
+    paths = [Path(train_path), Path(test_path)]
+    for name, path in zip(("train_path", "test_path"), paths, strict=True):
+        if path.suffix not in (".csv", ".parquet") or not path.is_file():
+            raise ValueError(f"{name} must be an existing .csv or .parquet file, got {path}")
+    y_train = _read_column(paths[0], target).astype(str)
+    classes = sorted(y_train.unique().tolist())
+    if len(classes) < 2:
+        raise ValueError(f"target {target!r} has one class in {paths[0]}; need at least 2")
+    job = {
+        "train": str(paths[0].resolve()),
+        "test": str(paths[1].resolve()),
+        "target": target,
+        "problem_type": "binary" if len(classes) == 2 else "multiclass",
+        "eval_metric": eval_metric,
+        "time_limit": time_limit,
+        "presets": presets,
+        "num_cpus": num_cpus,
+        "seed": seed,
+        "categorical": [],
+        "classes": classes,
+        "fit_kwargs": {},
+        "verbosity": verbosity,
+    }
+    with tempfile.TemporaryDirectory(prefix="ensel-autogluon-") as tmp:
+        record = _run_job(Path(tmp), job, timeout=3 * time_limit + 1800)
+        predictions = np.load(Path(tmp) / "pred.npy")
+    scores = classification_scores(_read_column(paths[1], target).astype(str), classes, predictions)
+    return AutoGluonRun(
+        auc=scores["auc"],
+        logloss=scores["logloss"],
+        fit_seconds=record.pop("fit_seconds"),
+        predict_us_per_row=record.pop("predict_us_per_row"),
+        peak_rss_mb=record.pop("peak_rss_mb"),
+        best_model=record.pop("best_model"),
+        version=record.pop("version"),
+        classes=classes,
         info=record,
     )
 

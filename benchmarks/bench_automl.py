@@ -1,64 +1,90 @@
-"""ensel against AutoGluon (best_quality) and against ensel's former fixed grid, at equal time
-budgets, on the allowed real classification datasets.
+"""ensel against AutoGluon (best_quality, with ray) and against its own other configurations
+at equal time budgets on 12 allowed real classification datasets, tested with datasets as the
+unit.
 
-    python -m benchmarks.bench_automl [--quick] [--budgets 60 120 300] [--seeds 5]
-        [--datasets ...] [--configs ensel fixed autogluon] [--results FILE.jsonl]
+    python -m benchmarks.bench_automl [--quick] [--budgets 60 300 600] [--seeds 0 1 2 3 4]
+        [--datasets ...] [--configs ensel autogluon] [--results FILE.jsonl]
+    python -m benchmarks.bench_automl --report --seeds 2 3 4     # fit nothing: the targets
+    python -m benchmarks.bench_automl --plan --seeds 2 3 4       # fit nothing: what is left
 
-Protocol (the full run): every dataset of ``benchmarks.datasets.CLASSIFICATION`` but iris
-(10: binary and multiclass, some with missing values of their own), seeds 0-4 of the fixed
-70/30 protocol split, and for each budget B in 60, 120 and 300 s:
+Protocol: ``DATASETS`` (the 8 of the first protocol, pima to rwm1984_outwork, and 4 larger
+ones: car, doctor_contacts, vietnam_i, movies_drama; binary and multiclass, some with missing
+values of their own, two with grouped splits), seeds 0-4 of the fixed 70/30 protocol split
+(``benchmarks.datasets.train_test``), and each configuration at its ``BUDGETS`` (``--budgets``
+overrides them for every configuration):
 
-- ``ensel``: ``EnsembleSelectionClassifier()`` with its defaults (library ``default``, cv=5,
-  selection for log loss), ``time_limit=B``, ``n_jobs=2``;
-- ``fixed``: the same with ``library=benchmarks/specs/fixed_grid.yaml`` (the grid ``default``
-  now holds: the 2006 families plus xgboost and lightgbm) without a predict-cost budget
-  (``max_predict_ms=None``), as ensel shipped it before issue 15;
-- ``ensel_1se`` (rows only, no fits): ``ensel`` as it was before its predict budget's
-  tolerance was halved (``max_predict_ms="auto"`` accepting one standard error);
-- ``modern``: ``ensel`` with ``library="modern"`` (the modern grid, the default before this
-  benchmark replaced it; its rows were fitted with the one-standard-error predict budget);
-- ``grow``: ``ensel`` with ``grow=True`` (optuna proposes new members where the ensemble gains,
-  in whatever time the build leaves; only runs that raised the cross-selected score join);
-- ``pruned``: ``ensel`` with ``prune_fraction=0.2`` (selection from the best fifth of the
-  library, §4.3.6's rule of thumb), to set the pruning default from;
-- ``grow_all`` (rows only, no fits): ``grow`` as it was first measured, when every proposed run
-  joined the library;
+- ``ensel``: ``EnsembleSelectionClassifier()`` with its defaults, ``time_limit=B``,
+  ``n_jobs=2``, at 60, 120, 300 and 600 s (120 s is what 600 s is judged against);
 - ``autogluon``: ``TabularPredictor(presets="best_quality", eval_metric="log_loss")`` with
-  ``time_limit=B`` and ``num_cpus=2`` (``benchmarks/_peers.run_autogluon``, its own venv).
+  ``time_limit=B`` and ``num_cpus=2``, installed as its users install it
+  (``autogluon.tabular[all]``: ray, DyStack at its default; ``benchmarks._peers``), at 60, 300
+  and 600 s;
+- ``fixed``, ``modern``, ``grow``, ``pruned``: ensel variants (the former fixed grid without a
+  predict budget, the modern grid, ``grow=True``, ``prune_fraction=0.2``), on request.
 
-Per pair (dataset, seed): test AUC (one-vs-rest macro for multiclass) and log loss from
-scikit-learn, fit seconds and predict seconds per row. The summary pairs ensel with each
-opponent at equal budget, and ensel at 120 s with AutoGluon at 300 s (2.5x ensel's budget):
-pairs, wins on each metric, mean difference (positive = ensel better) and its standard error.
+Every row records the dataset, seed, configuration and budget; test AUC (one-vs-rest macro for
+multiclass) and log loss; fit wall seconds; predict microseconds per row, the same way for both
+(``benchmarks._predict_timing``: warm, all test rows as one batch, in the process holding the
+model); the peak resident memory and the CPU seconds of the fitting process tree (ensel's
+process and its workers, or AutoGluon's runner and its ray workers); the model chosen
+(AutoGluon's ``model_best``, or ensel's heaviest member); ensel's commit and versions,
+AutoGluon's version and its models' packages; the 1/5/15-minute load average at the start
+and the 1-minute one at the end.
 
-Each finished fit is appended to ``--results`` (JSON lines; by default
-``benchmarks/results/bench_automl.jsonl``, kept in git), so an interrupted run resumes, a later
-session adds to the earlier ones' fits, and a partial run is reported for exactly the pairs it
-has. The whole grid is 10 x 5 x 3 x 3 fits
-(about 20 hours on 2 cores); ``--quick`` runs one small dataset, one seed, 60 s.
+Report (``benchmarks._stats``): per dataset, the mean over the chosen seeds with its standard
+error; over datasets, wins, the mean difference, a paired t-test and a sign test (two-sided);
+pairs (dataset, seed) as a secondary table; predict time per row as ensel's over AutoGluon's per
+dataset; and the targets, checked. Defaults may be tuned on seeds 0-1 only; the targets are
+judged on seeds 2-4 (``--report --seeds 2 3 4``).
+
+Each finished fit is appended to ``--results`` (JSON lines, ``RESULTS`` by default, kept in
+git), so an interrupted run resumes and later sessions add to it. The rows of the first protocol
+(AutoGluon without ray; 8 datasets; 60, 120, 300 s) stay in ``bench_automl.jsonl`` and are
+reported with ``--results benchmarks/results/bench_automl.jsonl``. ``--quick`` runs ensel and
+AutoGluon on pima, seed 0, 120 s (AutoGluon starts ray within its budget: 60 s
+left it nothing to fit at a load average of 12), into a temporary file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import log_loss, roc_auc_score
 
+from benchmarks._peers import classification_scores
+from benchmarks._predict_timing import warm_predict
+from benchmarks._record import PeakMemory, git_commit, load_average, versions
 from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
 from benchmarks.datasets import CLASSIFICATION, train_test
 
-SECTION = "## AutoML comparison (bench_automl)"
+SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
 CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned")
-DATASETS = tuple(n for n in CLASSIFICATION if n != "iris")
+FIRST_DATASETS = (
+    "pima",
+    "biopsy_na",
+    "participation",
+    "turnout",
+    "doctor_aus",
+    "chile",
+    "medpar_died",
+    "rwm1984_outwork",
+)
+DATASETS = (*FIRST_DATASETS, "car", "doctor_contacts", "vietnam_i", "movies_drama")
+BUDGETS = {"ensel": (60.0, 120.0, 300.0, 600.0), "autogluon": (60.0, 300.0, 600.0)}
+OTHER_BUDGETS = (60.0, 300.0, 600.0)
+"""Budgets per configuration in the full protocol (``OTHER_BUDGETS`` for the variants)."""
+JUDGED_SEEDS = (2, 3, 4)
 PAIRINGS = (
     ("ensel", "autogluon"),
     ("ensel", "fixed"),
@@ -73,23 +99,25 @@ PAIRINGS = (
     ("pruned", "autogluon"),
 )
 """Configurations compared at equal budget: (ours, theirs)."""
+CROSS_BUDGET = ((("ensel", 600.0), ("ensel", 120.0)), (("ensel", 120.0), ("autogluon", 300.0)))
+"""Comparisons across budgets: ((ours, budget), (theirs, budget))."""
 
 
 def pair_scores(y_test: pd.Series, classes, proba: np.ndarray) -> dict[str, float]:
-    """Test AUC (one-vs-rest macro for more than two classes) and log loss, scikit-learn's."""
-    classes = list(classes)
-    proba = np.clip(np.asarray(proba, dtype=float), 1e-15, 1.0)
-    proba = proba / proba.sum(axis=1, keepdims=True)
-    y = np.asarray(y_test)
-    if len(classes) == 2:
-        auc = roc_auc_score(y == classes[1], proba[:, 1])
-    else:
-        auc = roc_auc_score(y, proba, multi_class="ovr", labels=classes)
-    return {"auc": float(auc), "logloss": float(log_loss(y, proba, labels=classes))}
+    """Test AUC (one-vs-rest macro for more than two classes) and log loss, scikit-learn's
+    (``benchmarks._peers.classification_scores``, the same for every configuration)."""
+    return classification_scores(y_test, classes, proba)
+
+
+def _heaviest_member(members: pd.DataFrame) -> str:
+    """ensel's counterpart of AutoGluon's best model: the member with the largest weight."""
+    top = members.sort_values("weight", ascending=False).iloc[0]
+    return f"{top['family']} (weight {top['weight']:.2f} of {len(members)} members)"
 
 
 def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
-    """Fit an ensel configuration and predict the test rows."""
+    """Fit an ensel configuration and predict the test rows (warm, ``_predict_timing``), with
+    the peak memory of this process and its workers over both."""
     from ensel import EnsembleSelectionClassifier
 
     extra = {
@@ -105,18 +133,20 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
         random_state=seed,
         **extra,
     )
-    start = time.perf_counter()
-    clf.fit(X_tr, y_tr)
-    fit_s = time.perf_counter() - start
-    start = time.perf_counter()
-    proba = clf.predict_proba(X_te)
-    predict_s = time.perf_counter() - start
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        clf.fit(X_tr, y_tr)
+        fit_s = time.perf_counter() - start
+        proba, us_per_row = warm_predict(clf.predict_proba, X_te, len(X_te))
     return {
         "classes": [str(c) for c in clf.classes_],
         "proba": proba,
         "fit_s": fit_s,
-        "predict_s": predict_s,
+        "predict_us_per_row": us_per_row,
+        "peak_rss_mb": memory.peak_mb,
+        "cpu_s": memory.cpu_seconds,
         "members": len(clf.members_),
+        "best_model": _heaviest_member(clf.members_),
     }
 
 
@@ -138,43 +168,77 @@ def fit_autogluon(X_tr, y_tr, X_te, y_te, problem_type: str, budget: float, seed
         "classes": [str(c) for c in result.classes],
         "proba": result.predictions,
         "fit_s": result.fit_seconds,
-        "predict_s": result.predict_seconds,
+        "predict_us_per_row": result.info["predict_us_per_row"],
+        "peak_rss_mb": result.info["peak_rss_mb"],
+        "cpu_s": result.cpu_seconds,
         "members": len(result.info.get("models", []) or []),
+        "best_model": result.info["best_model"],
+        "autogluon_version": result.info["version"],
+        "peer_versions": result.info["versions"],
     }
 
 
 def run_pair(name: str, seed: int, config: str, budget: float) -> dict:
+    """Fit one configuration on one dataset and seed; the result row (see the module doc)."""
     X_tr, X_te, y_tr, y_te, ds = train_test(name, seed)
     y_tr, y_te = y_tr.astype(str), y_te.astype(str)
-    load = os.getloadavg()[0]
+    load = load_average()
     if config == "autogluon":
         out = fit_autogluon(X_tr, y_tr, X_te, y_te, ds.problem_type, budget, seed)
     else:
         out = fit_ensel(config, X_tr, y_tr, X_te, budget, seed)
-    scores = pair_scores(y_te, out["classes"], out["proba"])
+    scores = pair_scores(y_te, out.pop("classes"), out.pop("proba"))
     return {
         "dataset": name,
         "seed": seed,
         "config": config,
         "budget": budget,
         **scores,
-        "fit_s": out["fit_s"],
-        "predict_ms_per_row": 1000.0 * out["predict_s"] / len(y_te),
-        "members": out["members"],
+        **out,
         "n_train": len(y_tr),
-        "load_1min": load,
+        "n_test": len(y_te),
+        "commit": git_commit(),
+        "versions": versions(),
+        "load_start": load,
+        "load_1min": load[0],
+        "load_1min_end": load_average()[0],
     }
+
+
+def protocol(configs, budgets, seeds, datasets) -> list[tuple[str, int, str, float]]:
+    """The fits to run, budget by budget (so a cut-off run has whole budgets first):
+    ``(dataset, seed, config, budget)``; ``budgets`` None gives each configuration its
+    ``BUDGETS`` (``OTHER_BUDGETS`` for the variants)."""
+    plan = []
+    for config in configs:
+        for budget in budgets or BUDGETS.get(config, OTHER_BUDGETS):
+            for seed in seeds:
+                for name in datasets:
+                    plan.append((name, seed, config, float(budget)))
+    return sorted(
+        plan, key=lambda k: (k[3], k[1], DATASETS.index(k[0]) if k[0] in DATASETS else 99)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# reporting
+# --------------------------------------------------------------------------------------------
 
 
 def _se(d: np.ndarray) -> float:
     return float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
 
 
+def _select(rows: pd.DataFrame, config: str, budget: float) -> pd.DataFrame:
+    return rows[(rows.config == config) & (rows.budget == budget)]
+
+
 def compare(rows: pd.DataFrame, ours: tuple[str, float], theirs: tuple[str, float]) -> dict:
     """Paired comparison of configuration ``ours`` with ``theirs`` (each ``(config, budget)``)
-    over the (dataset, seed) pairs both have; differences are positive when ours is better."""
-    a = rows[(rows.config == ours[0]) & (rows.budget == ours[1])].set_index(["dataset", "seed"])
-    b = rows[(rows.config == theirs[0]) & (rows.budget == theirs[1])].set_index(["dataset", "seed"])
+    over the (dataset, seed) pairs both have; differences are positive when ours is better.
+    The secondary table: pairs of one dataset are not independent (``over_datasets``)."""
+    a = _select(rows, *ours).set_index(["dataset", "seed"])
+    b = _select(rows, *theirs).set_index(["dataset", "seed"])
     both = a.index.intersection(b.index)
     d_auc = (a.loc[both, "auc"] - b.loc[both, "auc"]).to_numpy()
     d_ll = (b.loc[both, "logloss"] - a.loc[both, "logloss"]).to_numpy()
@@ -190,26 +254,146 @@ def compare(rows: pd.DataFrame, ours: tuple[str, float], theirs: tuple[str, floa
         "LL wins": f"{int((d_ll > 0).sum())}/{n}" if n else "-",
         "mean dLL": float(d_ll.mean()) if n else float("nan"),
         "se dLL": _se(d_ll),
-        "predict ms/row (ours, theirs)": (
-            f"{a.loc[both, 'predict_ms_per_row'].median():.3f}, "
-            f"{b.loc[both, 'predict_ms_per_row'].median():.3f}"
-            if n
-            else "-"
+    }
+
+
+def comparisons(rows: pd.DataFrame) -> list[tuple[tuple[str, float], tuple[str, float]]]:
+    """Every (ours, theirs) of ``PAIRINGS`` at each budget both have, then ``CROSS_BUDGET``."""
+    have = set(zip(rows.config, rows.budget, strict=True))
+    out = []
+    for budget in sorted(rows.budget.unique()):
+        for ours, theirs in PAIRINGS:
+            if (ours, budget) in have and (theirs, budget) in have:
+                out.append(((ours, budget), (theirs, budget)))
+    out += [(a, b) for a, b in CROSS_BUDGET if a in have and b in have]
+    return out
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """The pairs table (secondary): ``compare`` for every comparison with pairs."""
+    table = pd.DataFrame([compare(rows, a, b) for a, b in comparisons(rows)])
+    return table[table["pairs"] > 0] if len(table) else table
+
+
+def over_datasets(rows: pd.DataFrame, ours, theirs, metric: str) -> dict:
+    """``ours`` against ``theirs`` on ``metric`` with datasets as the unit: per-dataset means
+    over the seeds both have (pairs only), then ``_stats.paired_over_datasets``."""
+    a = _select(rows, *ours).set_index(["dataset", "seed"])
+    b = _select(rows, *theirs).set_index(["dataset", "seed"])
+    both = a.index.intersection(b.index)
+    a, b = a.loc[both].reset_index(), b.loc[both].reset_index()
+    return {
+        "ensel": f"{ours[0]} {ours[1]:g}s",
+        "vs": f"{theirs[0]} {theirs[1]:g}s",
+        "metric": metric,
+        "pairs": len(both),
+        **paired_over_datasets(
+            per_dataset(a, metric)["mean"],
+            per_dataset(b, metric)["mean"],
+            HIGHER_IS_BETTER[metric],
         ),
     }
 
 
-def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    out = []
-    budgets = sorted(rows.budget.unique())
-    for budget in budgets:
-        for ours, other in PAIRINGS:
-            out.append(compare(rows, (ours, budget), (other, budget)))
-    if 120 in budgets and 300 in budgets:
-        for ours in ("ensel", "ensel_1se", "modern"):
-            out.append(compare(rows, (ours, 120), ("autogluon", 300)))
-    table = pd.DataFrame(out)
-    return table[table["pairs"] > 0]
+def datasets_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """``over_datasets`` on AUC and log loss for every comparison."""
+    out = [
+        over_datasets(rows, a, b, metric)
+        for a, b in comparisons(rows)
+        for metric in ("auc", "logloss")
+    ]
+    return pd.DataFrame(out)
+
+
+def per_dataset_table(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per dataset, one column per (config, budget): "mean +- se (seeds)" of
+    ``metric`` over the seeds in ``rows``."""
+    cells = {}
+    for (config, budget), group in rows.groupby(["config", "budget"]):
+        stats = per_dataset(group, metric)
+        cells[f"{config} {budget:g}s"] = [
+            f"{m:.4f} +- {se:.4f} ({n})" if n > 1 else f"{m:.4f} (1)"
+            for m, se, n in stats[["mean", "se", "seeds"]].itertuples(index=False)
+        ]
+        cells[f"{config} {budget:g}s"] = pd.Series(cells[f"{config} {budget:g}s"], stats.index)
+    return pd.DataFrame(cells).fillna("-")
+
+
+def predict_ratios(rows: pd.DataFrame, budget: float) -> pd.Series:
+    """Per dataset, ensel's mean predict microseconds per row over AutoGluon's at ``budget``
+    (rows measured the warm way only, seeds both have)."""
+    rows = rows[rows["predict_us_per_row"].notna()] if "predict_us_per_row" in rows else rows[:0]
+    a = _select(rows, "ensel", budget).set_index(["dataset", "seed"])
+    b = _select(rows, "autogluon", budget).set_index(["dataset", "seed"])
+    both = a.index.intersection(b.index)
+    if not len(both):
+        return pd.Series(dtype=float)
+    mean_a = a.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
+    mean_b = b.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
+    return (mean_a / mean_b).rename(f"ensel/autogluon {budget:g}s")
+
+
+def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
+    """The targets, each checked on ``rows`` (restrict the seeds beforehand): ahead of
+    AutoGluon at 300 and 600 s on AUC and log loss on at least 3/4 of the datasets with a
+    paired t-test p < 0.05 (the sign test's p alongside); ensel 600 s better than ensel 120 s
+    in log loss, p < 0.05; predict time per row no dataset above 2x AutoGluon's, median at
+    most 1x."""
+    lines = []
+    need = int(np.ceil(0.75 * n_datasets))
+    for budget in (300.0, 600.0):
+        for metric in ("auc", "logloss"):
+            r = over_datasets(rows, ("ensel", budget), ("autogluon", budget), metric)
+            if not r["datasets"]:
+                lines.append(f"- ensel vs AutoGluon at {budget:g} s, {metric}: no pairs yet")
+                continue
+            ok = r["datasets"] == n_datasets and r["wins"] >= need and r["p (t-test)"] < 0.05
+            ok = ok and r["mean diff"] > 0
+            lines.append(
+                f"- ensel vs AutoGluon at {budget:g} s, {metric}: {r['wins']}/{r['datasets']} "
+                f"datasets won (need {need}/{n_datasets}), mean diff {r['mean diff']:+.4f} +- "
+                f"{r['se diff']:.4f}, t-test p {r['p (t-test)']:.3g}, sign test p "
+                f"{r['p (sign test)']:.3g}: **{'met' if ok else 'not met'}**"
+            )
+    r = over_datasets(rows, ("ensel", 600.0), ("ensel", 120.0), "logloss")
+    ok = r["p (t-test)"] < 0.05 and r["mean diff"] > 0
+    lines.append(
+        f"- ensel 600 s vs ensel 120 s, log loss: {r['wins']}/{r['datasets']} datasets better, "
+        f"mean diff {r['mean diff']:+.4f} +- {r['se diff']:.4f}, t-test p {r['p (t-test)']:.3g}"
+        f", sign test p {r['p (sign test)']:.3g}: **{'met' if ok else 'not met'}**"
+        if r["datasets"]
+        else "- ensel 600 s vs ensel 120 s, log loss: no pairs yet"
+    )
+    for budget in sorted(set(rows.budget) & set(BUDGETS["autogluon"])):
+        ratio = predict_ratios(rows, budget)
+        if not len(ratio):
+            continue
+        ok = ratio.max() <= 2.0 and ratio.median() <= 1.0
+        lines.append(
+            f"- predict time per row at {budget:g} s, ensel/AutoGluon over {len(ratio)} "
+            f"datasets: max {ratio.max():.2f}x ({ratio.idxmax()}), median {ratio.median():.2f}x"
+            f": **{'met' if ok else 'not met'}**"
+        )
+    return lines
+
+
+OVERHEAD_S = 30.0
+"""Per fit beyond its budget, for ``plan_lines``: loading, starting ray, predicting 4 times."""
+
+
+def plan_lines(plan, done: set) -> list[str]:
+    """The fits of ``plan`` not in ``done``, counted per configuration and budget, with an upper
+    bound on their wall time (each fit its whole budget plus ``OVERHEAD_S``; ensel often
+    finishes its library early, AutoGluon spends its budget)."""
+    todo = pd.DataFrame(
+        [k for k in plan if k not in done], columns=["dataset", "seed", "config", "budget"]
+    )
+    if not len(todo):
+        return ["nothing left to fit"]
+    counts = todo.groupby(["config", "budget"]).size()
+    lines = [f"{c} {b:g} s: {n} fits" for (c, b), n in counts.items()]
+    hours = (todo.budget + OVERHEAD_S).sum() / 3600
+    return [*lines, f"{len(todo)} fits, at most {hours:.1f} h"]
 
 
 def load_results(path: Path) -> list[dict]:
@@ -218,121 +402,87 @@ def load_results(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--budgets", type=float, nargs="*", default=[60, 120, 300])
-    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
-    parser.add_argument("--configs", nargs="*", default=list(CONFIGS))
-    parser.add_argument(
-        "--results",
-        default=str(ROOT / "benchmarks" / "results" / "bench_automl.jsonl"),
-        help="JSON lines of finished fits (tracked in git, so runs add up across sessions)",
-    )
-    parser.add_argument(
-        "--label", default=None, help="what this run is, for the docs (e.g. 'subset: ...')"
-    )
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    parser.add_argument(
-        "--report", action="store_true", help="fit nothing: report the fits in --results"
-    )
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.budgets, args.seeds, args.datasets = [60.0], [0], ["pima"]
-    unknown = sorted(set(args.datasets) - set(CLASSIFICATION)) + sorted(
-        set(args.configs) - set(CONFIGS)
-    )
-    if unknown:
-        raise SystemExit(f"unknown dataset(s) or config(s) {unknown}")
-    path = Path(args.results)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def run_plan(plan, path: Path) -> None:
+    """Fit every key of ``plan`` not yet in ``path``, appending each row (or its error)."""
     done = {(r["dataset"], r["seed"], r["config"], r["budget"]) for r in load_results(path)}
-    load_before = os.getloadavg()
-    started = time.strftime("%H:%M UTC", time.gmtime())
-    for budget in [] if args.report else args.budgets:
-        for seed in args.seeds:
-            for name in args.datasets:
-                for config in args.configs:
-                    key = (name, seed, config, float(budget))
-                    if key in done:
-                        continue
-                    t = time.perf_counter()
-                    try:
-                        row = run_pair(name, seed, config, float(budget))
-                    except Exception as exc:  # recorded, the grid goes on
-                        row = {
-                            "dataset": name,
-                            "seed": seed,
-                            "config": config,
-                            "budget": float(budget),
-                            "error": f"{type(exc).__name__}: {exc}"[:300],
-                        }
-                        traceback.print_exc()
-                    with open(path, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
-                    print(
-                        f"{name} seed {seed} {config} {budget:g}s: "
-                        f"{time.perf_counter() - t:.0f} s wall, "
-                        + (
-                            f"AUC {row['auc']:.4f} LL {row['logloss']:.4f}"
-                            if "auc" in row
-                            else row["error"]
-                        ),
-                        flush=True,
-                    )
-    rows = pd.DataFrame(load_results(path))
-    failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[:0]
-    rows = rows[rows["auc"].notna()] if "auc" in rows else rows.iloc[:0]
-    table = summary(rows) if len(rows) else pd.DataFrame()
-    per_pair = (
-        rows.pivot_table(
-            index=["dataset", "seed", "budget"], columns="config", values=["auc", "logloss"]
+    for key in plan:
+        if key in done:
+            continue
+        name, seed, config, budget = key
+        t = time.perf_counter()
+        try:
+            row = run_pair(name, seed, config, budget)
+        except Exception as exc:  # recorded, the grid goes on
+            row = {
+                "dataset": name,
+                "seed": seed,
+                "config": config,
+                "budget": budget,
+                "error": f"{type(exc).__name__}: {exc}"[:300],
+                "commit": git_commit(),
+            }
+            traceback.print_exc()
+        with open(path, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(
+            f"{name} seed {seed} {config} {budget:g}s: {time.perf_counter() - t:.0f} s wall, "
+            + (f"AUC {row['auc']:.4f} LL {row['logloss']:.4f}" if "auc" in row else row["error"]),
+            flush=True,
         )
-        if len(rows)
-        else pd.DataFrame()
+
+
+def report_lines(rows: pd.DataFrame, failed: pd.DataFrame, seeds, label: str, command: str):
+    """The docs section's lines for the scored ``rows`` (already restricted to ``seeds``)."""
+    by_datasets = datasets_table(rows) if len(rows) else pd.DataFrame()
+    pairs = summary(rows) if len(rows) else pd.DataFrame()
+    timing_cols = [
+        c for c in ("fit_s", "predict_us_per_row", "peak_rss_mb", "load_1min") if c in rows
+    ]
+    timing = rows.groupby(["config", "budget"])[timing_cols].median() if len(rows) else rows
+    ratios = [predict_ratios(rows, b) for b in sorted(rows.budget.unique())] if len(rows) else []
+    ratios = (
+        pd.concat([r for r in ratios if len(r)], axis=1) if any(len(r) for r in ratios) else None
     )
-    timing = (
-        rows.groupby(["config", "budget"])[["fit_s", "predict_ms_per_row", "load_1min"]].median()
-        if len(rows)
-        else pd.DataFrame()
-    )
-    text = markdown_table(table, ".4f", index=False) if len(table) else "(no pairs)"
-    print(text)
-    print(timing.to_string() if len(timing) else "")
-    load_after = os.getloadavg()
-    full = len(DATASETS) * 5 * 3 * 3
-    label = args.label or (
-        "quick run" if args.quick else f"{len(rows)} of the full protocol's {full} fits"
-    )
-    command = "python -m benchmarks.bench_automl " + " ".join(argv or [])
+    commits = sorted(rows["commit"].dropna().unique()) if "commit" in rows else []
+    ag = sorted(rows["autogluon_version"].dropna().unique()) if "autogluon_version" in rows else []
     lines = [
         "",
-        f"**{label}.** " + machine_line(command.strip()),
-        (
-            f"Reported {started} from {path.name}; its fits ran earlier (the load at the start "
-            "of each fit is in the timing table: above 2, a fit shared the 2 cores with other "
-            "work)."
-            if args.report
-            else f"Started {started}; load average (1/5/15 min) {load_before[0]:.1f}/"
-            f"{load_before[1]:.1f}/{load_before[2]:.1f} at the start, {load_after[0]:.1f}/"
-            f"{load_after[1]:.1f}/{load_after[2]:.1f} at the end (the load at the start of each "
-            "fit is in the timing table: above 2, a fit shared the 2 cores with other work)."
-        ),
+        f"**{label}.** " + machine_line(command),
+        f"Seeds {', '.join(map(str, seeds))}; {rows.dataset.nunique() if len(rows) else 0} "
+        f"datasets; ensel commit(s) {', '.join(commits) or 'not recorded'}; AutoGluon "
+        f"{', '.join(ag) or 'not recorded'}.",
         "",
-        "Paired over (dataset, seed); differences positive when ensel is better; se = standard "
-        "error of the mean difference.",
+        "Targets (datasets as the unit, two-sided tests):",
         "",
-        text,
+        *(targets(rows) if len(rows) else ["(no rows)"]),
         "",
-        "Median fit seconds, predict milliseconds per row and 1-minute load average at the start "
-        "of each fit:",
+        "Over datasets (per-dataset means over seeds; differences positive when the first is "
+        "better; paired t-test and sign test, two-sided):",
+        "",
+        markdown_table(by_datasets, ".4g", index=False) if len(by_datasets) else "(none)",
+        "",
+    ]
+    for metric, name in (("auc", "test AUC"), ("logloss", "test log loss")):
+        table = per_dataset_table(rows, metric) if len(rows) else pd.DataFrame()
+        lines += [
+            f"Per dataset, {name} (mean +- standard error over seeds, seed count):",
+            "",
+            markdown_table(table, index=True) if len(table) else "(none)",
+            "",
+        ]
+    lines += [
+        "Predict time per row, ensel over AutoGluon (per-dataset means, warm, all test rows):",
+        "",
+        markdown_table(ratios, ".2f") if ratios is not None else "(none)",
+        "",
+        "Median fit seconds, predict microseconds per row, peak memory (MiB, the process tree) "
+        "and 1-minute load average at the start of each fit:",
         "",
         markdown_table(timing, ".3f") if len(timing) else "(none)",
         "",
-        "Per pair (test AUC and log loss):",
+        "Secondary: pairs (dataset, seed), not independent within a dataset:",
         "",
-        markdown_table(per_pair, ".4f") if len(per_pair) else "(none)",
+        markdown_table(pairs, ".4f", index=False) if len(pairs) else "(none)",
         "",
     ]
     if len(failed):
@@ -342,8 +492,67 @@ def main(argv=None) -> None:
             markdown_table(failed[["dataset", "seed", "config", "budget", "error"]], index=False),
             "",
         ]
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--budgets", type=float, nargs="*", default=None, help="default: each config's BUDGETS"
+    )
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    parser.add_argument("--configs", nargs="*", default=["ensel", "autogluon"])
+    parser.add_argument(
+        "--results",
+        default=None,
+        help=f"JSON lines of finished fits (default {RESULTS.relative_to(ROOT)}, in git)",
+    )
+    parser.add_argument("--label", default=None, help="what this run is, for the docs")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--report", action="store_true", help="fit nothing: report the fits in --results"
+    )
+    parser.add_argument(
+        "--plan", action="store_true", help="fit nothing: count the fits left and their time"
+    )
+    args = parser.parse_args(argv)
+    tmp = None
+    if args.quick:
+        args.budgets, args.seeds, args.datasets = [120.0], [0], ["pima"]
+        args.configs = ["ensel", "autogluon"]
+        if args.results is None:
+            tmp = tempfile.TemporaryDirectory(prefix="bench-automl-quick-")
+            args.results = str(Path(tmp.name) / "quick.jsonl")
+    unknown = sorted(set(args.datasets) - set(CLASSIFICATION)) + sorted(
+        set(args.configs) - set(CONFIGS)
+    )
+    if unknown:
+        raise SystemExit(f"unknown dataset(s) or config(s) {unknown}")
+    path = Path(args.results or RESULTS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plan = protocol(args.configs, args.budgets, args.seeds, args.datasets)
+    if args.plan:
+        done = {(r["dataset"], r["seed"], r["config"], r["budget"]) for r in load_results(path)}
+        print("\n".join(plan_lines(plan, done)))
+        return
+    if not args.report:
+        run_plan(plan, path)
+    rows = pd.DataFrame(load_results(path))
+    if len(rows):
+        rows = rows[rows.seed.isin(args.seeds) & rows.dataset.isin(args.datasets)]
+    failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[:0]
+    rows = rows[rows["auc"].notna()] if "auc" in rows else rows.iloc[:0]
+    label = args.label or ("quick run" if args.quick else f"{len(rows)} fits from {path.name}")
+    given = sys.argv[1:] if argv is None else argv
+    command = ("python -m benchmarks.bench_automl " + " ".join(given)).strip()
+    lines = report_lines(rows, failed, args.seeds, label, command)
+    print("\n".join(lines))
     if not args.no_write:
         write_section(SECTION + (" (quick)" if args.quick else ""), lines)
+    if tmp is not None:
+        tmp.cleanup()
 
 
 if __name__ == "__main__":

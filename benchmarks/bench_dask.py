@@ -1,4 +1,4 @@
-"""Distributed builds (issue 7): the default spec with cv=5 on a 5,000-row real dataset
+"""Distributed builds: the default spec with cv=5 on a 5,000-row real dataset
 (Ecdat::DoctorAUS) built with the local process pool (n_jobs=2) and on a dask LocalCluster of 1
 and of 2 worker processes on this machine; the per-task cost of dask against the local pool;
 and a projection, from the measured per-family fit times, of the caruana2006 build on 1, 8 and

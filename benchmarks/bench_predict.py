@@ -1,9 +1,10 @@
-"""Prediction speed and model size (issue 15): the old predict path (every sibling and every
-stage of the kept runs, each run transforming its own view) on the ensemble chosen without a
-cost budget, against the same ensemble on the new path (one transform per view and fold, only
-the kept stages, runs in parallel batches), the new default (``max_predict_ms="auto"``: the
-cheapest ensemble within noise), refit-full and two fixed latency budgets, with test AUC and
-log loss for each, and AutoGluon best_quality's predict time on the same rows as the peer.
+"""Prediction speed and model size: the old predict path (every sibling and every stage of the
+kept runs, each run transforming its own view; ``full_runs_predict`` here) on the ensemble
+chosen without a cost budget, against the same ensemble on the new path (one transform per
+view and fold, only the kept stages, runs in parallel batches), the new default
+(``max_predict_ms="auto"``: the cheapest ensemble within noise), refit-full and two fixed
+latency budgets, with test AUC and log loss for each, and AutoGluon best_quality's predict
+time on the same rows as the peer.
 
     python -m benchmarks.bench_predict [--quick] [--datasets doctor_aus,turnout,...]
 
@@ -85,15 +86,31 @@ def timed(fn, repeats: int = 1) -> tuple[float, float]:
     return float(np.median(walls)), float(np.median(cpus))
 
 
+def full_runs_predict(members, X) -> np.ndarray:
+    """The members' predictions the old way: every kept run predicts every sibling, stage and
+    calibration after transforming its own views, one run after another, and the members are
+    picked from that (``FittedMembers.predict`` computes only what the members need)."""
+    frame = members.frame(X)
+    out = None
+    for run_id, fitted in members.runs.items():
+        rows = members.rows(run_id)
+        part = fitted.predict(frame)[members.offsets[rows]]
+        if out is None:
+            out = np.empty((members.n_members, *part.shape[1:]))
+        out[rows] = part
+    if members.task == "regression":
+        return out[..., 0]
+    return out[..., 1] if members.classes.size == 2 else out
+
+
 def old_predict_proba(clf, X) -> np.ndarray:
-    """The predict path before issue 15: every kept run predicts every sibling, stage and
-    calibration after transforming its own views, one run after another."""
-    members = clf.fitted_members_.predict(clf._named(X), fast=False)
+    """``predict_proba`` on the old path (``full_runs_predict``)."""
+    members = full_runs_predict(clf.fitted_members_, clf._named(X))
     return clf._finish(np.tensordot(clf.weights_, members, axes=1))
 
 
 def old_detector_set(clf, lib):
-    """The detectors as models kept them before issue 15: every fold sibling of each."""
+    """The detectors as models kept them on the old path: every fold sibling of each."""
     from ensel.risk.combined import DetectorSet
 
     fitted = list(lib.detectors.subset().runs.values())
@@ -101,7 +118,7 @@ def old_detector_set(clf, lib):
 
 
 def old_risk(detectors, X) -> pd.DataFrame:
-    """``risk(X)`` before issue 15: each detector's siblings in turn on one thread."""
+    """``risk(X)`` on the old path: each detector's siblings in turn on one thread."""
     R = np.stack([f.risk(X) for f in detectors.fitted])
     out = pd.DataFrame(R.T, columns=detectors.combination.names)
     out["combined"] = detectors.combination.combined(R)
@@ -109,7 +126,7 @@ def old_risk(detectors, X) -> pd.DataFrame:
 
 
 def mb(obj) -> float:
-    """Size of the plain pickle (how ``save`` wrote models before issue 15)."""
+    """Size of the plain pickle (how ``save`` wrote models on the old path)."""
     return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)) / 1e6
 
 

@@ -185,6 +185,15 @@ def rmse(score: np.ndarray, truth: np.ndarray) -> float:
     return float(np.sqrt(np.mean((score - truth) ** 2)))
 
 
+def isotonic_rmse_report(score: np.ndarray, truth: np.ndarray) -> float:
+    """RMSE after an increasing isotonic map from score to true risk fitted on the very test
+    points it scores: the Sandia report's evaluation protocol for margin and FDR (§4.1, Tables
+    2-3: "this calibration uses the true risk scores from the test set", a best case). Used only
+    to reproduce the report's rows; the estimator never calibrates this way."""
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    return rmse(iso.fit(score, truth).predict(score), truth)
+
+
 def isotonic_rmse(score: np.ndarray, truth: np.ndarray, seed: int, folds: int = 5) -> float:
     """RMSE after an increasing isotonic map from score to true risk, cross-fitted over the
     test points: each fifth is calibrated by a map fitted on the other four fifths. The report
@@ -221,6 +230,7 @@ def synthetic_problem(kind: str, d: int, seed: int, names: list[str], sizes: Siz
                 "spearman": spearman(r, truth),
                 "rmse": rmse(r, truth),
                 "iso_rmse": isotonic_rmse(r, truth, seed),
+                "iso_rmse_report": isotonic_rmse_report(r, truth),
             }
         rows.append(row)
     return rows
@@ -488,8 +498,9 @@ def main() -> None:
     total = time.perf_counter() - wall
 
     singles = [n for n in names if n != "combined"]
-    tables = {fig: synthetic_table(syn, fig, singles) for fig in ("spearman", "rmse", "iso_rmse")}
-    for fig in ("rmse", "iso_rmse"):
+    figs = ("spearman", "rmse", "iso_rmse", "iso_rmse_report")
+    tables = {fig: synthetic_table(syn, fig, singles) for fig in figs}
+    for fig in ("rmse", "iso_rmse", "iso_rmse_report"):
         tables[fig].loc["no-information floor"] = floor_row(syn)
     paired = combined_paired(syn) if "combined" in names else pd.DataFrame()
     auc = unknown_table(unk, names)
@@ -503,6 +514,10 @@ def main() -> None:
         ("Spearman correlation with the true risk (mean over problems)", tables["spearman"]),
         ("RMSE of the raw score", tables["rmse"]),
         ("RMSE after cross-fitted isotonic calibration", tables["iso_rmse"]),
+        (
+            "RMSE after isotonic calibration on the test points (report protocol)",
+            tables["iso_rmse_report"],
+        ),
         ("combined vs the best other detector on the same problems", paired),
         ("Unknown class: AUC of ranking the withheld class first", auc),
         (f"Seconds on {sizes.timing_rows} x 10", times),
@@ -560,6 +575,14 @@ def report_lines(command, sizes, names, tables, paired, auc, times, errors, targ
         "calibrates itself:",
         "",
         *markdown(tables["iso_rmse"]),
+        "",
+        "RMSE after isotonic calibration fitted on the test points themselves: the report's "
+        "evaluation protocol for margin and FDR in its Tables 2-3 (§4.1: the calibration 'uses "
+        "the true risk scores from the test set', a best case), reproduced for comparison with "
+        "those rows; it is an evaluation protocol, not how the estimator calibrates (cross-"
+        "fitted, above):",
+        "",
+        *markdown(tables["iso_rmse_report"]),
         "",
         "For comparison, the report's Tables 2-3 (20 problems per setting, 1,000 / 4,000 / 4,000 "
         "training rows, a ridge width it does not state; raw RMSE, margin and FDR after isotonic "

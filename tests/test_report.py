@@ -45,7 +45,17 @@ def test_report_has_every_section(model):
         "Leaderboard",
     ):
         assert title in page
-    assert all(f"<td>{m}</td>" for m in METRICS)
+    # the comparison table: one row per metric, the ensemble's and the best member's scores as
+    # the model computed them, and the verdict
+    rows = re.findall(
+        r"<tr><td>(\w+)</td><td>(-?[\d.]+)</td><td>(-?[\d.]+)</td><td>(\w+)</td></tr>", page
+    )
+    assert [r[0] for r in rows] == list(model.comparison_) and set(METRICS) <= {r[0] for r in rows}
+    for name, ours, best, mark in rows:
+        want = model.comparison_[name]
+        assert float(ours) == pytest.approx(want["ensemble"], abs=5e-5)
+        assert float(best) == pytest.approx(want["best member"], abs=5e-5)
+        assert mark in ("better", "worse", "tie")
     assert "with replacement" in page and "without replacement" in page
     # 3 strongest uncalibrated members x (reliability, histogram) + comparison, composition,
     # curve, and the front of score against predict cost (the builder timed the runs)

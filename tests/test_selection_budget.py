@@ -93,5 +93,7 @@ def test_streamed_selection_holds_far_less_than_the_matrix(tmp_path):
 
 def test_memory_budget_is_checked():
     P, y = _library(np.random.default_rng(0), 5, 50)
-    with pytest.raises(ValueError, match="memory_budget must be None or a number of bytes"):
+    with pytest.raises(
+        ValueError, match="'memory_budget' parameter of EnsembleSelection must be an int"
+    ):
         EnsembleSelection(memory_budget=0).fit(P, y)

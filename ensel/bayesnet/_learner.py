@@ -8,15 +8,19 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from .._imports import optional
 from ._dag import TaskDag
 from ._data import Encoding, encode_tasks
-from ._multitask import PRIORS, log_keep, multitask_search
+from ._multitask import PRIORS, log_keep, multitask_climb, multitask_search
 from ._network import DiscreteNetwork
 from ._score import BDeu
 from ._search import hill_climb, learn_identical
 
-__all__ = ["DEFAULT_PENALTY_GRID", "MultitaskStructureLearner", "select_tasks"]
+__all__ = [
+    "DEFAULT_PENALTY_GRID",
+    "MultitaskStructureLearner",
+    "adjacency_edit_distance",
+    "select_tasks",
+]
 
 DEFAULT_PENALTY_GRID = (0.0, 0.9, 0.99, 0.999, 1 - 1e-5, 1 - 1e-8, 1.0)
 """δ values the wrapper tries (1 - δ spread on a log scale, as in Figures 2.2-2.3): 0 is
@@ -46,11 +50,17 @@ class MultitaskStructureLearner:
     ----------
     prior : "paired" (Eq. 2.8, the chapter's default), "edit" (Eq. 2.7), or "identical" (one
         structure for all tasks through the task node TSK, §2.3.1; needs equal variable sets).
+        TSK's BDeu uses the equivalent sample size times the number of tasks: with TSK in every
+        parent set that is exactly the sum of the tasks' own BDeu scores, so "identical" and
+        the multitask objective at δ = 1 score structures the same way.
     penalty : δ in [0, 1] charged per edit between the tasks' structures, or "auto" to choose it
         from ``penalty_grid`` by mean log likelihood on a validation split of
         ``validation_fraction`` of each task's rows (§2.3.4's wrapper). 0 is single-task
         learning, 1 forces identical structures.
-    restarts : random restarts of the single-task tabu hill climbing that starts the search.
+    restarts : random restarts of the single-task and identical-structure tabu hill climbing.
+    multitask_restarts : random restarts of the multitask configuration search (None: as
+        ``restarts``). The multitask search starts from the single-task structures and, when all
+        tasks have the same variables, from the identical structure too, and keeps the better.
     reversal_cost : edits a reversed arc counts for in the prior (2: "double", 1: "single").
     equivalent_sample_size : BDeu's equivalent sample size.
     tabu_length : length of the tabu list, and the number of non-improving moves allowed in a row
@@ -64,7 +74,8 @@ class MultitaskStructureLearner:
     structures_ : one list of (parent, child) arcs per task.
     networks_ : one fitted ``DiscreteNetwork`` per task (``.to_pgmpy()`` converts it).
     penalty_ : δ used; ``validation_scores_``: {δ: mean validation log likelihood} when "auto".
-    variables_ : the variables per task; ``search_steps_`` multitask steps taken.
+    variables_ : the variables per task; ``search_steps_``: branch-and-bound nodes the
+        multitask search visited (0 for single-task and identical learning).
     encoding_, adjacencies_ : the variables and states of all tasks and, per task, the boolean
         adjacency matrix over ``encoding_.variables``.
     """
@@ -74,6 +85,7 @@ class MultitaskStructureLearner:
         prior: str = "paired",
         penalty: float | str = "auto",
         restarts: int = 10,
+        multitask_restarts: int | None = None,
         reversal_cost: int = 2,
         penalty_grid=None,
         validation_fraction: float = 0.05,
@@ -86,6 +98,7 @@ class MultitaskStructureLearner:
         self.prior = prior
         self.penalty = penalty
         self.restarts = restarts
+        self.multitask_restarts = multitask_restarts
         self.reversal_cost = reversal_cost
         self.penalty_grid = penalty_grid
         self.validation_fraction = validation_fraction
@@ -103,6 +116,7 @@ class MultitaskStructureLearner:
         if not (isinstance(self.penalty, str) and self.penalty == "auto"):
             _check_delta("penalty", self.penalty)
         _check_int("restarts", self.restarts, 0)
+        _check_int("multitask_restarts", self.multitask_restarts, 0, allow_none=True)
         _check_int("tabu_length", self.tabu_length, 0)
         _check_int("max_parents", self.max_parents, 1, allow_none=True)
         if self.reversal_cost not in (1, 2):
@@ -131,12 +145,39 @@ class MultitaskStructureLearner:
             for s, p in zip(scorers, present, strict=True)
         ]
 
-    def _multitask(self, scorers, present, starts, delta) -> tuple[list[np.ndarray], int]:
+    def _identical(self, codes, cards, present) -> list:
+        """The identical-structure start of the multitask search (empty when the tasks' variable
+        sets differ, where TSK pooling does not apply)."""
+        if len(codes) < 2 or any(not np.array_equal(p, present[0]) for p in present):
+            return []
+        adj = learn_identical(
+            codes,
+            cards,
+            self.equivalent_sample_size * len(codes),
+            self.restarts,
+            self.tabu_length,
+            self.max_parents,
+            self.random_state,
+        )
+        return [[adj.copy() for _ in codes]]
+
+    def _multitask(self, scorers, present, starts, delta, extra=()) -> tuple[list, int]:
         dags = [self._dag(s, p, a) for s, p, a in zip(scorers, present, starts, strict=True)]
-        steps = 0
+        stats: dict = {}
         if delta > 0 and len(dags) > 1:
-            steps = multitask_search(dags, log_keep(delta), self.prior, self.reversal_cost)
-        return [d.adj.copy() for d in dags], steps
+            restarts = self.restarts if self.multitask_restarts is None else self.multitask_restarts
+            multitask_climb(
+                dags,
+                log_keep(delta),
+                self.prior,
+                self.reversal_cost,
+                self.tabu_length,
+                restarts,
+                extra,
+                self.random_state,
+                stats,
+            )
+        return [d.adj.copy() for d in dags], int(stats.get("nodes", 0))
 
     def _networks(self, enc: Encoding, adjs, codes) -> list[DiscreteNetwork]:
         nets = []
@@ -173,7 +214,7 @@ class MultitaskStructureLearner:
             adj = learn_identical(
                 enc.codes,
                 cards,
-                ess,
+                ess * k,
                 self.restarts,
                 self.tabu_length,
                 self.max_parents,
@@ -196,10 +237,11 @@ class MultitaskStructureLearner:
                 train.append(c[perm[n_val:]])
             scorers = [BDeu(c, cards, ess) for c in train]
             starts = self._single_task(scorers, enc.present)
+            extra = self._identical(train, cards, enc.present)
             grid = DEFAULT_PENALTY_GRID if self.penalty_grid is None else self.penalty_grid
             scores, results = {}, {}
             for delta in grid:
-                adjs_d, steps = self._multitask(scorers, enc.present, starts, float(delta))
+                adjs_d, steps = self._multitask(scorers, enc.present, starts, float(delta), extra)
                 nets = self._networks(enc, adjs_d, train)
                 scores[float(delta)] = float(
                     np.mean(
@@ -218,7 +260,10 @@ class MultitaskStructureLearner:
             scorers = [BDeu(c, cards, ess) for c in enc.codes]
             starts = self._single_task(scorers, enc.present)
             self.penalty_ = float(self.penalty)
-            adjs, self.search_steps_ = self._multitask(scorers, enc.present, starts, self.penalty_)
+            extra = self._identical(enc.codes, cards, enc.present) if self.penalty_ > 0 else []
+            adjs, self.search_steps_ = self._multitask(
+                scorers, enc.present, starts, self.penalty_, extra
+            )
         self.encoding_ = enc
         self.adjacencies_ = [a.copy() for a in adjs]
         self.networks_ = self._networks(enc, adjs, enc.codes)
@@ -252,17 +297,16 @@ class MultitaskStructureLearner:
             out.append(float(net.log_prob(net.encode(df)).mean()))
         return np.array(out)
 
-    def graphs(self) -> list:
-        """The structures as networkx DiGraphs (needs networkx, in the ``bayesnet`` extra)."""
-        self._check_fitted()
-        nx = optional("networkx", "MultitaskStructureLearner.graphs")
-        out = []
-        for net in self.networks_:
-            g = nx.DiGraph()
-            g.add_nodes_from(net.variables)
-            g.add_edges_from(net.edges)
-            out.append(g)
-        return out
+
+def adjacency_edit_distance(a: np.ndarray, b: np.ndarray) -> int:
+    """Arc additions, deletions and reversals (one edit each) between the DAGs with boolean
+    adjacency matrices ``a`` and ``b`` over the same variables: a pair counts once when its
+    skeleton differs or when both have its arc, in opposite directions (whichever index is the
+    parent, so the count does not depend on the variables' order)."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    diff = (a | a.T) != (b | b.T)
+    rev = (a & b.T) & ~(a & b)
+    return int(np.triu(diff | rev | rev.T, 1).sum())
 
 
 def _idx(enc: Encoding, t: int) -> np.ndarray:
@@ -313,9 +357,7 @@ def select_tasks(
             multitask_search(dags, log_keep(penalty), prior, 2)
             shared = enc.present[0] & enc.present[c]
             a, b = (d.adj[np.ix_(shared, shared)] for d in dags)
-            diff = (a | a.T) != (b | b.T)
-            rev = (a & b.T) & ~(a & b)
-            scores[c - 1] = -(np.triu(diff | rev, 1).sum())
+            scores[c - 1] = -adjacency_edit_distance(a, b)
     else:
         rng = np.random.default_rng(random_state)
         rows = enc.codes[0][:, p_idx]

@@ -1,6 +1,7 @@
-"""Multitask structure search (dissertation §2.3.1-2.3.3): the Edit (Eq. 2.7) and Paired (Eq. 2.8)
+"""Multitask structure search (dissertation §2.3.1-2.3.4): the Edit (Eq. 2.7) and Paired (Eq. 2.8)
 priors, the configuration neighbourhood (pick two nodes; per task add, remove, reverse or keep
-their arc) and branch and bound over partial configurations with the bounds of Eq. 2.9-2.10.
+their arc), branch and bound over partial configurations with the bounds of Eq. 2.9-2.10, and
+the tabu list and random restarts that §2.3.4 gives the single-task search.
 
 Scores are in log space; the structure prior P(G_s) is uniform, so the exponent
 1/(1+(k-1)δ) on it is a constant and drops out. ``lam = log(1 - δ)`` (<= 0) multiplies the
@@ -9,6 +10,7 @@ number of edits; δ = 1 is a finite but overwhelming ``LOG_ZERO`` per edit."""
 from __future__ import annotations
 
 import itertools
+from collections import deque
 
 import numpy as np
 
@@ -21,6 +23,7 @@ __all__ = [
     "edit_costs",
     "exhaustive_best",
     "log_keep",
+    "multitask_climb",
     "multitask_search",
     "pair_penalty",
 ]
@@ -74,6 +77,7 @@ def branch_and_bound(
     incumbent: float = EPS,
     stats: dict | None = None,
     old: float | None = None,
+    exclude: frozenset | set = frozenset(),
 ) -> tuple[float, np.ndarray | None]:
     """Best change of configuration score over the assignments of one pair's state in every task.
 
@@ -84,7 +88,8 @@ def branch_and_bound(
     remaining task (Eq. 2.9 for the Edit prior, Eq. 2.10 for the Paired prior; edits only grow
     as tasks are added), is not above ``incumbent``. Returns (value, states) of the best
     assignment scoring above ``incumbent``, or (incumbent, None). ``old``: the pair's current
-    edits when the caller has them."""
+    edits when the caller has them; ``exclude``: assignments (tuples over all tasks) that may not
+    be returned (the tabu list, and the current assignment when a move is forced)."""
     k = options.shape[0]
     tasks = [t for t in range(k) if active[t]]
     if old is None:
@@ -110,7 +115,7 @@ def branch_and_bound(
         visited += 1
         if level == len(tasks):
             value = partial + lam * (pen - old)
-            if value > best_value:
+            if value > best_value and not (exclude and tuple(chosen.tolist()) in exclude):
                 best_value, best_states = value, chosen.copy()
             return
         t = tasks[level]
@@ -229,3 +234,162 @@ def multitask_search(
                 d.set_pair(iu[p], iv[p], int(states[t]))
         steps += 1
     return steps
+
+
+def _tabu_walk(
+    dags: list[TaskDag], lam: float, prior: str, cost: np.ndarray, tabu_length: int, stats
+) -> None:
+    """Tabu phase of the configuration search (§2.3.4's tabu lists, carried over from the
+    single-task search): take the best neighbour that is not in the tabu list even when it scores
+    lower, up to ``tabu_length`` non-improving moves in a row; the tabu list holds the last
+    ``tabu_length`` (pair, previous states) so that no move is undone while it is listed. Ends on
+    the best configuration seen. A pair's best move is exact (branch and bound with the pair's own
+    incumbent only) and reused until the pair's options, states or tabu entries change; pairs are
+    visited by decreasing upper bound (the best change of each task, less the smallest loss of
+    leaving its current state, since a move changes at least one task) and the scan stops at the
+    first pair whose bound is not above the best move found."""
+    k = len(dags)
+    iu, iv = np.triu_indices(dags[0].n, 1)
+    active = np.stack([d.pair_ok[iu, iv] for d in dags])
+    n_pairs = len(iu)
+    score = configuration_score(dags, lam, prior, cost)
+    best, best_adjs = score, [d.adj.copy() for d in dags]
+    tabu: deque = deque()
+    banned: dict[int, set] = {}
+    cache: dict[int, tuple] = {}
+    worse = 0
+    prev_opts = prev_cur = None
+    tk = np.arange(k)[:, None]
+    tp = np.arange(n_pairs)[None, :]
+    while True:
+        opts = np.stack([d.options(iu, iv) for d in dags])
+        cur = np.stack([d.states(iu, iv) for d in dags])
+        if prev_opts is not None:
+            changed = (opts != prev_opts).any(axis=(0, 2)) | (cur != prev_cur).any(axis=0)
+            for p in np.flatnonzero(changed):
+                cache.pop(int(p), None)
+        prev_opts, prev_cur = opts, cur
+        old = pair_penalty(cur, active, prior, cost, k)
+        top = np.where(active, opts.max(axis=2), 0.0)
+        moved = opts.copy()
+        moved[tk, tp, cur] = -np.inf
+        second = moved.max(axis=2)
+        gap = np.where(active, top - second, np.inf).min(axis=0)
+        upper = top.sum(axis=0) - gap - lam * old
+        incumbent, choice = -np.inf, None
+        for p in np.argsort(-upper, kind="stable"):
+            if upper[p] <= incumbent:
+                break
+            p = int(p)
+            if p not in cache:
+                exclude = {tuple(cur[:, p].tolist())} | banned.get(p, set())
+                cache[p] = branch_and_bound(
+                    opts[:, p, :],
+                    cur[:, p],
+                    active[:, p],
+                    lam,
+                    prior,
+                    cost,
+                    -np.inf,
+                    stats,
+                    old[p],
+                    exclude,
+                )
+            value, states = cache[p]
+            if states is not None and value > incumbent:
+                incumbent, choice = value, (p, states)
+        if choice is None:
+            break
+        if incumbent <= EPS:
+            if worse >= tabu_length:
+                break
+            worse += 1
+        p, states = choice
+        entry = (p, tuple(cur[:, p].tolist()))
+        tabu.append(entry)
+        banned.setdefault(p, set()).add(entry[1])
+        if len(tabu) > tabu_length:
+            q, st = tabu.popleft()
+            if (q, st) not in tabu:
+                banned[q].discard(st)
+            cache.pop(q, None)
+        cache.pop(p, None)
+        for t, d in enumerate(dags):
+            if active[t, p] and states[t] != cur[t, p]:
+                d.set_pair(iu[p], iv[p], int(states[t]))
+        score = configuration_score(dags, lam, prior, cost)  # not summed: δ = 1 adds ±1e9
+        if score > best + EPS:
+            best, best_adjs, worse = score, [d.adj.copy() for d in dags], 0
+    for d, a in zip(dags, best_adjs, strict=True):
+        if not np.array_equal(d.adj, a):
+            d.set_adjacency(a)
+
+
+def _perturb(dags: list[TaskDag], n_moves: int, rng: np.random.Generator) -> None:
+    """``n_moves`` random pair changes, each put in every task where it is legal (the same new
+    state in all tasks, so a restart does not start by paying for edits it made up)."""
+    iu, iv = np.triu_indices(dags[0].n, 1)
+    for _ in range(n_moves):
+        for _attempt in range(20):
+            p = int(rng.integers(len(iu)))
+            s = int(rng.integers(3))
+            done = False
+            for d in dags:
+                if not d.pair_ok[iu[p], iv[p]] or d.pair_state(iu[p], iv[p]) == s:
+                    continue
+                if np.isfinite(d.options(iu[p : p + 1], iv[p : p + 1])[0, s]):
+                    d.set_pair(iu[p], iv[p], s)
+                    done = True
+            if done:
+                break
+
+
+def multitask_climb(
+    dags: list[TaskDag],
+    lam: float,
+    prior: str = "paired",
+    reversal: int = 2,
+    tabu_length: int = 100,
+    restarts: int = 0,
+    starts=(),
+    random_state=0,
+    stats: dict | None = None,
+) -> float:
+    """Best configuration found by the configuration search (§2.3.2) with a tabu list and random
+    restarts (§2.3.4), from the tasks' current DAGs and from each extra start in ``starts`` (one
+    adjacency list per start, e.g. the identical structure, so that as δ -> 1 the search can reach
+    the identical optimum instead of having to merge the single-task structures arc by arc).
+    Each climb is greedy branch-and-bound steps, then the tabu walk, then greedy steps again; a
+    restart applies about n/4 random shared pair changes to the best configuration so far and
+    climbs again. Leaves the DAGs on the best configuration and returns its score (log Eq. 2.5)."""
+    rng = np.random.default_rng(random_state)
+    cost = edit_costs(reversal)
+    lam = lam if len(dags) > 1 else 0.0
+
+    def climb() -> float:
+        multitask_search(dags, lam, prior, reversal, stats=stats)
+        if tabu_length:
+            _tabu_walk(dags, lam, prior, cost, tabu_length, stats)
+            multitask_search(dags, lam, prior, reversal, stats=stats)
+        return configuration_score(dags, lam, prior, cost)
+
+    best = climb()
+    best_adjs = [d.adj.copy() for d in dags]
+    for start in starts:
+        for d, a in zip(dags, start, strict=True):
+            d.set_adjacency(np.asarray(a, dtype=bool) & d.pair_ok)
+        value = climb()
+        if value > best + EPS:
+            best, best_adjs = value, [d.adj.copy() for d in dags]
+    n_moves = max(2, int(dags[0].present.sum()) // 4)
+    for _ in range(restarts):
+        for d, a in zip(dags, best_adjs, strict=True):
+            d.set_adjacency(a)
+        _perturb(dags, n_moves, rng)
+        value = climb()
+        if value > best + EPS:
+            best, best_adjs = value, [d.adj.copy() for d in dags]
+    for d, a in zip(dags, best_adjs, strict=True):
+        if not np.array_equal(d.adj, a):
+            d.set_adjacency(a)
+    return best

@@ -10,7 +10,6 @@ import itertools
 import math
 import os
 import pickle
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .._imports import optional
+from .._progress import progress_bar
 from .encoding import Encoding
 from .munge import munge
 
@@ -618,12 +618,8 @@ def _positive_int(value, name: str) -> int:
 
 
 def _bar(total: int, desc: str, verbose: int, unit: str):
-    """A tqdm bar on a terminal when ``verbose``; None otherwise."""
-    if not verbose or not sys.stderr.isatty():
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, leave=False)
+    """A tqdm bar on a terminal or in a notebook when ``verbose``; None otherwise."""
+    return progress_bar(verbose, total=total, desc=desc, unit=unit, leave=False)
 
 
 class _Timer:

@@ -9,20 +9,27 @@ import copy
 import os
 import time
 from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._jobs import as_seed
 from ..data import named
 from ..library import Library, build_library
 from ..library.cost import predict_cost
-from ..library.grow import GrowSpec
+from ..library.executor import BACKEND_ALIASES, BACKENDS
+from ..library.grow import GrowSpec, parse_grow
+from ..library.memory import parse_memory, selection_memory
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
-from ..library.spec import load_spec
-from ..metrics import greater_is_better, resolve_metric
+from ..library.spec import LibrarySpec, load_spec
+from ..library.training import resolve_cv
+from ..metrics import Metric, greater_is_better, resolve_metric
 from ..risk.combined import DetectorSet
 from ..risk.reject import RejectRule, reject_mask
 from ..selection import PredictCost
@@ -33,18 +40,21 @@ from .persistence import read_model, version, write_model
 
 __all__ = ["EnsembleSelectionBase", "Selected"]
 
-REFIT = (None, "full")
+POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+FRACTION = Interval(Real, 0, 1, closed="right")
+SECONDS = Interval(Real, 0, None, closed="neither")
 
 
 @dataclass
 class Selected:
-    """What selection made of a library: the library, its hillclimb matrix, the metric and
-    one weight per library member."""
+    """What selection made of a library: the library, its hillclimb matrix, the metric, one
+    weight per library member and the fit's seed (every other seed is derived from it)."""
 
     library: Library
     P: np.ndarray
     metric: object
     weights: np.ndarray
+    seed: int
 
 
 class EnsembleSelectionBase(BaseEstimator):
@@ -55,6 +65,37 @@ class EnsembleSelectionBase(BaseEstimator):
     _tune_selection = False
     """Whether this estimator has ``tune_selection`` and ``grow`` (the classifier does)."""
 
+    _parameter_constraints: ClassVar[dict] = {
+        "library": [str, os.PathLike, dict, LibrarySpec, Library],
+        "metric": [str, Metric, callable],
+        "cv": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
+        "strategy": [StrOptions(set(STRATEGIES))],
+        "n_iter": [POSITIVE_INT],
+        "n_bags": [POSITIVE_INT],
+        "bag_fraction": [FRACTION],
+        "replacement": ["boolean"],
+        "sorted_init": ["boolean"],
+        "max_init": [POSITIVE_INT],
+        "prune_fraction": [FRACTION],
+        "refit": [StrOptions({"full"}), None],
+        "max_predict_ms": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        "store": [str, os.PathLike, None],
+        "n_jobs": [
+            Interval(Integral, None, -1, closed="right"),
+            Interval(Integral, 1, None, closed="left"),
+            None,
+        ],
+        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
+        "client": [str, HasMethods(["submit"]), None],
+        "time_limit": [SECONDS, None],
+        "run_time_limit": [SECONDS, None],
+        "max_memory": [Interval(Real, 0, None, closed="neither"), str, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+    """What each parameter takes (scikit-learn's constraints, checked first in ``fit``: an
+    InvalidParameterError, a ValueError, names the parameter, the value and what it takes)."""
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
@@ -62,43 +103,68 @@ class EnsembleSelectionBase(BaseEstimator):
 
     def _fit_members(self, X, y, groups) -> Selected:
         """Build the library and combine it; sets the fitted attributes both estimators
-        share."""
+        share. The parameters are checked (``_parameter_constraints`` by ``fit``'s
+        ``_fit_context``, then :meth:`_check_before_work`) before any run starts."""
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy={self.strategy!r}: use one of {sorted(STRATEGIES)}")
         started = time.monotonic()
-        metric = resolve_metric(self.metric, task=self._task)
-        options = self._selection_options()
+        metric, source = self._check_before_work()
+        seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
+        options = self._selection_options(seed)
         speed = None
         if self.time_limit is not None:
-            if (
-                isinstance(self.time_limit, bool)
-                or not isinstance(self.time_limit, int | float)
-                or not self.time_limit > 0
-            ):
-                raise ValueError(
-                    f"time_limit={self.time_limit!r}: give the fit's budget in seconds (> 0)"
-                )
             speed = budget.Background(budget.selection_speed, self.strategy, metric, options)
-        lib = self._library(X, y, groups, started)
-        if lib.task != self._task:
-            raise ValueError(
-                f"the library was built for {lib.task}, but {type(self).__name__} does "
-                f"{self._task}; use a {self._task} spec (e.g. "
-                f"{'regression' if self._task == 'regression' else 'default'})"
-            )
+        lib = self._library(X, y, groups, started, source, seed)
         P = np.asarray(lib.predictions)
+        if self.strategy == "es":  # selection's copies of P stay under the ceiling too
+            options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, options, speed, started)
         weights = self._select(lib, P, metric, options, deadline)
-        self._keep(lib, P, weights, X, y, groups)
+        self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started
         self.ensel_version_ = version()
-        return Selected(lib, P, metric, weights)
+        return Selected(lib, P, metric, weights, seed)
 
-    def _selection_options(self) -> dict:
+    def _check_before_work(self) -> tuple[Metric, Library | LibrarySpec]:
+        """``(metric, library or spec)`` once what the constraints cannot say is checked too:
+        the metric's name and task, the spec (a built-in name or an existing file) or the
+        store and its task, ``max_predict_ms`` against the strategy, ``grow``. Nothing has
+        been trained or written yet when any of these raises."""
+        parse_memory(self.max_memory)  # a size this cannot read fails here, not in the build
+        metric = resolve_metric(self.metric, task=self._task)
+        if self._fixed_budget() and self.strategy != "es":
+            raise ValueError(
+                f"max_predict_ms={self.max_predict_ms!r} works with strategy='es', not "
+                f"{self.strategy!r}; use strategy='es' or max_predict_ms=None"
+            )
+        source = self.library
+        if isinstance(source, str | os.PathLike) and (Path(source) / "store.json").is_file():
+            source = Library.open(source)
+        if not isinstance(source, Library):
+            source = load_spec(source)
+        if source.task != self._task:
+            what = (
+                f"library spec {source.name!r} is for"
+                if isinstance(source, LibrarySpec)
+                else "the library was built for"
+            )
+            raise ValueError(
+                f"{what} {source.task}, but {type(self).__name__} does {self._task}; use a "
+                f"{self._task} spec (e.g. "
+                f"{'regression' if self._task == 'regression' else 'default'})"
+            )
+        if isinstance(source, LibrarySpec):
+            grow = parse_grow(self._grow_spec())
+            if grow is not None and grow.is_open and self.time_limit is None:
+                raise ValueError(
+                    "grow=True grows in the time left under time_limit; give time_limit, or a "
+                    "budget such as grow=20 or grow={'time': 120}"
+                )
+        return metric, source
+
+    def _selection_options(self, seed: int) -> dict:
         """The selection options of ``EnsembleSelection`` as this estimator's parameters say."""
         return {
             "n_iter": self.n_iter,
@@ -108,7 +174,7 @@ class EnsembleSelectionBase(BaseEstimator):
             "sorted_init": self.sorted_init,
             "max_init": self.max_init,
             "prune_fraction": self.prune_fraction,
-            "random_state": self.random_state,
+            "random_state": seed,
         }
 
     def _fit_selection_in_time(self, lib, P, options, speed, started):
@@ -131,6 +197,8 @@ class EnsembleSelectionBase(BaseEstimator):
             runs_ok=int(lib.members["run"].nunique()),
             runs_not_finished=runs["status"].value_counts().to_dict(),
         )
+        if lib.plan is not None:
+            self.budget_["plan"] = budget.plan_summary(lib.plan)
         return deadline, options
 
     def _select(self, lib, P, metric, options, deadline) -> np.ndarray:
@@ -140,13 +208,9 @@ class EnsembleSelectionBase(BaseEstimator):
         if self._tune_selection and self.tune_selection and self.strategy == "es":
             options, self.selection_comparison_ = choose_selection(P, lib.y, metric, options)
         self.selection_options_ = dict(options)
-        if self.refit not in REFIT:
-            raise ValueError(f"refit={self.refit!r}: use one of {REFIT}")
         cost = self._predict_cost(lib)
         chosen = options
-        if self.max_predict_ms is not None and not auto:
-            if self.strategy != "es":
-                raise ValueError(f"max_predict_ms works with strategy='es', not {self.strategy!r}")
+        if self._fixed_budget():
             chosen = {**options, "max_cost": float(self.max_predict_ms), "cost": cost}
         weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
         self.predict_budget_ = {"max_predict_ms": None if auto else self.max_predict_ms}
@@ -158,7 +222,7 @@ class EnsembleSelectionBase(BaseEstimator):
         self.predict_cost_ms_ = np.nan if cost is None else cost.of(np.flatnonzero(weights > 0))
         return weights
 
-    def _keep(self, lib, P, weights, X, y, groups) -> None:
+    def _keep(self, lib, P, weights, X, y, groups, seed: int) -> None:
         """The fitted attributes: the members with weight (refitted on all rows where
         ``refit="full"``), the leaderboard, the columns, the detectors."""
         self.leaderboard_ = _leaderboard(lib, P, weights)
@@ -177,7 +241,7 @@ class EnsembleSelectionBase(BaseEstimator):
                 X,
                 y,
                 groups,
-                random_state=self.random_state,
+                random_state=seed,
                 n_jobs=self.n_jobs,
             )
         self.columns_ = list(lib.columns)  # the columns the members use
@@ -187,7 +251,9 @@ class EnsembleSelectionBase(BaseEstimator):
         self.n_features_in_ = len(self.input_columns_)
         if isinstance(X, pd.DataFrame) or is_source(X):
             self.feature_names_in_ = np.asarray(self.input_columns_, dtype=object)
-        self.detectors_ = _detector_set(lib, self.random_state)
+        elif hasattr(self, "feature_names_in_"):  # refitted on an array: no names now
+            del self.feature_names_in_
+        self.detectors_ = _detector_set(lib, seed)
         self.library_path_ = None if lib.temporary else str(Path(lib.store.path).resolve())
 
     def _predict_cost(self, lib: Library) -> PredictCost | None:
@@ -197,54 +263,43 @@ class EnsembleSelectionBase(BaseEstimator):
         try:
             needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
         except ValueError:
-            if self.max_predict_ms is not None and not self._auto_budget():
+            if self._fixed_budget():
                 raise
             return None
         return PredictCost(needs, item_cost)
 
     def _auto_budget(self) -> bool:
         """Whether ``max_predict_ms`` asks for the cheapest ensemble within noise ("auto")."""
-        if isinstance(self.max_predict_ms, str):
-            if self.max_predict_ms != "auto":
-                raise ValueError(
-                    f"max_predict_ms={self.max_predict_ms!r}: give milliseconds per 1,000 rows, "
-                    "'auto' or None"
-                )
-            return True
-        return False
+        return isinstance(self.max_predict_ms, str)  # "auto", the one string allowed
+
+    def _fixed_budget(self) -> bool:
+        """Whether ``max_predict_ms`` is a number of milliseconds."""
+        return self.max_predict_ms is not None and not self._auto_budget()
 
     def _build_budget(self, spec, X, y, started: float) -> float | None:
         """The seconds the library build may take (:func:`budget.build_seconds`)."""
         if self.time_limit is None:
             return None
         n = n_rows(X)
-        n_rows_ = n if self.cv is not None else max(1, int(0.2 * n))
+        labels = None if is_source(X) else y
+        rows = resolve_cv(self.cv, n, labels, task=self._task).hillclimb_rows(n)
         classes = 1 if self._task == "regression" else n_classes(X, y)
         options = {"n_bags": self.n_bags, "n_iter": self.n_iter, "bag_fraction": self.bag_fraction}
         return budget.build_seconds(
             self.time_limit,
             spec.n_members,
-            n_rows_,
+            rows,
             classes,
             options,
             time.monotonic() - started,
         )
 
-    def _library(self, X, y, groups, started: float | None = None) -> Library:
-        if isinstance(self.library, Library):
-            return self.library
-        if (
-            isinstance(self.library, str | os.PathLike)
-            and (Path(self.library) / "store.json").is_file()
-        ):
-            return Library.open(self.library)
-        spec = load_spec(self.library)
-        if spec.task != self._task:  # say so before any training
-            raise ValueError(
-                f"library spec {spec.name!r} is for {spec.task}, but {type(self).__name__} "
-                f"does {self._task}; use a {self._task} spec (e.g. "
-                f"{'regression' if self._task == 'regression' else 'default'})"
-            )
+    def _library(self, X, y, groups, started: float, source, seed: int) -> Library:
+        """``source`` (from :meth:`_check_before_work`) itself where it is a Library, else
+        the library of that spec built (or resumed) on ``X, y``."""
+        if isinstance(source, Library):
+            return source
+        spec = source
         return build_library(
             X,
             y,
@@ -254,14 +309,13 @@ class EnsembleSelectionBase(BaseEstimator):
             n_jobs=self.n_jobs,
             backend=self.backend,
             client=self.client,
-            random_state=self.random_state,
+            random_state=seed,
             groups=groups,
-            time_limit=self._build_budget(
-                spec, X, y, time.monotonic() if started is None else started
-            ),
+            time_limit=self._build_budget(spec, X, y, started),
             run_time_limit=self.run_time_limit,
             verbose=self.verbose,
             grow=self._grow_spec(),
+            max_memory=self.max_memory,
         )
 
     def _grow_spec(self):

@@ -15,6 +15,7 @@ __all__ = [
     "Background",
     "build_seconds",
     "fit_reserve",
+    "plan_summary",
     "selection_seconds",
     "selection_speed",
     "selection_units",
@@ -129,3 +130,18 @@ def build_seconds(
     units = selection_units(n_members, n_rows, n_classes, options)
     reserve = fit_reserve(time_limit, selection_seconds(units, options, SELECTION_SPEED))
     return max(time_limit - reserve - spent, 1.0)
+
+
+def plan_summary(plan) -> dict:
+    """What the build's plan decided (``Library.plan``, one row per run): runs per decision,
+    its estimated seconds, and the runs subsampled (run -> rows) or left out (run -> why)."""
+    decisions = plan["decision"].value_counts().to_dict() if len(plan) else {}
+    end = plan["end"].dropna() if "end" in plan else []
+    return {
+        "runs": {str(k): int(v) for k, v in decisions.items()},
+        "estimated_seconds": float(end.max()) if len(end) else 0.0,
+        "subsampled": {
+            r: int(n) for r, n in plan.loc[plan["decision"] == "subsampled", ["run", "rows"]].values
+        },
+        "left_out": dict(plan.loc[plan["decision"] == "left out", ["run", "note"]].values),
+    }

@@ -3,11 +3,16 @@ Platt step on the ensemble."""
 
 from __future__ import annotations
 
+from numbers import Integral
+from typing import ClassVar
+
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..calibration import ColumnCalibrator, cross_fit, cross_fit_groups
+from ..library.grow import GrowSpec
 from ..library.sources import is_dask_frame
 from ..metrics import METRICS, score
 from ._base import EnsembleSelectionBase, _best, _full, _refused
@@ -15,93 +20,190 @@ from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionClassifier"]
 
-CALIBRATE = ("auto", True, False)
-
 
 class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     """Ensemble selection from a library of models (Caruana & Niculescu-Mizil).
 
+    Every parameter is checked when ``fit`` starts, before any model is trained (an invalid
+    value raises a ValueError naming the parameter and what it takes).
+
     Parameters
     ----------
-    library : a built-in spec name (``"tiny"``, ``"default"``, ``"caruana2006"``), a spec path
-        or dict, a built :class:`~ensel.library.Library`, or the path of a prediction store.
-    metric : the metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
-        Default ``"mxe"``: §4.3.5 finds RMS and MXE competitive proxies for every target metric;
-        in the first (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real
-        datasets) selecting for MXE had the best mean normalised score over all eight targets;
-        it also rewards calibrated probabilities.
-    cv : folds of embedded cross-validation (§4.3.4); None holds out a hillclimb split.
-    strategy : ``"es"`` (ensemble selection), ``"modsel"`` (the best member) or ``"bayesavg"``
-        (Bayesian model averaging), as compared in §4.3.2.
-    calibrate : ``"auto"`` Platt-scales the ensemble when ``metric`` does not itself reward
+    library : str, path, dict, LibrarySpec or Library, default="default"
+        A built-in spec name (``"tiny"``, ``"default"``, ``"modern"``, ``"caruana2006"``), a
+        spec path or dict, a built :class:`~ensel.library.Library`, or the path of a
+        prediction store.
+    metric : str, Metric or callable, default="mxe"
+        The metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
+        §4.3.5 finds RMS and MXE competitive proxies for every target metric; in the first
+        (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real datasets)
+        selecting for MXE had the best mean normalised score over all eight targets; it also
+        rewards calibrated probabilities.
+    cv : int >= 2, "auto" or None, default="auto"
+        ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
+        held-out hillclimb set of a few thousand rows on a large one (members fitted once on
+        the rest; see docs/library.md, "cv='auto'"); an integer K: K folds; None holds out a
+        hillclimb split of a fifth of the rows.
+    strategy : {"es", "modsel", "bayesavg"}, default="es"
+        Ensemble selection, the best member, or Bayesian model averaging, as compared in
+        §4.3.2.
+    calibrate : "auto" or bool, default="auto"
+        ``"auto"`` Platt-scales the ensemble when ``metric`` does not itself reward
         calibration (a metric whose ``Metric.kind`` is not ``"probability"``, i.e. anything
-        but rms and mxe); True always, False never. The calibrator is
-        cross-fitted on the hillclimb predictions to report log loss with and without it
+        but rms and mxe); True always, False never. The calibrator is cross-fitted on the
+        hillclimb predictions to report log loss with and without it
         (``calibration_report_``) and then fitted on all of them.
-
-    Attributes: ``members_`` (members with weight), ``weights_``, ``classes_``,
-    ``leaderboard_``, ``comparison_`` (the ensemble's out-of-fold hillclimb score on every
-    metric, cross-fitted where calibrated, against the best member's), ``hillclimb_score_``,
-    ``calibrator_``, ``calibration_report_``, ``fitted_members_`` (the members with weight and
-    their fitted runs, :class:`~ensel.library.FittedMembers`), ``library_path_`` (the store the
-    library lives in, for :mod:`ensel.report`; None when it was temporary).
-    n_iter, n_bags, bag_fraction, replacement, sorted_init, max_init : selection options (§4.2);
-        the defaults are the dissertation's (20 bags of half the library, sorted
-        initialisation, selection with replacement).
-    prune_fraction : select only from the best ``prune_fraction`` of the library by its
-        members' hillclimb scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule
-        of thumb on its ~2000-model libraries). Default 1.0, the unpruned library of Tables
-        4.1-4.2, set from a measurement of this estimator (docs/benchmarks.md, "AutoML
-        comparison": 8 datasets x 3 seeds, 60 s budgets): ``prune_fraction=0.2`` was better in
-        test AUC on only 5 of 24 pairs (-0.0013 +- 0.0005), in log loss on 7 (-0.0020 +-
-        0.0007). Selection alone ("Library pruning" there) leans the paper's way on the
-        1,874-member caruana2006 library (keeping 10% with 20 bags: 0.757 against 0.738
-        unpruned, one small dataset) and is level on the 439-member default library with
-        bagging (0.887 against 0.880, better on 2 of 5 datasets).
-    tune_selection : choose the selection options per fit by a nested out-of-fold comparison on
-        the hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
-        library pruned to its best half or fifth, no bagging, no sorted initialisation); the
-        comparison is kept in ``selection_comparison_`` and the chosen options in
-        ``selection_options_``. Costs 15 extra selections.
-    grow : after building the library, propose new members where the ensemble gains (optuna;
-        :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
-        "time": 120}``, or True (with ``time_limit``: grow in whatever time the build leaves);
-        under ``time_limit`` growth never runs past the build's budget. Growth selects for
-        ``metric`` (for log loss when ``metric`` is a callable). None: no growth.
-    refit : None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
+    n_iter : int >= 1, default=100
+        Greedy steps of selection after the initialisation (§4.2), per bag.
+    n_bags : int >= 1, default=20
+        Selections over random subsets of the library whose weights are averaged (§4.2.3).
+    bag_fraction : float in (0, 1], default=0.5
+        The share of the (pruned) library each bag selects from.
+    replacement : bool, default=True
+        Whether a member may be added more than once (§4.2.1).
+    sorted_init : bool, default=True
+        Start from the best members, at most ``max_init`` of them (§4.2.2).
+    max_init : int >= 1, default=25
+        The most members of the sorted initialisation.
+    prune_fraction : float in (0, 1], default=1.0
+        Select only from the best ``prune_fraction`` of the library by its members' hillclimb
+        scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule of thumb on its
+        ~2000-model libraries). 1.0, the unpruned library of Tables 4.1-4.2, was set from a
+        measurement of this estimator (docs/benchmarks.md, "AutoML comparison": 8 datasets x
+        3 seeds, 60 s budgets): ``prune_fraction=0.2`` was better in test AUC on only 5 of 24
+        pairs (-0.0013 +- 0.0005), in log loss on 7 (-0.0020 +- 0.0007). Selection alone
+        ("Library pruning" there) leans the paper's way on the 1,874-member caruana2006
+        library (keeping 10% with 20 bags: 0.757 against 0.738 unpruned, one small dataset)
+        and is level on the 439-member default library with bagging (0.887 against 0.880,
+        better on 2 of 5 datasets).
+    refit : {"full"} or None, default=None
+        None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
         each run of the ensemble once more on all training rows after selection and predicts
         with that one model (AutoGluon's refit_full), its calibrators refitted on the
         out-of-fold predictions selection judged it by (docs/estimator.md has the measured
         speed and quality).
-    max_predict_ms : a prediction-time budget, milliseconds per 1,000 rows on the machine
-        that built the library (None: none). Selection (``strategy="es"``) then only adds
-        members that keep the ensemble within it, counting shared work once (a member of a
-        run already in the ensemble costs only its extra stage; a view is transformed once
-        per fold); the costs are those the builder timed (``Library.members["predict_ms"]``),
-        per sibling times K, or once with ``refit="full"``. ``predict_cost_ms_`` is the
-        estimate for the chosen ensemble. ``"auto"`` (the default): the cheapest ensemble
-        whose hillclimb score is within half a standard error of the unconstrained one's
-        (budgets of 1/2 to 1/64 of its cost, bisected; ``predict_budget_`` shows what was
-        tried), so predictions get faster only where the hillclimb rows cannot tell the
-        difference (docs/estimator.md has the measured speed and quality).
-    store : directory that keeps the library (resumable); None uses a temporary one.
-    time_limit : seconds for the whole ``fit`` (None: no limit), as AutoML tools take it. The
-        library is built in an anytime order within the budget less a reserve for selection,
-        the detectors' combination and loading the chosen members (see
+    max_predict_ms : float > 0, "auto" or None, default="auto"
+        A prediction-time budget in milliseconds per 1,000 rows as the library's cost model
+        counts them (constants calibrated once, so the same members cost the same on any
+        machine; None: none). Selection
+        (``strategy="es"`` only) then adds only members that keep the ensemble within it,
+        counting shared work once (a member of a run already in the ensemble costs only its
+        extra stage; a view is transformed once per fold); costs come from
+        :mod:`ensel.library.cost`, per sibling times K, or once with ``refit="full"``.
+        ``"auto"``: the cheapest ensemble whose hillclimb score is within half a standard
+        error of the unconstrained one's (budgets of 1/2 to 1/64 of its cost, bisected;
+        ``predict_budget_`` shows what was tried), so predictions get faster only where the
+        hillclimb rows cannot tell the difference; the other strategies ignore it.
+    tune_selection : bool, default=False
+        Choose the selection options per fit by a nested out-of-fold comparison on the
+        hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
+        library pruned to its best half or fifth, no bagging, no sorted initialisation);
+        costs 15 extra selections.
+    grow : int >= 0, dict, bool, GrowSpec or None, default=None
+        After building the library, propose new members where the ensemble gains (optuna;
+        :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+        "time": 120}``, or True (with ``time_limit``: grow in whatever time the build
+        leaves); under ``time_limit`` growth never runs past the build's budget. Growth
+        selects for ``metric`` (for log loss when ``metric`` is a callable). None: no growth.
+    store : path or None, default=None
+        Directory that keeps the library (resumable); None uses a temporary one.
+    n_jobs : int or None, default=-1
+        As joblib reads it: None is 1, -1 every CPU this process may use (its CPU affinity
+        and a container's CPU quota, not the machine's core count), -k all but k-1. It sizes
+        the worker processes of the library build and of ``refit="full"``, and the threads
+        of ``predict``, ``predict_proba`` and ``risk``.
+    backend : {"local", "dask"}, default="local"
+        Where the library is built: worker processes on this machine (ensel's own pool;
+        ``"joblib"``, its old name, is still accepted), or a dask cluster (see
+        docs/distributed.md).
+    client : str, distributed.Client or None, default=None
+        With ``backend="dask"``: a scheduler address (keeps the estimator clonable), a
+        ``distributed.Client``, or None for the current client.
+    time_limit : float > 0 or None, default=None
+        Seconds for the whole ``fit`` (None: no limit), as AutoML tools take it. The library
+        is built in an anytime order within the budget less a reserve for selection, the
+        detectors' combination and loading the chosen members (see
         :func:`ensel.library.build_library`); selection is then fitted into the time left
         (``budget_`` says what it changed); ``fit`` returns within about 10% of the budget.
-    run_time_limit : seconds per training run (all folds); None takes the spec's cap.
-    n_jobs : worker processes for the build; -1 (the default) uses every core.
-    backend, client, random_state, verbose : as in :func:`ensel.library.build_library`;
-        ``backend="dask"`` builds on a dask cluster (``client``: a scheduler address keeps the
-        estimator clonable, or a ``distributed.Client``; see docs/distributed.md).
+        Timed budgets make the fit depend on the machine's speed.
+    run_time_limit : float > 0 or None, default=None
+        Seconds per training run (all folds); None takes the spec's cap.
+    max_memory : int, str or None, default=None
+        A ceiling on the memory of the fit's processes (this one and the build's workers),
+        kept like ``time_limit``: bytes or a size such as ``"8GB"``; None allows 80% of what
+        this process may use (its cgroup limit, else the physical memory). A one-line error
+        before any training when the data alone cannot fit; runs start only when their
+        estimated peak fits beside those in flight, a run that cannot fit is skipped and one
+        that pushes the measured memory over the ceiling is stopped (``Library.failures``,
+        status ``memory``); selection's copies of the prediction matrix stay under it too
+        (docs/library.md, "Memory").
+    random_state : int, RandomState or None, default=0
+        The fit's seed: folds, every run's seed, bags, calibration groups, detectors. An int
+        gives the same fit every time; a ``RandomState`` gives a seed drawn from its state
+        (it advances: the next fit differs), None one drawn from numpy's global generator.
+    verbose : int, default=0
+        0 is silent; 1 or more shows a progress bar of the library build on a terminal.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels given to ``fit``, in the order of ``predict_proba``'s columns.
+    members_ : DataFrame
+        The library members with weight (id, run, family, params, stage, ...) and ``weight``.
+    weights_ : ndarray
+        The weight of each of ``members_``, summing to one.
+    fitted_members_ : FittedMembers
+        The members with weight and their fitted runs (:class:`~ensel.library.FittedMembers`).
+    leaderboard_ : DataFrame
+        Every library member, its hillclimb score on every metric and its weight.
+    comparison_ : dict
+        The ensemble's out-of-fold hillclimb score on every metric, cross-fitted where
+        calibrated, against the best member's.
+    hillclimb_score_ : float
+        The ensemble's score on ``metric`` on the hillclimb rows.
+    calibrator_ : ColumnCalibrator or None
+        The final Platt step (None where ``calibrate`` left it out).
+    calibration_report_ : dict
+        Cross-fitted log loss of the hillclimb predictions before and after ``calibrator_``.
+    selection_options_ : dict
+        The selection options used (as given, tuned, or cut to fit ``time_limit``).
+    selection_comparison_ : list
+        The comparison ``tune_selection`` made (empty without it).
+    predict_budget_ : dict
+        The prediction-time budget used, and under ``"auto"`` the budgets tried.
+    predict_cost_ms_ : float
+        Estimated milliseconds per 1,000 rows of predicting with the ensemble (NaN where
+        unknown).
+    budget_ : dict
+        Under ``time_limit``: the build's seconds, the runs finished and not, and what
+        selection changed to fit the time left (empty otherwise).
+    detectors_ : DetectorSet or None
+        The library's extrapolation-risk detectors and their combination, for ``risk``.
+    columns_ : list
+        The columns the members use.
+    input_columns_ : list
+        The columns given to ``fit``.
+    dropped_columns_ : dict
+        Columns left out (all missing or constant), with the reason.
+    categories_ : dict
+        The categories of each categorical column.
+    n_features_in_ : int
+        The number of columns given to ``fit``.
+    feature_names_in_ : ndarray
+        Their names, only when ``fit`` was given a DataFrame.
+    library_path_ : str or None
+        The store the library lives in, for :mod:`ensel.report` (None when temporary).
+    fit_seconds_ : float
+        How long ``fit`` took.
+    ensel_version_ : str
+        The ensel version that fitted the model.
     """
 
     def __init__(
         self,
         library="default",
         metric="mxe",
-        cv: int | None = 5,
+        cv: int | str | None = "auto",
         strategy: str = "es",
         calibrate="auto",
         n_iter: int = 100,
@@ -117,10 +219,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         grow=None,
         store=None,
         n_jobs: int = -1,
-        backend: str = "joblib",
+        backend: str = "local",
         client=None,
         time_limit: float | None = None,
         run_time_limit: float | None = None,
+        max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
@@ -146,22 +249,31 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self.client = client
         self.time_limit = time_limit
         self.run_time_limit = run_time_limit
+        self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fitting
 
     _tune_selection = True
+    _parameter_constraints: ClassVar[dict] = {
+        **EnsembleSelectionBase._parameter_constraints,
+        "calibrate": [StrOptions({"auto"}), "boolean"],
+        "tune_selection": ["boolean"],
+        "grow": [Interval(Integral, 0, None, closed="left"), "boolean", dict, GrowSpec, None],
+    }
 
+    @_fit_context(prefer_skip_nested_validation=False)  # a spec's models are checked too
     def fit(self, X, y, groups=None) -> EnsembleSelectionClassifier:
-        """Build (or reuse) the library, combine its members, keep those with weight."""
-        if self.calibrate not in CALIBRATE:
-            raise ValueError(f"calibrate={self.calibrate!r}: use one of {CALIBRATE}")
+        """Build (or reuse) the library, combine its members, keep those with weight. Every
+        parameter is checked before any model is trained."""
         fit = self._fit_members(X, y, groups)
         lib, P, metric, weights = fit.library, fit.P, fit.metric, fit.weights
         self.classes_ = lib.classes
         hill = np.tensordot(weights, P, axes=1)
-        self.calibrator_, self.calibration_report_, hill = self._calibrate(hill, lib.y, metric)
+        self.calibrator_, self.calibration_report_, hill = self._calibrate(
+            hill, lib.y, metric, fit.seed
+        )
         self.hillclimb_score_ = score(metric, lib.y, hill)
         self.comparison_ = {
             name: {
@@ -172,7 +284,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         }
         return self
 
-    def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric):
+    def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric, seed: int):
         """Platt-scale the ensemble where ``calibrate`` asks for it; log loss of the hillclimb
         predictions before and after, cross-fitted so the 'after' is honest."""
         wanted = self.calibrate is True or (
@@ -181,7 +293,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         if not wanted:
             return None, {}, _full(hill, self.classes_.size)
         proba = _full(hill, self.classes_.size)
-        groups = cross_fit_groups(y.size, self.random_state)
+        groups = cross_fit_groups(y.size, seed)
         crossed, _ = cross_fit(lambda: ColumnCalibrator("platt"), proba, y, groups)
         report = {
             "log_loss_before": score("mxe", y, proba),

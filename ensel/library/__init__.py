@@ -10,7 +10,7 @@ import importlib
 
 _PUBLIC = {
     "FittedMembers": "members",
-    "Library": "builder",
+    "Library": "library",
     "LibrarySpec": "spec",
     "PredictionStore": "store",
     "RunSpec": "spec",

@@ -11,9 +11,14 @@ from .training import TrainingData
 __all__ = ["MODELS", "fit_models"]
 
 
-def fit_models(run: RunSpec, data: TrainingData, context: None, random_state: int) -> PackedRun:
-    """One model run over its folds, its fitted siblings pickled on the worker."""
-    result = fit_run(run, data, random_state)
+def fit_models(
+    run: RunSpec, data: TrainingData, context: dict | None, random_state: int
+) -> PackedRun:
+    """One model run over its folds, its fitted siblings pickled on the worker. ``context``:
+    None, or ``{"subsample": {run id: rows}}`` from the build's plan."""
+    rows = ((context or {}).get("subsample") or {}).get(run.run_id)
+    extra = {} if rows is None else {"max_train_rows": rows}
+    result = fit_run(run, data, random_state, **extra)
     return PackedRun.pack(result.predictions, result.fitted, result.costs)
 
 

@@ -1,5 +1,5 @@
 """build_library: fit every run of a spec over its folds through an executor, commit each run to
-a PredictionStore as it finishes, and return the Library of cached hillclimb predictions.
+a PredictionStore as it finishes, and return the Library (``library.py``) that reads it.
 
 The builder never selects. Runs already in the store are not refitted, so an interrupted build
 (even a killed one) resumes where it stopped; a run that crashes or runs out of time is recorded
@@ -9,219 +9,107 @@ and skipped.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import os
-import sys
+import shutil
 import tempfile
 import threading
 import time
+from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 
-from ..errors import StoreError
-from ..metrics import METRICS, REGRESSION_METRICS, score_batch
+from .._jobs import as_seed, n_workers
+from .._progress import progress_bar
+from ..data import as_frame
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
-from .executor import Executor, SerialExecutor, budget_message, make_executor
+from .executor import Executor, ProcessExecutor, SerialExecutor, budget_message, make_executor
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
-from .members import FittedMembers
-from .runs import refit_full
+from .library import FAILED, Library
+from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
+from .planned import plan_build
 from .schedule import anytime_order, relative_cost
-from .sources import is_source, prepare_source
+from .sources import is_source, n_rows, prepare_source
 from .spec import LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
-from .training import TrainingData, prepare
+from .training import TrainingData, prepare, resolve_cv, share_frame
 
-__all__ = ["Library", "build_library"]
+__all__ = ["build_library"]
 
 log = logging.getLogger(__name__)
 
-FAILED = ("failed", "timeout", "budget")
-"""Statuses of the runs a library lists in ``failures`` (budget: cut short by a time budget)."""
+RETRIED = ("budget", "memory", "left_out")
+"""Statuses of runs a later build into the same store tries again."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
-
-
-class Library:
-    """A built library: the hillclimb predictions of its ok members, their descriptions, and
-    test-time predictions from their fitted siblings.
-
-    ``parts`` holds the libraries of other kinds of run built beside the models, by store
-    sub-directory (``parts["detectors"]``, also ``detectors``: the spec's extrapolation-risk
-    detectors); ``columns`` and ``categories`` are the training columns and the categories of
-    the categorical ones."""
-
-    def __init__(self, store: PredictionStore, _tmp: tempfile.TemporaryDirectory | None = None):
-        self.store = store
-        self._tmp = _tmp  # keeps a temporary store alive as long as the library
-        self.predictions, self.runs = store.matrix()
-        self.members = store.members(self.runs).reset_index(drop=True)
-        if len(self.members) != self.predictions.shape[0]:
-            raise StoreError(
-                f"{store.path}: the prediction matrix has {self.predictions.shape[0]} rows for "
-                f"{len(self.members)} members; run build_library again to rebuild it"
-            )
-        others = [r for r in store.records if store.records[r]["status"] != "ok"]
-        self.failures = store.members(others, statuses=FAILED)
-        self.hillclimb_index, self.y = store.hillclimb()
-        self.task = store.header.get("task", "classification")
-        self.classes = np.asarray(store.header["classes"])
-        self.columns: list[str] = list(store.header["columns"])
-        self.input_columns = list(store.header.get("input_columns", self.columns))
-        self.dropped = dict(store.header.get("dropped", {}))  # column -> why it was left out
-        self.categories: dict[str, list[str]] = dict(store.header.get("categories", {}))
-        self._loaded: dict = {}
-        self._scores: dict | None = None
-        self.parts = {
-            sub.name: Library(PredictionStore(sub))
-            for sub in sorted(store.path.iterdir())
-            if (sub / "predictions.json").exists()
-        }
-
-    @classmethod
-    def open(cls, path: str | os.PathLike) -> Library:
-        """The library in an existing store (its fitted runs are unpickled on ``predict``: open
-        only stores you trust)."""
-        return cls(PredictionStore(path))
-
-    @property
-    def n_members(self) -> int:
-        return len(self.members)
-
-    @property
-    def temporary(self) -> bool:
-        """True when the store lives in a temporary directory that goes with this object."""
-        return self._tmp is not None
-
-    @property
-    def detectors(self) -> Library | None:
-        """The detectors built beside the models (a spec's ``detectors:`` section), or None."""
-        return self.parts.get("detectors")
-
-    def subset(self, ids=None) -> FittedMembers:
-        """The members ``ids`` (all by default) with their fitted runs (unpickled once per
-        library object): an object that predicts only those members, in the order given, and
-        pickles without the store (see :class:`~ensel.library.members.FittedMembers`)."""
-        wanted = list(self.members["id"]) if ids is None else list(ids)
-        index = pd.Index(self.members["id"])
-        unknown = [i for i in wanted if i not in index]
-        if unknown:
-            raise ValueError(f"unknown member id(s) {unknown[:5]}; see Library.members['id']")
-        rows = index.get_indexer(wanted)
-        run_of = self.members["run"].to_numpy()
-        first = {r: i for i, r in reversed(list(enumerate(run_of)))}
-        chosen = run_of[rows]
-        runs = {r: self._fitted(r) for r in dict.fromkeys(chosen)}
-        offsets = np.array([row - first[r] for row, r in zip(rows, chosen, strict=True)], int)
-        return FittedMembers(
-            tuple(wanted),
-            runs,
-            chosen,
-            offsets,
-            tuple(self.columns),
-            self.categories,
-            self.classes,
-            self.task,
-        )
-
-    def refit_full(
-        self,
-        members: FittedMembers,
-        X,
-        y,
-        groups=None,
-        *,
-        random_state: int = 0,
-        hillclimb_fraction: float = 0.2,
-        n_jobs: int = 1,
-    ) -> FittedMembers:
-        """``members`` (from :meth:`subset`) with each of their runs trained once on all of
-        ``X, y`` (the data this library was built on, with its ``groups`` and build seed
-        ``random_state``) instead of K siblings: see :func:`ensel.library.runs.refit_full`.
-        A ValueError says so when ``X, y`` are not the library's data."""
-        data = prepare(
-            X,
-            y,
-            cv=self.store.header.get("cv"),
-            groups=groups,
-            hillclimb_fraction=hillclimb_fraction,
-            random_state=random_state,
-            task=self.task,
-        )
-        built = self.store.header.get("fingerprint", {})
-        if any(built.get(k) != v for k, v in data.fingerprint().items()):
-            raise ValueError(
-                "refit needs the data, groups and random_state the library was built with; "
-                f"these differ from those of the store at {self.store.path}"
-            )
-        tasks = [(fitted, members.offsets[members.rows(r)]) for r, fitted in members.runs.items()]
-        executor = make_executor(n_jobs, None)
-        runs = dict.fromkeys(members.runs)
-        try:
-            for outcome in executor.run(_refit_task, tasks, (data, random_state)):
-                if outcome.status != "ok":
-                    raise RuntimeError(f"refitting a run on all rows failed: {outcome.error}")
-                runs[list(members.runs)[outcome.index]] = outcome.value
-        finally:
-            executor.close()
-        return dataclasses.replace(members, runs=runs)
-
-    def predict(self, X, ids=None) -> np.ndarray:
-        """Test-time probabilities of the members ``ids`` (all by default): ``(m, n)`` positive
-        class for binary problems, ``(m, n, C)`` otherwise, members in the order given; for
-        regression ``(m, n)`` predicted values."""
-        return self.subset(ids).predict(X)
-
-    @property
-    def metric_names(self) -> tuple[str, ...]:
-        """The metrics members are scored on: the eight, or rmse, mae and r2 for regression."""
-        return REGRESSION_METRICS if self.task == "regression" else METRICS
-
-    def member_scores(self, P: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Every member's hillclimb score on each of ``metric_names`` (computed once)."""
-        if self._scores is None:
-            P = np.asarray(self.predictions) if P is None else P
-            self._scores = {name: score_batch(name, self.y, P) for name in self.metric_names}
-        return self._scores
-
-    def _fitted(self, run_id: str):
-        """A run's fitted siblings, unpickled once per library object."""
-        if run_id not in self._loaded:
-            self._loaded[run_id] = self.store.load_fitted(run_id)
-        return self._loaded[run_id]
+BUILD_PARAMETERS = {
+    "cv": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
+    "store": [str, os.PathLike, None],
+    "n_jobs": [
+        Interval(Integral, None, -1, closed="right"),
+        Interval(Integral, 1, None, closed="left"),
+        None,
+    ],
+    "backend": [str],
+    "random_state": ["random_state"],
+    "hillclimb_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "time_limit": [Interval(Real, 0, None, closed="neither"), None],
+    "run_time_limit": [Interval(Real, 0, None, closed="neither"), None],
+    "retry_failed": ["boolean"],
+    "verbose": ["verbose"],
+}
+"""What ``build_library`` accepts (scikit-learn's parameter constraints), checked before any
+work; the spec, the backend and ``grow`` are checked by their own parsers right after."""
 
 
 def build_library(
     X,
     y,
     spec: str | os.PathLike | dict | LibrarySpec = "default",
-    cv: int | None = 5,
+    cv: int | str | None = "auto",
     store: str | os.PathLike | None = None,
-    n_jobs: int = 1,
-    backend: str = "joblib",
+    n_jobs: int | None = 1,
+    backend: str = "local",
     client=None,
-    random_state: int = 0,
+    random_state=0,
     *,
     groups=None,
     hillclimb_fraction: float = 0.2,
     time_limit: float | None = None,
     run_time_limit: float | None = None,
     retry_failed: bool = False,
-    verbose: int = 1,
+    verbose: int = 0,
     grow=None,
+    max_memory=None,
 ) -> Library:
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
-    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out. A spec with
+    ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out; ``cv="auto"``
+    (the default): 5 folds on a small table, a held-out hillclimb set of a few thousand rows on
+    a large one (:func:`ensel.library.training.resolve_cv`; docs/library.md). A spec with
     ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
     ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
     directory that keeps everything (a temporary one if None); building again into it reuses
     every finished run.
+    ``max_memory`` (bytes, or a size such as ``"8GB"``; None: ``memory.DEFAULT_SHARE`` of the
+    memory this process may use) is a ceiling on the memory of this process and its workers,
+    kept like the time budget (:mod:`ensel.library.memory`, docs/library.md "Memory"): a clear
+    error before any run when the training data alone cannot fit; a run starts only when its
+    estimated peak fits beside the runs in flight, a run that can never fit is skipped, and a
+    run in flight when the measured memory passes the ceiling is stopped (both recorded in
+    ``Library.failures`` with status ``memory`` and tried again by the next build).
     ``time_limit`` (seconds) is the budget of the whole build: the runs go in an anytime order
     (``ensel.library.schedule``: round-robin over the families, strongest first, cheapest run
     of each first; kernel SVMs and k-NN last on large data), no run may take more than half the
@@ -230,7 +118,8 @@ def build_library(
     ``run_time_limit`` (seconds per run, all folds; default the spec's ``run_time_limit``)
     stops a run that takes too long; such runs, and runs that fail, are recorded in
     ``Library.failures`` and skipped.
-    ``backend="joblib"`` (alias ``"local"``) runs on this machine with ``n_jobs`` processes;
+    ``backend="local"`` (old name ``"joblib"``, still accepted) runs on this machine with
+    ``n_jobs`` processes (ensel's own pool, not joblib's: see :mod:`ensel.library.executor`);
     ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
@@ -241,14 +130,29 @@ def build_library(
     other, and those that raised the ensemble's cross-selected score join the library (under a
     ``time_limit`` growth gets the time the spec's runs leave, at most its own ``time``;
     ``grow=True``: as many trials as that time allows).
+    ``n_jobs`` as joblib reads it (None: 1; -1: every CPU this process may use; -k: all but
+    k-1). ``random_state``: an int, or a ``RandomState`` (or None) to draw one seed from.
+    ``verbose``: 0 (the default) is silent, more shows a progress bar on a terminal. Arguments
+    are checked before any run starts (a ValueError names the argument and what it takes).
     """
+    parse_memory(max_memory)  # a bad value fails before any work
     started = time.monotonic()
-    if time_limit is not None and (
-        isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or time_limit <= 0
-    ):
-        raise ValueError(f"time_limit={time_limit!r}: give the build's budget in seconds (> 0)")
+    given = {
+        "cv": cv,
+        "store": store,
+        "n_jobs": n_jobs,
+        "backend": backend,
+        "random_state": random_state,
+        "hillclimb_fraction": hillclimb_fraction,
+        "time_limit": time_limit,
+        "run_time_limit": run_time_limit,
+        "retry_failed": retry_failed,
+        "verbose": verbose,
+    }
+    validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
+    random_state = as_seed(random_state)
     library_spec = load_spec(spec)
-    grow_spec = parse_grow(grow, n_jobs=n_jobs if n_jobs > 0 else 2, seed=random_state)
+    grow_spec = parse_grow(grow, n_jobs=n_workers(n_jobs), seed=random_state)
     if grow_spec is not None and library_spec.task != "classification":
         raise ValueError("grow= grows classification libraries only; leave grow=None here")
     if grow_spec is not None and time_limit is None and grow_spec.is_open:
@@ -263,24 +167,36 @@ def build_library(
         cap = max(float(time_limit) * MAX_RUN_SHARE, 1.0)
         capped = limit is None or cap < limit
         limit = cap if capped else limit
+    choice = resolve_cv(  # a source's labels are read with its rows: its size decides alone
+        cv,
+        n_rows(X),
+        None if is_source(X) else y,
+        hillclimb_fraction=hillclimb_fraction,
+        task=library_spec.task,
+    )
+    ceiling = resolve_max_memory(max_memory)
+    if not is_source(X):  # rows in memory: a ceiling they cannot fit under fails before anything
+        frame = X if isinstance(X, pd.DataFrame) else as_frame(X)
+        check_data_fits(frame, ceiling, n_workers(n_jobs) if backend != "dask" else 1)
     executor = make_executor(n_jobs, limit, backend, client)
     try:
         data = (prepare_source if is_source(X) else prepare)(
             X,
             y,
-            cv=cv,
+            cv=choice.cv,
             groups=groups,
-            hillclimb_fraction=hillclimb_fraction,
+            hillclimb_fraction=choice.hillclimb_fraction,
             random_state=random_state,
             task=library_spec.task,
             **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
         )
         if isinstance(executor, SerialExecutor) and not getattr(data, "in_memory", True):
             data = data.load()  # runs fit in this process: the rows are read here
+        check_data_fits(data.X, ceiling, getattr(executor, "n_workers", 1))
         return _build(
             data,
             library_spec,
-            cv,
+            choice.cv,
             store,
             executor,
             random_state,
@@ -289,6 +205,8 @@ def build_library(
             grow_spec,
             deadline,
             limit if capped else None,
+            hillclimb_fraction=choice.hillclimb_fraction,
+            ceiling=ceiling,
         )
     finally:
         executor.close()
@@ -306,15 +224,19 @@ def _build(
     grow_spec: GrowSpec | None = None,
     deadline: float | None = None,
     budget_cap: float | None = None,
+    hillclimb_fraction: float = 0.2,
+    ceiling: int | None = None,
 ) -> Library:
     """Fit the runs of every section of ``library_spec`` missing from ``store`` through
     ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
-    start before the model runs so that no worker waits on one at the end)."""
+    start before the model runs so that no worker waits on one at the end). Worker processes
+    map the training matrix from the store's ``training`` directory (removed at the end)
+    instead of each unpickling a copy."""
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
         store = Path(tmp.name) / "store"
-    writer = PredictionStore(store, _header(data, cv))
+    writer = PredictionStore(store, _header(data, cv, hillclimb_fraction))
     stores = {}  # section -> its store: the library's own, or a sub-store of its kind
     contexts, fits, tasks = {}, {}, []
     try:
@@ -326,20 +248,36 @@ def _build(
             if kind.store is None:
                 stores[section], contexts[section] = writer, None
             else:
-                contexts[section], header = kind.prepare(data, _header(data, cv), random_state)
+                contexts[section], header = kind.prepare(
+                    data, _header(data, cv, hillclimb_fraction), random_state
+                )
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        notes: dict[str, str] = {}
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
+            planned = plan_build(
+                tasks, data, deadline - time.monotonic(), getattr(executor, "n_workers", 1)
+            )
+            tasks, notes = planned.tasks, planned.notes
+            for section, run, why in planned.left_out:
+                stores[section].write_failure(run, "left_out", why, 0.0)
+            if planned.subsample:
+                contexts["families"] = {"subsample": planned.subsample}
+            if planned.table is not None:
+                writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
         # a quick run fitted here needs the rows here: not for data read where it is fitted
         here = getattr(data, "in_memory", True)
+        if isinstance(executor, ProcessExecutor) and tasks and here:
+            data = share_frame(data, writer.path / TRAINING_DIR)
+            shared = (data, contexts, fits, random_state)
         first = _first_run(tasks) if deadline is not None and here else None
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
-            first_run = _Background(_fit_task, first, shared)
-        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap)
+            first_run = _InProcessRun(_fit_task, first, shared)
+        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
         if first is not None:
             first_run.commit(first, stores, deadline)
         order = [r.run_id for r in library_spec.runs]
@@ -360,7 +298,7 @@ def _build(
 
             def fit(runs: list[RunSpec]) -> dict[str, bool]:
                 todo = [("families", r) for r in _missing(writer, runs, retry_failed)]
-                _run_all(executor, todo, shared, stores, 0, deadline, budget_cap)
+                _run_all(executor, todo, shared, stores, 0, deadline, budget_cap, ceiling)
                 return {
                     r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
                 }
@@ -382,13 +320,8 @@ def _build(
         writer.close()
         for part in stores.values():
             part.close()
+        shutil.rmtree(writer.path / TRAINING_DIR, ignore_errors=True)
     return Library(PredictionStore(writer.path), _tmp=tmp)
-
-
-def _refit_task(task: tuple, shared: tuple):
-    fitted, members = task
-    data, random_state = shared
-    return refit_full(fitted, data, random_state, members)
 
 
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
@@ -406,24 +339,26 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
     """The runs of ``specs`` that ``store`` has not finished: never tried, cut short by a
-    build's time budget, or (with ``retry_failed``) failed or timed out."""
+    build's time budget or memory ceiling or left out by its plan, or (with ``retry_failed``)
+    failed or timed out."""
     done = store.records
     return [
         s
         for s in specs
         if s.run_id not in done
-        or done[s.run_id]["status"] == "budget"
+        or done[s.run_id]["status"] in RETRIED
         or (retry_failed and done[s.run_id]["status"] != "ok")
     ]
 
 
-def _header(data: TrainingData, cv: int | None) -> dict:
+def _header(data: TrainingData, cv: int | None, hillclimb_fraction: float = 0.2) -> dict:
     return {
         "fingerprint": data.fingerprint(),
         "task": data.task,
         "classes": [c.item() if hasattr(c, "item") else c for c in data.classes],
         "n_hillclimb": int(data.hillclimb.size),
         "cv": cv,
+        "hillclimb_fraction": hillclimb_fraction,
         "columns": list(data.X.columns),
         "input_columns": list(data.input_columns or data.X.columns),
         "dropped": dict(data.dropped),
@@ -452,12 +387,21 @@ def _run_all(
     verbose: int,
     deadline: float | None = None,
     budget_cap: float | None = None,
+    ceiling: int | None = None,
+    notes: dict[str, str] | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
-    store of its section. ``budget_cap``: the per-run limit comes from the time budget, so a
-    run it stops is recorded as ``budget`` (built again by a later build), not ``timeout``."""
+    store of its section (``notes``: run id -> the note kept beside a trained run).
+    ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
+    recorded as ``budget`` (built again by a later build), not ``timeout``.
+    ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
+    :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak."""
     if not todo:
         return
+    options = {}
+    if ceiling is not None and "memory" in inspect.signature(executor.run).parameters:
+        data = shared[0]
+        options["memory"] = MemoryGate(ceiling, [run_peak(run, data) for _, run in todo])
     progress = _progress(todo, verbose, deadline)
     start = time.monotonic()
     done = 0
@@ -478,7 +422,9 @@ def _run_all(
         return None
 
     try:
-        for outcome in executor.run(_fit_task, todo, shared, deadline=deadline, skip=skip):
+        for outcome in executor.run(
+            _fit_task, todo, shared, deadline=deadline, skip=skip, **options
+        ):
             section, run = todo[outcome.index]
             store = stores[section]
             if outcome.status == "timeout" and budget_cap is not None:
@@ -491,7 +437,8 @@ def _run_all(
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":
-                store.write_run(run, outcome.value, outcome.seconds)
+                note = (notes or {}).get(run.run_id, "")
+                store.write_run(run, outcome.value, outcome.seconds, note=note)
             else:
                 store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
                 if outcome.status != "budget":
@@ -519,6 +466,8 @@ def _run_all(
             progress.close()
 
 
+TRAINING_DIR = "training"
+"""Store sub-directory that holds the training matrix workers map during a build."""
 QUICK_FAMILIES = ("logreg", "naive_bayes", "tree", "linear")
 """Under a time budget the cheapest run of the first of these families in the spec is fitted in
 the calling process while the worker processes start, so that even a budget that ends before
@@ -534,8 +483,9 @@ def _first_run(tasks: list) -> tuple | None:
     return None
 
 
-class _Background:
-    """One task run in a thread of this process; ``commit`` waits for it and stores it."""
+class _InProcessRun:
+    """One task run in a thread of this process while the worker processes start (see
+    ``QUICK_FAMILIES``); ``commit`` waits for it and stores it."""
 
     def __init__(self, fn, task, shared) -> None:
         self.outcome: tuple | None = None
@@ -570,19 +520,16 @@ def _cost(run) -> float:
 
 
 def _progress(todo: list, verbose: int, deadline=None):
-    """A progress bar on stderr (a terminal only): runs done, or, under a time budget, seconds
-    elapsed against the budget."""
-    if not verbose or not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
+    """A progress bar (a terminal's or a notebook's, see :mod:`ensel._progress`): runs done,
+    or, under a time budget, seconds elapsed against the budget."""
     members = sum(len(r.members) for _, r in todo)
     if deadline is None:
-        return tqdm(total=len(todo), desc=f"library ({members} members)", unit="run")
+        return progress_bar(
+            verbose, total=len(todo), desc=f"library ({members} members)", unit="run"
+        )
     budget = max(deadline - time.monotonic(), 0.0)
-    return tqdm(
+    return progress_bar(
+        verbose,
         total=round(budget, 1),
         desc=f"library ({members} members)",
         unit="s",

@@ -1,4 +1,9 @@
-"""Predict costs of sets of library members, from what the builder timed (issue 15).
+"""Predict costs of library members and of sets of them.
+
+The builder records each run's predict cost (:func:`structural_predict_ms`): the work its
+fitted structure asks for (:mod:`ensel.library.predict_work`) times per-family constants
+measured once (``cost_constants.json``, written by ``benchmarks/calibrate_costs.py``), so the
+same data and seed give the same costs, hence the same cost-bounded ensemble, on any machine.
 
 A member needs *items*: its preprocessing view (transformed once per fold and shared by every
 run that uses it), and the work of its stage: for a cumulative run (boosting steps, trees, one
@@ -9,12 +14,62 @@ work. Calibrators (a sigmoid or an interpolation per row) are left out: they cos
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from .families import get_family
+from .predict_work import predict_work, view_work
 
-__all__ = ["predict_cost"]
+__all__ = ["cost_constants", "predict_cost", "structural_predict_ms"]
+
+CONSTANTS_FILE = "cost_constants.json"
+
+
+@functools.cache
+def cost_constants() -> dict:
+    """The shipped constants (see ``benchmarks/calibrate_costs.py``): ``predict``: per
+    ``task/family`` and ``view/kind`` ``{"ms_per_call", "ms_per_unit"}`` (ms per 1,000 rows);
+    ``fit``: the fit-time and memory constants of :mod:`ensel.library.estimate`; ``measured``:
+    where and when they were measured."""
+    text = resources.files("ensel.library").joinpath(CONSTANTS_FILE).read_text()
+    return json.loads(text)
+
+
+def _ms(key: str, calls: float, units: float) -> float:
+    table = cost_constants()["predict"]
+    c = table.get(key) or table["default"]
+    return round(calls * c["ms_per_call"] + units * c["ms_per_unit"], 4)
+
+
+def structural_predict_ms(
+    family: str,
+    task: str,
+    params: dict[str, Any],
+    stages: Sequence[int | None],
+    view: Any,
+    family_run: Any,
+    width: int,
+    outputs: int,
+    skips_stages: bool = True,
+) -> dict:
+    """A run's predict cost per sibling in milliseconds per 1,000 rows, from its fitted
+    structure: ``{"view", "stages", "cumulative"}`` as the builder records it (the shape
+    :func:`predict_cost` reads). ``view``: the fitted view (``width``: its output columns);
+    ``family_run``: the fitted run; ``skips_stages``: whether its predict computes only the
+    stages asked. Deterministic: no timing."""
+    work = predict_work(family, family_run, params, stages, width, outputs, skips_stages)
+    kind = getattr(view, "kind", "native")
+    return {
+        "view": _ms(f"view/{kind}", *view_work(view, width)),
+        "stages": [_ms(f"{task}/{family}", c, u) for c, u in work],
+        "cumulative": bool(getattr(family_run, "cumulative", False)) or not skips_stages,
+    }
 
 
 def predict_cost(
@@ -24,7 +79,8 @@ def predict_cost(
     ``run`` and ``stage``): ``needs`` ``(n_members, n_items)`` bool, ``item_cost`` in
     milliseconds per 1,000 rows when each run predicts with ``n_siblings`` models (K under
     ``cv=K``, 1 after a refit on all rows). ``records``: the store's manifest records, whose
-    ``predict_ms`` the builder wrote. A ValueError names runs built without costs."""
+    ``predict_ms`` the builder wrote (:func:`structural_predict_ms`). A ValueError names runs
+    built without costs."""
     runs = list(dict.fromkeys(members["run"]))
     missing = [r for r in runs if not (records.get(r) or {}).get("predict_ms")]
     if missing:

@@ -5,10 +5,10 @@ worker), and yields an ``Outcome`` per task: ok with its value, failed with the 
 The builder only sees this interface, so another backend plugs in without touching it: it
 registers a factory by name (``register_backend``), as dask_executor does for ``"dask"``.
 
-``ProcessExecutor`` keeps its own pool of worker processes instead of joblib's: a run that exceeds
-its time limit is stopped by killing its worker (joblib cannot stop one task), and a run that
-kills its worker (out of memory, a crash in native code) is recorded as failed while the other
-workers go on.
+``ProcessExecutor``, the ``"local"`` backend's pool (``"joblib"`` is its old name), keeps its own
+worker processes instead of joblib's: a run that exceeds its time limit is stopped by killing its
+worker (joblib cannot stop one task), and a run that kills its worker (out of memory, a crash in
+native code) is recorded as failed while the other workers go on.
 """
 
 from __future__ import annotations
@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from .._jobs import n_workers
 from ._worker import describe
+from .memory import MemoryGate, memory_note, process_rss
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_ALIASES",
     "BUDGET_NOT_STARTED",
     "Executor",
     "Outcome",
@@ -49,6 +52,8 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 """Read by the native thread pools when they load, so set before the worker starts."""
 START_ATTEMPTS = 3
 """Worker processes that may fail to start in a row before the build stops."""
+MEMORY_POLL = 0.2
+"""Seconds between two reads of the workers' memory under a ceiling."""
 
 
 @dataclass
@@ -71,13 +76,17 @@ class Executor(ABC):
         shared: Any,
         deadline: float | None = None,
         skip: Callable[[int], str | None] | None = None,
+        memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         """Call ``fn(task, shared)`` for every task, in the order given as workers free up;
         yield outcomes in completion order. ``deadline`` (a ``time.monotonic()`` value) ends
         the whole run: tasks still running then are stopped and tasks not started are not
         started, each with status ``budget``. ``skip(index)``, asked just before a task would
         start, may return a reason not to start it (status ``budget``; executors that send all
-        tasks at once, such as dask's, do not ask)."""
+        tasks at once, such as dask's, do not ask). ``memory`` (local executors): a task waits
+        until its estimated peak fits under the ceiling beside the tasks in flight, a task
+        that never fits is not started, and a task running when the processes' measured memory
+        exceeds the ceiling is stopped (status ``memory`` for both)."""
 
     def close(self) -> None:  # noqa: B027 - most executors hold nothing between runs
         """Release what the executor holds between runs (a client it opened)."""
@@ -101,6 +110,7 @@ class SerialExecutor(Executor):
         shared: Any,
         deadline: float | None = None,
         skip: Callable[[int], str | None] | None = None,
+        memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         main = threading.current_thread() is threading.main_thread()
         for i, task in enumerate(tasks):
@@ -112,6 +122,10 @@ class SerialExecutor(Executor):
             reason = skip(i) if skip is not None else None
             if reason:
                 yield Outcome(i, "budget", None, reason, 0.0)
+                continue
+            note = memory.never_fits(i, workers=0) if memory is not None else None
+            if note:
+                yield Outcome(i, "memory", None, note, 0.0)
                 continue
             use_alarm = limit is not None and main
             previous = None
@@ -236,12 +250,16 @@ class ProcessExecutor(Executor):
         shared: Any,
         deadline: float | None = None,
         skip: Callable[[int], str | None] | None = None,
+        memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         shared_bytes = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         self._failed_starts = 0
         self._deadline = deadline
+        self._memory = memory
         pending = deque(enumerate(tasks))
         n = min(self.n_workers, len(pending))
+        if memory is not None:
+            n = memory.workers(n)
         workers = [_Worker(shared_bytes, self.threads) for _ in range(n)]
         try:
             while pending or any(w.task is not None for w in workers):
@@ -258,6 +276,15 @@ class ProcessExecutor(Executor):
                         if reason:
                             yield Outcome(index, "budget", None, reason, 0.0)
                             continue
+                        if memory is not None:
+                            note = memory.never_fits(index)
+                            if note:
+                                yield Outcome(index, "memory", None, note, 0.0)
+                                continue
+                            running = [x.task for x in workers if x.task is not None]
+                            if not memory.fits(index, running, len(workers)):
+                                pending.appendleft((index, task))  # waits for memory
+                                break
                         w.task, w.started = index, time.perf_counter()
                         w.send((w.task, fn, task))
                 if not pending and all(w.task is None for w in workers):
@@ -265,6 +292,8 @@ class ProcessExecutor(Executor):
                 waiting = [w for w in workers if w.task is not None or not w.ready]
                 busy = [w for w in waiting if w.task is not None]
                 wait([w.conn for w in waiting], timeout=self._poll_timeout(busy))
+                if memory is not None and busy:
+                    yield from self._hold_ceiling(workers, shared_bytes)
                 for i, w in enumerate(workers):
                     if not w.ready:
                         if w.conn.poll():
@@ -312,8 +341,29 @@ class ProcessExecutor(Executor):
         w.ready = True
         return w
 
+    def _hold_ceiling(self, workers: list[_Worker], shared_bytes: bytes) -> Iterator[Outcome]:
+        """Stop the largest running task while the processes' measured memory exceeds the
+        ceiling (its worker is killed and replaced, as for a task over its time limit)."""
+        memory = self._memory
+        rss = [process_rss(w.process.pid) or 0 for w in workers]
+        while memory.over(rss):
+            busy = [i for i, w in enumerate(workers) if w.task is not None]
+            if not busy:
+                return
+            i = max(busy, key=lambda j: rss[j])
+            w = workers[i]
+            elapsed = time.perf_counter() - w.started
+            outcome = Outcome(w.task, "memory", None, memory_note(memory.ceiling, elapsed), elapsed)
+            w.task = None
+            w.stop(kill=True)
+            workers[i] = _Worker(shared_bytes, self.threads)
+            rss[i] = 0
+            yield outcome
+
     def _poll_timeout(self, busy: list[_Worker]) -> float | None:
         waits = []
+        if getattr(self, "_memory", None) is not None and busy:
+            waits.append(MEMORY_POLL)
         if self.time_limit is not None and busy:
             now = time.perf_counter()
             waits.append(min(w.started + self.time_limit - now for w in busy))
@@ -340,15 +390,15 @@ def _out_of_budget(workers: list[_Worker], pending: deque) -> Iterator[Outcome]:
 
 
 def _local(n_jobs: int, time_limit: float | None, client) -> Executor:
-    """``n_jobs=1``: in this process; otherwise a process pool (``-1``: one worker per core)."""
+    """The ``"local"`` backend, on this machine: ``n_jobs`` None or 1 runs in this process
+    (``SerialExecutor``), otherwise ensel's own process pool (``ProcessExecutor``; -1: one
+    worker per available CPU, -k: all but k-1; see :func:`ensel._jobs.n_workers`)."""
     if client is not None:
         raise ValueError(
             "client is for backend='dask'; pass backend='dask' to build on a dask cluster, or "
             "leave client None"
         )
-    if n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs={n_jobs}: use a positive number of workers, or -1 for all cores")
-    workers = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+    workers = n_workers(n_jobs)
     return SerialExecutor(time_limit) if workers == 1 else ProcessExecutor(workers, time_limit)
 
 
@@ -357,7 +407,11 @@ Backend = Callable[[int, float | None, Any], Executor]
 
 BACKENDS: dict[str, Backend] = {}
 """Backends by the name ``build_library(backend=...)`` takes. Each registers itself from its own
-module: joblib/local here, dask from :mod:`ensel.library.dask_executor`."""
+module: local here, dask from :mod:`ensel.library.dask_executor`."""
+
+BACKEND_ALIASES: dict[str, str] = {"joblib": "local"}
+"""Other names a backend answers to. ``"joblib"`` was the local pool's first name (it is not
+joblib: see the module docstring) and stays valid, as the estimators' default among others."""
 
 
 def register_backend(name: str, backend: Backend) -> Backend:
@@ -366,17 +420,20 @@ def register_backend(name: str, backend: Backend) -> Backend:
     return backend
 
 
-register_backend("joblib", _local)
 register_backend("local", _local)
 
 
 def make_executor(
-    n_jobs: int, time_limit: float | None, backend: str = "joblib", client=None
+    n_jobs: int, time_limit: float | None, backend: str = "local", client=None
 ) -> Executor:
-    """The executor of ``backend``: ``"joblib"`` (alias ``"local"``) runs on this machine with
-    ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a ``distributed.Client``, a
-    scheduler address, or None for the current client; registered when
-    :mod:`ensel.library.dask_executor` is imported, as the builder does)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r}: use one of {sorted(BACKENDS)}")
-    return BACKENDS[backend](n_jobs, time_limit, client)
+    """The executor of ``backend``: ``"local"`` (old name ``"joblib"``) runs on this machine
+    with ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a
+    ``distributed.Client``, a scheduler address, or None for the current client; registered
+    when :mod:`ensel.library.dask_executor` is imported, as the builder does)."""
+    name = BACKEND_ALIASES.get(backend, backend) if isinstance(backend, str) else backend
+    if name not in BACKENDS:
+        raise ValueError(
+            f"backend={backend!r}: use one of {sorted(BACKENDS)} ('joblib' is an old name of "
+            "'local')"
+        )
+    return BACKENDS[name](n_jobs, time_limit, client)

@@ -4,7 +4,6 @@ store); ``Library.predict`` is the case of any members of one library."""
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._jobs import n_workers
 from ..data import as_frame, check_columns
 from .runs import view_key
 from .views import transform
@@ -69,9 +69,7 @@ class FittedMembers:
         missing columns, a warning for categories never seen in training."""
         return check_columns(as_frame(X), list(self.columns), self.categories)
 
-    def predict(
-        self, X, n_jobs: int = 1, batch_rows: int = BATCH_ROWS, fast: bool = True
-    ) -> np.ndarray:
+    def predict(self, X, n_jobs: int = 1, batch_rows: int = BATCH_ROWS) -> np.ndarray:
         """Test-time probabilities of these members on the rows of X (see the class docstring
         for the contract): ``(m, n)`` for binary problems, ``(m, n, C)`` otherwise, ``(m, n)``
         values for regression.
@@ -79,26 +77,20 @@ class FittedMembers:
         Rows go ``batch_rows`` at a time. Within a batch each preprocessing view is
         transformed once per fold and shared by the runs that use it, each run computes only
         the stages and calibrations of these members, and runs predict on ``n_jobs`` threads
-        (-1: one per core; the models' native code releases the GIL). ``fast=False`` is the
-        path before issue 15, kept for benchmarks: every run transforms its own views and
-        predicts every sibling, stage and calibration, and the members are picked after."""
+        (as joblib reads it: None is 1, -1 every available CPU, -k all but k-1; the models'
+        native code releases the GIL)."""
         frame = self.frame(X)
         regression = self.task == "regression"
         out = np.empty((len(self.ids), len(frame), 1 if regression else self.classes.size))
-        if not fast:
-            for run_id, fitted in self.runs.items():
-                rows = self._rows[run_id]
-                out[rows] = fitted.predict(frame)[self.offsets[rows]]
-        else:
-            workers = (os.cpu_count() or 1) if n_jobs == -1 else max(1, int(n_jobs))
-            pool = ThreadPoolExecutor(workers) if workers > 1 and len(self.runs) > 1 else None
-            try:
-                for start in range(0, len(frame), max(1, int(batch_rows))):
-                    part = frame.iloc[start : start + batch_rows]
-                    out[:, start : start + len(part)] = self._predict_batch(part, pool)
-            finally:
-                if pool is not None:
-                    pool.shutdown()
+        workers = n_workers(n_jobs)
+        pool = ThreadPoolExecutor(workers) if workers > 1 and len(self.runs) > 1 else None
+        try:
+            for start in range(0, len(frame), max(1, int(batch_rows))):
+                part = frame.iloc[start : start + batch_rows]
+                out[:, start : start + len(part)] = self._predict_batch(part, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown()
         if regression:
             return out[..., 0]
         return out[..., 1] if self.classes.size == 2 else out

@@ -19,10 +19,12 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
+from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
 from .kinds import run_seed
+from .predict_work import PREDICT_WORK
 from .spec import RunSpec
-from .training import TrainingData
+from .training import TrainingData, stratified_rows
 from .views import make_view, transform
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "predict_stages",
     "refit_full",
     "run_seed",
+    "structural_cost",
 ]
 
 COST_ROWS = 1000
@@ -41,6 +44,12 @@ COST_ROWS = 1000
 that per-call overhead does not dominate the cost per row of small folds."""
 COST_REPEATS = 2
 """Timings per stage; the fastest counts (the machine may be shared)."""
+EARLY_STOP_ROWS = 20_000
+"""From this many training rows a fit whose family can stop early (boosting: xgboost,
+lightgbm, hist_gbdt) is given ``early_stop=EARLY_STOP_FRACTION``: it holds that share of its own
+training rows out and stops adding rounds once they stop improving (see the families). Below,
+runs train exactly as the spec says, so small-table results do not change."""
+EARLY_STOP_FRACTION = 0.1
 
 
 def native_categorical(data: TrainingData) -> dict[int, int]:
@@ -59,6 +68,7 @@ class FittedRun:
     siblings: list  # [(fitted view, family run)]
     sibling_of_group: np.ndarray  # group g's calibrator follows sibling sibling_of_group[g]
     calibrators: dict  # (stage index, method) -> [ColumnCalibrator per group]
+    max_train_rows: int | None = None  # a plan's subsample: rows each fit trained on at most
 
     @property
     def member_keys(self) -> list[tuple[int, str]]:
@@ -141,8 +151,25 @@ def _target_transform(params: dict, y: np.ndarray, run: RunSpec):
     return params, np.log1p(y), TargetTransformRun
 
 
-def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
-    """Fit ``run`` on every fold and return its out-of-fold hillclimb predictions."""
+def fit_extra(family, run: RunSpec, data: TrainingData, n_train: int) -> dict:
+    """Keyword arguments of a family's fit beyond the spec's parameters: the native view's
+    categorical columns, and ``early_stop`` on large tables (``EARLY_STOP_ROWS``) for the
+    families whose fit takes it."""
+    extra = {"categorical": native_categorical(data)} if family.categorical else {}
+    if extra and run.view != "native":
+        extra["categorical"] = {}
+    if n_train >= EARLY_STOP_ROWS and "early_stop" in inspect.signature(family.fit).parameters:
+        extra["early_stop"] = EARLY_STOP_FRACTION
+    return extra
+
+
+def fit_run(
+    run: RunSpec, data: TrainingData, random_state: int, max_train_rows: int | None = None
+) -> RunResult:
+    """Fit ``run`` on every fold and return its out-of-fold hillclimb predictions.
+    ``max_train_rows``: each fit trains on a seeded stratified subsample of at most that many
+    of its training rows (a plan's choice for learners quadratic in the rows); every
+    hillclimb row is still predicted."""
     family = get_family(run.family, run.task)
     missing = missing_requirements(family)
     if missing:
@@ -154,14 +181,15 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     hill = data.hillclimb
     hill_folds = data.folds[hill]
     n_stages = len(run.stages or (None,))
-    extra = {"categorical": native_categorical(data)} if family.categorical else {}
-    if extra and run.view != "native":
-        extra["categorical"] = {}
+    n_train = int((data.folds != 0).sum())
+    extra = fit_extra(family, run, data, min(n_train, max_train_rows or n_train))
     variants = ["none", *[c for c in run.calibrations if c in family.variants]]
     oof = {v: np.empty((n_stages, hill.size, data.n_outputs)) for v in variants}
     siblings = []
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
+        if max_train_rows is not None:
+            train = stratified_rows(train, data.y, max_train_rows, seed + k)
         view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
         fitted = wrap(
             family.fit(
@@ -175,12 +203,15 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
             )
         )
         held = hill_folds == k
-        predicted = fitted.predict(transform(view, data.X.iloc[hill[held]]))
+        matrix = transform(view, data.X.iloc[hill[held]])
+        predicted = fitted.predict(matrix)
         for v in variants:
             oof[v][:, held] = predicted[v]
         siblings.append((view, fitted))
         if k == 0:
-            costs = measure_cost(view, fitted, data.X.iloc[hill[held]], n_stages)
+            timed = measure_cost(view, fitted, data.X.iloc[hill[held]], n_stages)
+            counted = structural_cost(run, view, fitted, matrix.shape[1], data.n_outputs)
+            costs = {**(timed if counted is None else counted), "timed": timed}
 
     y_hill = data.y[hill]
     groups = data.groups
@@ -201,7 +232,8 @@ def fit_run(run: RunSpec, data: TrainingData, random_state: int) -> RunResult:
     predictions = np.stack(members).astype(np.float32)
     if not np.isfinite(predictions).all():
         raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
-    return RunResult(predictions, FittedRun(run, siblings, sibling_of_group, calibrators), costs)
+    fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
+    return RunResult(predictions, fitted, costs)
 
 
 def view_key(kind: str, view, n_siblings: int, k: int) -> tuple:
@@ -225,6 +257,27 @@ def _takes_stages(cls: type) -> bool:
     if cls not in _TAKES_STAGES:
         _TAKES_STAGES[cls] = "stages" in inspect.signature(cls.predict).parameters
     return _TAKES_STAGES[cls]
+
+
+def structural_cost(run: RunSpec, view, family_run, width: int, outputs: int) -> dict | None:
+    """The deterministic predict cost of one sibling of ``run`` (ms per 1,000 rows, counted
+    from its fitted structure: :func:`ensel.library.cost.structural_predict_ms`), the
+    ``predict_ms`` the store records; the timing of :func:`measure_cost` is kept beside it as
+    a report only (``predict_ms_timed``). None for a family without a work function (one a
+    user registered): its timing is recorded instead, reproducible only on the same machine."""
+    if run.family not in PREDICT_WORK:
+        return None
+    return structural_predict_ms(
+        run.family,
+        run.task,
+        run.param_dict,
+        run.stages or (None,),
+        view,
+        family_run,
+        width,
+        outputs,
+        skips_stages=_takes_stages(type(family_run)),
+    )
 
 
 def measure_cost(view, family_run, X: pd.DataFrame, n_stages: int) -> dict:
@@ -273,14 +326,17 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     run = fitted.run
     family = get_family(run.family, run.task)
     params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
-    extra = {"categorical": native_categorical(data)} if family.categorical else {}
-    if extra and run.view != "native":
-        extra["categorical"] = {}
-    view = make_view(run.view, data.columns, family.native_missing).fit(data.X)
+    limit = getattr(fitted, "max_train_rows", None)  # a planned subsample stays one
+    rows = np.arange(len(data.y))
+    if limit is not None:
+        rows = stratified_rows(rows, data.y, limit, run_seed(run, random_state))
+    extra = fit_extra(family, run, data, rows.size)
+    X_fit = data.X.iloc[rows]
+    view = make_view(run.view, data.columns, family.native_missing).fit(X_fit)
     model = wrap(
         family.fit(
-            transform(view, data.X),
-            y_fit,
+            transform(view, X_fit),
+            y_fit[rows],
             n_classes=data.n_classes,
             params=params,
             stages=run.stages,
@@ -305,4 +361,4 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
         for s_idx, method in needed:
             cal = ColumnCalibrator(method).fit(raw[at[s_idx]], data.y[hill])
             calibrators[(s_idx, method)] = [cal]
-    return FittedRun(run, [(view, model)], np.zeros(1, dtype=int), calibrators)
+    return FittedRun(run, [(view, model)], np.zeros(1, dtype=int), calibrators, limit)

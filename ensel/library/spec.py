@@ -18,8 +18,8 @@ A spec looks like::
         samples: 20                          # 20 draws, quasi-Monte Carlo by default
         stages: [16, 64, 256]
 
-A regression spec says ``task: regression``; its families are the regressors of
-``families/regression.py`` (by the same plain names), it has no calibration variants, and an
+A regression spec says ``task: regression``; its families are the regressors registered beside
+each algorithm's classifier (by the same plain names), it has no calibration variants, and an
 entry may declare ``target: [none, log1p]`` (runs that learn ``log1p(y)`` and predict back).
 """
 

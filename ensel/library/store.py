@@ -39,8 +39,11 @@ from .kinds import PackedRun, RunLike
 __all__ = ["PackedRun", "PredictionStore", "member_id"]
 
 FORMAT = 1
-STATUSES = ("ok", "failed", "timeout", "budget")
-"""budget: stopped or never started because the build's time budget ran out (resumed later)."""
+STATUSES = ("ok", "failed", "timeout", "budget", "memory", "left_out")
+"""budget: stopped or never started because the build's time budget ran out (resumed later);
+memory: not started or stopped because it did not fit under the build's ``max_memory`` (tried
+again by a later build); left_out: a build's plan left the run out before it started, as it
+would not fit the budget (its ``error`` says why; planned again by the next build)."""
 
 
 def member_id(run_id: str, stage: int | None, calibration: str) -> str:
@@ -197,18 +200,33 @@ class PredictionStore:
 
     # ------------------------------------------------------------------ writing runs
 
-    def write_run(self, run: RunLike, result: PackedRun, seconds: float) -> None:
-        """Commit a finished run: predictions and fitted bundle first, the manifest line last."""
+    def write_run(self, run: RunLike, result: PackedRun, seconds: float, note: str = "") -> None:
+        """Commit a finished run: predictions and fitted bundle first, the manifest line last.
+        ``note``: how the build trained it where that differs from the spec (a subsample)."""
         rid = run.run_id
         preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
         fitted = result.fitted
         _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
         _atomic_write(self.path / "runs" / f"{rid}.pkl", lambda fh: fh.write(fitted))
-        self._append(_record(run, "ok", "", seconds, result.costs))
+        record = _record(run, "ok", "", seconds, result.costs)
+        self._append({**record, "note": note} if note else record)
 
     def write_failure(self, run: RunLike, status: str, error: str, seconds: float) -> None:
         """Record a run that failed or ran out of time, so the build goes on without it."""
         self._append(_record(run, status, error, seconds))
+
+    def write_plan(self, plan: pd.DataFrame) -> None:
+        """Keep the plan of the last build under a time budget (one row per run: what it
+        decided and why) as ``plan.json``, written atomically."""
+        text = plan.to_json(orient="records")
+        _atomic_write(self.path / "plan.json", lambda fh: fh.write(text), mode="w")
+
+    def plan(self) -> pd.DataFrame | None:
+        """The plan ``write_plan`` kept, or None where no build was planned."""
+        path = self.path / "plan.json"
+        if not path.exists():
+            return None
+        return pd.DataFrame(json.loads(path.read_text()))
 
     # ------------------------------------------------------------------ reading
 
@@ -268,10 +286,12 @@ class PredictionStore:
                         "error": rec["error"],
                         "fit_seconds": rec["fit_seconds"],
                         "predict_ms": alone,
+                        "note": rec.get("note", ""),
                     }
                 )
         columns = ["id", "run", "family", "params", "view", "calibration", "stage", "status"]
-        frame = pd.DataFrame(rows, columns=[*columns, "error", "fit_seconds", "predict_ms"])
+        extra = ["error", "fit_seconds", "predict_ms", "note"]
+        frame = pd.DataFrame(rows, columns=[*columns, *extra])
         return frame.astype({"stage": "Int64"})
 
     # ------------------------------------------------------------------ the matrix
@@ -335,6 +355,8 @@ class PredictionStore:
 def _record(
     run: RunLike, status: str, error: str, seconds: float, costs: dict | None = None
 ) -> dict:
+    costs = dict(costs or {})
+    timed = costs.pop("timed", None)  # the builder's timing, a report only
     return {
         "run": run.run_id,
         "family": run.family,
@@ -346,6 +368,7 @@ def _record(
         "error": error,
         "fit_seconds": round(seconds, 3),
         "predict_ms": costs or None,
+        "predict_ms_timed": timed or None,
     }
 
 

@@ -5,8 +5,12 @@ calibrators and a fingerprint that ties a store to its data."""
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
+import shutil
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,10 +29,90 @@ from sklearn.utils.multiclass import type_of_target
 from ..calibration import CROSS_FIT_GROUPS
 from ..data import Columns, as_frame, check_features, clean_columns
 
-__all__ = ["HOLDOUT", "TrainingData", "prepare"]
+__all__ = [
+    "AUTO_FOLDS",
+    "HOLDOUT",
+    "CVChoice",
+    "TrainingData",
+    "prepare",
+    "read_frame",
+    "resolve_cv",
+    "share_frame",
+    "stratified_rows",
+]
 
 HOLDOUT = -1
 """Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
+AUTO_FOLDS = 5
+"""Folds of embedded cross-validation that ``cv="auto"`` uses on a small table."""
+AUTO_SWITCH_ROWS = 20_000
+"""From this many rows ``cv="auto"`` holds out one hillclimb set instead of K folds: selection
+stopped gaining past about 5,000 hillclimb rows (docs/benchmarks.md, "Hillclimb set size";
+docs/library.md), so from here the held-out set leaves each member about the rows a fold
+sibling of 5-fold CV trains on, for one fit instead of five."""
+AUTO_HILLCLIMB = (0.1, 5_000, 10_000)
+"""``(fraction, floor, cap)`` of the held-out hillclimb set of ``cv="auto"``: a tenth of the
+rows, at least 5,000 (where selection stopped gaining) and at most 10,000."""
+AUTO_MIN_CLASS_ROWS = 200
+"""Fewest rows of its rarest class the held-out set of ``cv="auto"`` must hold; a table whose
+rarest class is too rare for that keeps K folds (every row is then out-of-fold)."""
+AUTO_MAX_HOLDOUT = 0.25
+"""Largest share of the rows ``cv="auto"`` holds out."""
+
+
+@dataclass(frozen=True)
+class CVChoice:
+    """What ``cv`` resolves to for one table: ``cv`` (K, or None for a held-out hillclimb
+    set), ``hillclimb_fraction`` (its share of the rows when held out) and ``reason``."""
+
+    cv: int | None
+    hillclimb_fraction: float
+    reason: str
+
+    def hillclimb_rows(self, n_rows: int) -> int:
+        """Rows of the hillclimb set: all of them under K folds, else the held-out share."""
+        return n_rows if self.cv is not None else max(1, int(self.hillclimb_fraction * n_rows))
+
+
+def auto_hillclimb_rows(n_rows: int) -> int:
+    """Rows of the held-out hillclimb set ``cv="auto"`` takes from ``n_rows`` rows:
+    ``min(max(fraction * n, floor), cap)`` with ``AUTO_HILLCLIMB``."""
+    fraction, floor, cap = AUTO_HILLCLIMB
+    return int(min(max(fraction * n_rows, floor), cap))
+
+
+def resolve_cv(
+    cv, n_rows: int, y=None, *, hillclimb_fraction: float = 0.2, task: str = "classification"
+) -> CVChoice:
+    """``cv`` as the builder uses it. An integer K or None stand (None with
+    ``hillclimb_fraction``); ``"auto"`` gives ``AUTO_FOLDS`` folds below ``AUTO_SWITCH_ROWS``
+    rows, and from there a held-out hillclimb set of ``auto_hillclimb_rows`` rows, unless its
+    rarest class would hold fewer than ``AUTO_MIN_CLASS_ROWS`` rows even at
+    ``AUTO_MAX_HOLDOUT`` of the table (then K folds). ``y``: the labels (classes are counted
+    for classification)."""
+    if isinstance(cv, str):
+        if cv != "auto":
+            raise ValueError(f"cv={cv!r}: use 'auto', an integer >= 2, or None")
+    else:
+        return CVChoice(cv, hillclimb_fraction, "as given")
+    if n_rows < AUTO_SWITCH_ROWS:
+        return CVChoice(
+            AUTO_FOLDS, hillclimb_fraction, f"{n_rows} rows < {AUTO_SWITCH_ROWS}: K folds"
+        )
+    rows = auto_hillclimb_rows(n_rows)
+    if task != "regression" and y is not None:
+        labels = pd.Series(np.ravel(np.asarray(y, dtype=object)))
+        rarest = labels.value_counts(dropna=False).min() / max(len(labels), 1)
+        needed = int(np.ceil(AUTO_MIN_CLASS_ROWS / rarest))
+        if needed > AUTO_MAX_HOLDOUT * n_rows:
+            return CVChoice(
+                AUTO_FOLDS,
+                hillclimb_fraction,
+                f"rarest class {rarest:.2%} of {n_rows} rows: a held-out set would hold too few "
+                "of it, K folds",
+            )
+        rows = max(rows, needed)
+    return CVChoice(None, rows / n_rows, f"{n_rows} rows: {rows} held out for hillclimbing")
 
 
 @dataclass(frozen=True)
@@ -48,6 +132,15 @@ class TrainingData:
     task: str = "classification"  # "regression": y is the real target, classes is empty
     input_columns: tuple[str, ...] = ()  # the columns given, before any was left out
     dropped: dict[str, str] = field(default_factory=dict)  # column -> why it was left out
+    frame_file: str | None = None  # X lives in this directory (see share_frame)
+
+    def __reduce__(self):
+        """Pickled without X where X lives in ``frame_file``: the unpickling process maps that
+        file instead (workers of one machine share one copy of the training matrix)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.frame_file is not None:
+            state.update(dict.fromkeys(("X", *ROW_ARRAYS)))
+        return (_restore, (state,))
 
     @property
     def n_classes(self) -> int:
@@ -78,6 +171,98 @@ class TrainingData:
             "y": _hash(self.y, self.classes.astype(str)),
             "folds": _hash(self.folds, self.groups),
         }
+
+
+def _restore(state: dict) -> TrainingData:
+    if state["X"] is None:
+        state["X"] = read_frame(state["frame_file"])
+        for name in ROW_ARRAYS:
+            state[name] = np.load(Path(state["frame_file"]) / f"{name}.npy", mmap_mode="r")
+    return TrainingData(**state)
+
+
+FLOAT_FILE = "float64.npy"
+OTHER_FILE = "other.pkl"
+ROW_ARRAYS = ("y", "folds", "groups")
+"""Per-row arrays of TrainingData kept beside the frame (memory-mapped by the workers too)."""
+
+
+def share_frame(data: TrainingData, directory: str | os.PathLike) -> TrainingData:
+    """``data`` with X written once to ``directory`` (its float64 columns as one memory-mapped
+    ``.npy``, the other columns, small codes and labels, pickled) and read back from there; so
+    pickled, it carries the directory's path instead of the rows. ``directory`` is replaced."""
+    directory = Path(directory)
+    tmp = directory.with_name(f".{directory.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    block, floats, others = _parts(data.X)
+    np.save(tmp / FLOAT_FILE, block)
+    for name in ROW_ARRAYS:
+        np.save(tmp / f"{name}.npy", getattr(data, name))
+    with open(tmp / OTHER_FILE, "wb") as fh:
+        pickle.dump((list(data.X.columns), floats, others), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.replace(tmp, directory)
+    return replace(data, X=read_frame(directory), frame_file=str(directory))
+
+
+def read_frame(directory: str | os.PathLike) -> pd.DataFrame:
+    """The frame :func:`share_frame` wrote: its float64 columns are a read-only view of the
+    memory-mapped file (pages shared by every process that maps it), the others loaded."""
+    directory = Path(directory)
+    block = np.load(directory / FLOAT_FILE, mmap_mode="r")
+    with open(directory / OTHER_FILE, "rb") as fh:
+        order, floats, others = pickle.load(fh)
+    return _assemble(block, floats, order, others)
+
+
+def canonical_frame(X: pd.DataFrame) -> pd.DataFrame:
+    """``X`` with its float64 columns in one block laid out as :func:`read_frame` lays them
+    out, so that a build reading the shared file and one holding the frame compute the same
+    numbers (numpy's sums round by memory layout)."""
+    block, floats, others = _parts(X)
+    return _assemble(block, floats, list(X.columns), others)
+
+
+def _parts(X: pd.DataFrame) -> tuple[np.ndarray, list, pd.DataFrame]:
+    floats = [c for c in X.columns if X[c].dtype == np.float64]
+    block = np.ascontiguousarray(X[floats].to_numpy(dtype=np.float64))
+    return block, floats, X[[c for c in X.columns if c not in set(floats)]]
+
+
+def _assemble(block: np.ndarray, floats: list, order: list, others: pd.DataFrame) -> pd.DataFrame:
+    frame = pd.DataFrame(block, columns=floats, copy=False)
+    for position, name in enumerate(order):
+        if name in others.columns:
+            frame.insert(position, name, others[name])
+    return frame
+
+
+def stratified_rows(rows: np.ndarray, y: np.ndarray, m: int, random_state: int) -> np.ndarray:
+    """A seeded stratified subsample of ``m`` of ``rows`` (indices into ``y``), sorted: each
+    class keeps its share (largest remainders round up; a class present keeps a row), so a run
+    planned onto fewer rows (a kernel SVM, k-NN) sees the classes as the whole table has them.
+    For a real target the strata are ten quantile bins. All of ``rows`` where ``m`` is not
+    smaller."""
+    rows = np.asarray(rows)
+    if m >= rows.size:
+        return rows
+    labels = y[rows]
+    if labels.dtype.kind == "f":
+        labels = np.searchsorted(np.quantile(labels, np.linspace(0, 1, 11)[1:-1]), labels)
+    strata, codes = np.unique(labels, return_inverse=True)
+    counts = np.bincount(codes, minlength=strata.size)
+    quota = counts * m / rows.size
+    take = np.minimum(np.maximum(np.floor(quota).astype(int), 1), counts)
+    for j in np.argsort(-(quota - np.floor(quota)), kind="stable"):
+        if take.sum() >= m:
+            break
+        take[j] = min(take[j] + 1, counts[j])
+    rng = np.random.default_rng(random_state)
+    picked = [
+        rng.choice(np.flatnonzero(codes == j), take[j], replace=False) for j in range(strata.size)
+    ]
+    return np.sort(rows[np.concatenate(picked)])
 
 
 def _hash(*arrays: np.ndarray) -> str:
@@ -122,6 +307,7 @@ def prepare(
             f"{y_arr.size} rows; drop those rows first"
         )
     frame, dropped = clean_columns(frame)
+    frame = canonical_frame(frame)
     if task == "regression":
         data = _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
         return replace(data, input_columns=input_columns, dropped=dropped)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
-__all__ = ["fit_forest", "global_leaves", "laplace_leaf_proba", "node_offsets"]
+__all__ = ["fit_labelled_forest", "global_leaves", "laplace_leaf_proba", "node_offsets"]
 
 
-def fit_forest(
+def fit_labelled_forest(
     Z: np.ndarray,
     y: np.ndarray,
     *,

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Tree", "best_split", "candidate_splits", "gini_gain", "grow", "route"]
+__all__ = ["PartitionTree", "best_split", "candidate_splits", "gini_gain", "grow", "route"]
+
+
+def __getattr__(name: str):
+    if name == "Tree":  # the former name, which FSPTs pickled before the rename refer to
+        return PartitionTree
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def gini_gain(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -231,7 +237,7 @@ else:
 
 
 @dataclass(frozen=True)
-class Tree:
+class PartitionTree:
     """A grown FSPT as flat node arrays (node 0 is the root; ``feature == -1`` marks a leaf).
 
     ``p_left`` is the share of the known training weight sent left (C4.5 routing of missing
@@ -267,7 +273,7 @@ def grow(
     patience: int,
     min_samples_split: float,
     max_depth: int | None,
-) -> Tree:
+) -> PartitionTree:
     """Grow an FSPT on rows ``Z`` with weights ``w`` in the box ``[low, high]``.
 
     Stopping (§4.1): a node whose best gain ``ΔG`` (Eq. 4) is at most ``epsilon`` increments a
@@ -320,7 +326,7 @@ def grow(
         left[node], right[node], p_left[node] = n_l, n_r, split.cdf
         stack.append((n_r, rows[keep_r], wr[keep_r], depth + 1, counter))
         stack.append((n_l, rows[keep_l], wl[keep_l], depth + 1, counter))
-    return Tree(
+    return PartitionTree(
         np.asarray(feature, dtype=np.intp),
         np.asarray(threshold, dtype=float),
         np.asarray(left, dtype=np.intp),
@@ -332,7 +338,7 @@ def grow(
     )
 
 
-def route(tree: Tree, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def route(tree: PartitionTree, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Send every row of ``Z`` to its leaf, level by level with index arrays.
 
     A row missing the split feature goes both ways with weights ``p_left`` and ``1 - p_left``

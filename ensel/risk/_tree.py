@@ -23,7 +23,14 @@ import numpy as np
 from joblib import Parallel, delayed
 from numba import njit
 
-__all__ = ["Forest", "Tree", "fit_forest", "grow_tree", "node_weights", "prune_tree"]
+__all__ = [
+    "BackgroundForest",
+    "BackgroundTree",
+    "fit_background_forest",
+    "grow_tree",
+    "node_weights",
+    "prune_tree",
+]
 
 _JIT = {"cache": True, "nogil": True}
 
@@ -33,11 +40,21 @@ SPLITS = {"entropy": 0, "gini": 1, "random": 2}
 LOSSES = {"error": 0, "brier": 1}
 """Pruning losses: misclassification error (Hooker §4, Quinlan 1987) and Brier score (report §3)."""
 
+_RENAMED = {"Tree": "BackgroundTree", "Forest": "BackgroundForest"}
+"""Former names of the classes here, which fitted detectors pickled before the rename refer to."""
+
+
+def __getattr__(name: str):
+    if name in _RENAMED:
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _MIN_WEIGHT = 1e-9  # a row's share below this is dropped when a missing value splits it
 
 
 @dataclass(frozen=True)
-class Tree:
+class BackgroundTree:
     """One tree as flat arrays indexed by node id (children always have larger ids).
 
     ``left``/``right`` are -1 at a leaf; ``fg`` is the data weight in the node, ``bg`` its
@@ -75,7 +92,7 @@ class Tree:
 
 
 @dataclass(frozen=True)
-class Forest:
+class BackgroundForest:
     """Trees stacked into one set of arrays (child ids are global), for one compiled pass."""
 
     roots: np.ndarray
@@ -89,7 +106,7 @@ class Forest:
     depth: int
 
     @classmethod
-    def stack(cls, trees: list[Tree]) -> Forest:
+    def stack(cls, trees: list[BackgroundTree]) -> BackgroundForest:
         sizes = np.array([t.n_nodes for t in trees])
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
 
@@ -142,7 +159,7 @@ def grow_tree(
     min_samples_leaf: float = 1.0,
     max_features: int | None = None,
     seed: int = 0,
-) -> Tree:
+) -> BackgroundTree:
     """Grow one tree on rows ``Z`` with weights ``w`` (bootstrap counts) against a uniform
     background of ``w.sum()`` expected points on the box ``[low, high]``.
 
@@ -174,10 +191,10 @@ def grow_tree(
         np.uint64(seed),
     )
     feature, threshold, left, right, fg, bg, p_left, depth = out
-    return Tree(feature, threshold, left, right, fg, bg, p_left, int(depth))
+    return BackgroundTree(feature, threshold, left, right, fg, bg, p_left, int(depth))
 
 
-def node_weights(tree: Tree, Z: np.ndarray, w: np.ndarray) -> np.ndarray:
+def node_weights(tree: BackgroundTree, Z: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The weight of rows ``Z`` (weights ``w``) reaching every node, missing values split C4.5
     style."""
     return _node_weights(
@@ -186,7 +203,9 @@ def node_weights(tree: Tree, Z: np.ndarray, w: np.ndarray) -> np.ndarray:
     )  # fmt: skip
 
 
-def prune_tree(tree: Tree, Z: np.ndarray, w: np.ndarray, loss: str = "brier") -> Tree:
+def prune_tree(
+    tree: BackgroundTree, Z: np.ndarray, w: np.ndarray, loss: str = "brier"
+) -> BackgroundTree:
     """Reduced-error pruning (Quinlan 1987) on held-out rows ``Z`` with weights ``w``.
 
     The held-out background is exact too: a node expects ``w.sum() * bg / bg[root]`` background
@@ -200,7 +219,7 @@ def prune_tree(tree: Tree, Z: np.ndarray, w: np.ndarray, loss: str = "brier") ->
     return _compact(tree, left, right)
 
 
-def fit_forest(
+def fit_background_forest(
     Z: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
@@ -213,7 +232,7 @@ def fit_forest(
     bootstrap: bool = True,
     n_jobs: int | None = None,
     random_state=None,
-) -> tuple[Forest, list[Tree]]:
+) -> tuple[BackgroundForest, list[BackgroundTree]]:
     """Bagged trees (Breiman 1996; report §4.1): each tree sees a bootstrap sample of the rows
     as weights. With ``prune``, the rows are split at random: a bootstrap sample of a
     ``structure_fraction`` of the rows grows the tree, one of the other rows prunes it (report
@@ -246,10 +265,10 @@ def fit_forest(
         return tree
 
     trees = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(one)(*job) for job in jobs)
-    return Forest.stack(trees), trees
+    return BackgroundForest.stack(trees), trees
 
 
-def _compact(tree: Tree, left: np.ndarray, right: np.ndarray) -> Tree:
+def _compact(tree: BackgroundTree, left: np.ndarray, right: np.ndarray) -> BackgroundTree:
     """Drop the nodes a pruning cut off and renumber the rest (still parents before children)."""
     reach, node_depth = _reach(left, right)
     new_id = np.cumsum(reach) - 1
@@ -257,7 +276,7 @@ def _compact(tree: Tree, left: np.ndarray, right: np.ndarray) -> Tree:
     lft, rgt = left[keep], right[keep]
     lft = np.where(lft >= 0, new_id[np.maximum(lft, 0)], -1)
     rgt = np.where(rgt >= 0, new_id[np.maximum(rgt, 0)], -1)
-    return Tree(
+    return BackgroundTree(
         tree.feature[keep], tree.threshold[keep], lft, rgt, tree.fg[keep], tree.bg[keep],
         tree.p_left[keep], int(node_depth[keep].max()),
     )  # fmt: skip

@@ -12,9 +12,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import Detector, register
-from ._tree import Forest, fit_forest, grow_tree, prune_tree
+from ._tree import BackgroundForest, fit_background_forest, grow_tree, prune_tree
 
-__all__ = ["CERT", "CERTForest"]
+__all__ = ["CERT", "BackgroundForestDetector", "CERTForest"]
 
 
 @register("cert")
@@ -85,14 +85,47 @@ class CERT(Detector):
         if self.prune is not None:
             tree = prune_tree(tree, Z, w_held, self.prune)
         self.tree_ = tree
-        self.forest_ = Forest.stack([tree])
+        self.forest_ = BackgroundForest.stack([tree])
 
     def _risk(self, Z):
         return self.forest_.risk(Z)
 
 
+class BackgroundForestDetector(Detector):
+    """A forest of trees grown against the exact uniform background (``_tree``): the CERT
+    forest and the chaos forest are this, each stating only how its trees grow
+    (``_grow_options``) and how rows are drawn for them (``_sampling``). Risk is the mean over
+    trees of the leaf's ``bg / (fg + bg)`` (``aggregate="probability"``) or of the density
+    ratios (``"density"``), 1 outside the box; ``n_jobs`` grows trees in threads and the forest
+    does not depend on it."""
+
+    one_outside_box = True
+    test_params: ClassVar[dict] = {"n_estimators": 10}
+
+    def _grow_options(self, d: int) -> dict:
+        """The keyword arguments of ``grow_tree`` for data with ``d`` encoded columns."""
+        raise NotImplementedError
+
+    def _sampling(self) -> dict:
+        """The row sampling of ``fit_background_forest`` (``bootstrap``, ``prune``,
+        ``structure_fraction``)."""
+        raise NotImplementedError
+
+    def _fit(self, Z, y):
+        self._validate_params()
+        space = self.space_
+        self.forest_, _ = fit_background_forest(
+            Z, space.low, space.high, space.categorical, n_estimators=self.n_estimators,
+            grow=self._grow_options(Z.shape[1]), n_jobs=self.n_jobs,
+            random_state=self.random_state, **self._sampling(),
+        )  # fmt: skip
+
+    def _risk(self, Z):
+        return self.forest_.risk(Z, self.aggregate)
+
+
 @register("cert_forest")
-class CERTForest(Detector):
+class CERTForest(BackgroundForestDetector):
     """A bagged forest of unpruned CERT trees (Sandia report §2.4 and §3).
 
     As the report: each tree grows unpruned on a bootstrap sample by information gain, with no
@@ -119,8 +152,6 @@ class CERTForest(Detector):
     random forests in §4.2; "sqrt"; an int or a fraction) picks the variables tried at each
     split. ``n_jobs`` grows trees in threads; the forest does not depend on it."""
 
-    one_outside_box = True
-    test_params: ClassVar[dict] = {"n_estimators": 10}
     _parameter_constraints: ClassVar[dict] = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "criterion": [StrOptions({"gini", "entropy"})],
@@ -169,24 +200,17 @@ class CERTForest(Detector):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _fit(self, Z, y):
-        self._validate_params()
-        space = self.space_
-        grow = {
+    def _grow_options(self, d: int) -> dict:
+        return {
             "split": self.criterion,
             "max_depth": self.max_depth,
             "min_samples_leaf": self.min_samples_leaf,
-            "max_features": n_features_to_try(self.max_features, Z.shape[1]),
+            "max_features": n_features_to_try(self.max_features, d),
             "edge_splits": self.edge_splits,
         }
-        self.forest_, _ = fit_forest(
-            Z, space.low, space.high, space.categorical, n_estimators=self.n_estimators,
-            grow=grow, bootstrap=self.bootstrap, prune=self.prune, n_jobs=self.n_jobs,
-            random_state=self.random_state,
-        )  # fmt: skip
 
-    def _risk(self, Z):
-        return self.forest_.risk(Z, self.aggregate)
+    def _sampling(self) -> dict:
+        return {"bootstrap": self.bootstrap, "prune": self.prune}
 
 
 def n_features_to_try(max_features, d: int) -> int:

@@ -8,14 +8,14 @@ from typing import ClassVar
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import Detector, register
-from ._tree import fit_forest
+from ._base import register
+from .cert import BackgroundForestDetector
 
 __all__ = ["ChaosForest"]
 
 
 @register("chaos_forest")
-class ChaosForest(Detector):
+class ChaosForest(BackgroundForestDetector):
     """An ensemble of purely random trees grown against the exact uniform background.
 
     As the report (§2.5, §3): the rows are split at random for each tree; a bootstrap sample
@@ -29,8 +29,6 @@ class ChaosForest(Detector):
     mean over trees of the leaf's ``bg / (fg + bg)``, 1 outside the box; a missing value mixes
     both branches (C4.5)."""
 
-    one_outside_box = True
-    test_params: ClassVar[dict] = {"n_estimators": 10}
     _parameter_constraints: ClassVar[dict] = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "edge_splits": ["boolean"],
@@ -65,15 +63,8 @@ class ChaosForest(Detector):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _fit(self, Z, y):
-        self._validate_params()
-        space = self.space_
-        grow = {"split": "random", "edge_splits": self.edge_splits, "max_depth": self.max_depth}
-        self.forest_, _ = fit_forest(
-            Z, space.low, space.high, space.categorical, n_estimators=self.n_estimators,
-            grow=grow, prune=self.prune, structure_fraction=self.structure_fraction,
-            n_jobs=self.n_jobs, random_state=self.random_state,
-        )  # fmt: skip
+    def _grow_options(self, d: int) -> dict:
+        return {"split": "random", "edge_splits": self.edge_splits, "max_depth": self.max_depth}
 
-    def _risk(self, Z):
-        return self.forest_.risk(Z, self.aggregate)
+    def _sampling(self) -> dict:
+        return {"prune": self.prune, "structure_fraction": self.structure_fraction}

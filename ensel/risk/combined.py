@@ -12,7 +12,6 @@ detector) and ``CombinedRisk``, which does it all in memory for a user's own det
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,8 +22,9 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
+from .._jobs import n_workers
 from ..calibration import PlattCalibrator, cross_fit, cross_fit_groups
-from ..data import as_frame
+from ..data import as_frame, stratified_rows
 from ..selection import EnsembleSelection
 from ._base import DETECTORS, Detector, FeatureSpace, get_detector, load_all
 
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_DETECTORS",
+    "DETECTOR_ROWS",
     "Combination",
     "CombinedRisk",
     "DetectorSet",
@@ -53,6 +54,16 @@ DEFAULT_DETECTORS = (
     "openset_forest",
 )
 """What ``CombinedRisk`` joins by default (the builtin ones only when labels are given)."""
+
+
+DETECTOR_ROWS = 5_000
+"""A detector's fold sibling is fitted on at most this many of its training rows (a sample
+stratified by class where there are labels, drawn with a seed fixed by the fold, so the same
+data gives the same detector). Several detectors keep their training rows or grow with them
+(LOF, KDE and the dispersion forest keep the rows; CERT, chaos and the builtin forests grow
+about one leaf per few rows): at 80,000 rows LOF alone held 2.7 GB, and the saved model's
+detectors grew with the data. The detectors' scale (Sandia report §4: a few thousand rows) is
+kept, and every held-out row is still scored."""
 
 
 @dataclass
@@ -85,11 +96,13 @@ def fit_detector(
     y: np.ndarray | None,
     folds: np.ndarray,
     background: pd.DataFrame,
+    max_rows: int | None = DETECTOR_ROWS,
 ) -> tuple[np.ndarray, FittedDetector]:
     """Out-of-fold risk of ``detector`` on the rows of ``X`` with a fold (``folds >= 0``), then on
     ``background``, concatenated; and the fitted siblings. Sibling ``k`` is fitted without fold
-    ``k`` and scores it; background points are scored by every sibling and averaged. Rows with
-    fold -1 only train (a held-out hillclimb split)."""
+    ``k`` (on at most ``max_rows`` of those rows, see ``DETECTOR_ROWS``; None: all) and scores
+    it; background points are scored by every sibling and averaged. Rows with fold -1 only
+    train (a held-out hillclimb split)."""
     n_siblings = int(folds.max()) + 1
     scored = np.flatnonzero(folds >= 0)
     oof = np.empty(scored.size)
@@ -97,6 +110,9 @@ def fit_detector(
     siblings = []
     for k in range(n_siblings):
         train = np.flatnonzero(folds != k)
+        if max_rows is not None and train.size > max_rows:
+            strata = np.zeros(train.size, int) if y is None else np.asarray(y)[train]
+            train = train[stratified_rows(strata, max_rows, random_state=k)]
         sibling = clone(detector)
         sibling.fit(X.iloc[train], None if y is None or not sibling.requires_y else y[train])
         held = folds[scored] == k
@@ -179,9 +195,10 @@ class DetectorSet:
 
     def risks(self, X, n_jobs: int = 1, batch_rows: int = 10_000) -> pd.DataFrame:
         """One column per detector (its own raw risk) and ``combined``: detectors on
-        ``n_jobs`` threads (-1: one per core), rows ``batch_rows`` at a time."""
+        ``n_jobs`` threads (None is 1, -1 every available CPU, -k all but k-1), rows
+        ``batch_rows`` at a time."""
         frame = as_frame(X)
-        workers = (os.cpu_count() or 1) if n_jobs == -1 else max(1, int(n_jobs))
+        workers = n_workers(n_jobs)
         pool = ThreadPoolExecutor(workers) if workers > 1 and len(self.fitted) > 1 else None
         map_ = pool.map if pool is not None else map
         try:

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._base import Detector, register
-from ._forest import fit_forest, global_leaves, node_offsets
+from ._forest import fit_labelled_forest, global_leaves, node_offsets
 
 __all__ = ["ForestDispersionRisk", "class_proximity", "dispersion_to_risk"]
 
@@ -88,7 +88,7 @@ class ForestDispersionRisk(Detector):
         self.n_jobs = n_jobs
 
     def _fit(self, Z, y):
-        forest = fit_forest(
+        forest = fit_labelled_forest(
             Z,
             y,
             n_estimators=self.n_estimators,

@@ -13,7 +13,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.utils.multiclass import type_of_target
 
 from ._base import Detector, register
-from ._fspt_tree import Tree, grow, route
+from ._fspt_tree import PartitionTree, grow, route
 
 __all__ = ["FSPT"]
 
@@ -153,7 +153,7 @@ class FSPT(Detector):
                 f"calibration must be one of {sorted(_CALIBRATIONS)}; got {self.calibration!r}"
             )
 
-    def _leaf_risk(self, tree: Tree, score: np.ndarray, root_width, n_total) -> np.ndarray:
+    def _leaf_risk(self, tree: PartitionTree, score: np.ndarray, root_width, n_total) -> np.ndarray:
         """Each node's risk on the Hooker scale from its Eq. 9 score (see the class docstring)."""
         leaves = tree.leaves
         if self.calibration == "none":
@@ -194,7 +194,7 @@ _CALIBRATIONS = ("isotonic", "none")
 
 
 def leaf_scores(
-    tree: Tree, root_width: np.ndarray, importance: np.ndarray, e_points: float
+    tree: PartitionTree, root_width: np.ndarray, importance: np.ndarray, e_points: float
 ) -> np.ndarray:
     """Eq. 9 for every node: ``S(R) = Σ_I f_I · |R+| / (|R+| + ΔI(R)/ΔI · E)``.
 

@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import Detector, FeatureSpace, register
-from ._forest import fit_forest, global_leaves, laplace_leaf_proba
+from ._forest import fit_labelled_forest, global_leaves, laplace_leaf_proba
 
 __all__ = ["MarginRisk", "margin_risk"]
 
@@ -84,7 +84,7 @@ class MarginRisk(Detector):
         return self
 
     def _fit(self, Z, y):
-        self.forest_ = fit_forest(
+        self.forest_ = fit_labelled_forest(
             Z,
             y,
             n_estimators=self.n_estimators,

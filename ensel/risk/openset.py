@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import Detector, register
 from ._evt import fit_weibull, weibull_log_survival
-from ._forest import fit_forest
+from ._forest import fit_labelled_forest
 
 __all__ = ["AGGREGATIONS", "STEELE", "OpenSetForest", "accuracy_threshold", "tree_pertinence"]
 
@@ -96,7 +96,7 @@ class OpenSetForest(Detector):
         rng = check_random_state(self.random_state)
         split_seed, forest_seed, uniform_seed = rng.randint(np.iinfo(np.int32).max, size=3)
         fit_rows, val_rows = _split(y, self.validation_fraction, split_seed)
-        self.forest_ = fit_forest(
+        self.forest_ = fit_labelled_forest(
             Z[fit_rows],
             y[fit_rows],
             n_estimators=self.n_estimators,

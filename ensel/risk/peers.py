@@ -21,8 +21,20 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardSc
 
 from ._base import Detector, FeatureSpace, register
 
-__all__ = ["ONE_HOT_SCALE", "IsolationForestRisk", "KDERisk", "LOFRisk", "make_encoder"]
+__all__ = [
+    "MAX_LEVELS",
+    "ONE_HOT_SCALE",
+    "IsolationForestRisk",
+    "KDERisk",
+    "LOFRisk",
+    "make_encoder",
+]
 
+MAX_LEVELS = 32
+"""A categorical column one-hot encodes its most frequent training categories, at most this
+many, and pools the rest into one "infrequent" column (as the library's one-hot views do), so
+a column with thousands of categories (an id, a zip code) does not make the dense matrix the
+peers keep thousands of columns wide."""
 ONE_HOT_SCALE = 1.0 / np.sqrt(2.0)
 """One-hot columns are multiplied by this, so two different categories lie at distance 1: as
 far apart as one standard deviation of a standardised numeric column."""
@@ -39,8 +51,9 @@ def _scale_one_hot(A: np.ndarray) -> np.ndarray:
 def make_encoder(space: FeatureSpace) -> ColumnTransformer:
     """Unfitted transformer of encoded rows (see FeatureSpace) into the dense matrix the peers
     see: numeric columns median-imputed and standardised; categorical columns mode-imputed and
-    one-hot encoded over the training categories (scaled by ``ONE_HOT_SCALE``; an unseen
-    category is all zeros, and lies outside the box anyway)."""
+    one-hot encoded over the ``MAX_LEVELS`` most frequent training categories plus one column
+    for the others (scaled by ``ONE_HOT_SCALE``; an unseen category is all zeros, and lies
+    outside the box anyway)."""
     numeric = np.flatnonzero(~space.categorical)
     parts = []
     if numeric.size:
@@ -52,6 +65,7 @@ def make_encoder(space: FeatureSpace) -> ColumnTransformer:
             categories=[np.arange(n_categories, dtype=float)],
             handle_unknown="ignore",
             sparse_output=False,
+            max_categories=MAX_LEVELS + 1 if n_categories > MAX_LEVELS + 1 else None,
         )
         pipe = make_pipeline(
             FunctionTransformer(_category_codes),
@@ -174,8 +188,15 @@ class KDERisk(_Peer):
         scale = np.ones(space.n_features)
         if numeric.any():
             scale[numeric] = self.encoder_.named_transformers_["numeric"][-1].scale_
+        # categories as encoded: a column pooled beyond MAX_LEVELS counts its pool as one
+        # category, for the uniform density and the kernel's normalisation alike
         self.n_categories_ = np.array(
-            [len(c) for c, k in zip(space.categories, space.categorical, strict=True) if k], int
+            [
+                min(len(c), MAX_LEVELS + 1)
+                for c, k in zip(space.categories, space.categorical, strict=True)
+                if k
+            ],
+            int,
         )
         self.log_uniform_ = (
             -np.log(space.width[numeric] / scale[numeric]).sum() - np.log(self.n_categories_).sum()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from sklearn.metrics import log_loss, roc_auc_score
 
 from benchmarks.bench_automl import compare, pair_scores, summary
@@ -58,3 +59,126 @@ def test_compare_pairs_by_dataset_and_seed_with_ensel_better_positive():
 def test_summary_leaves_out_comparisons_without_pairs():
     table = summary(_rows())
     assert list(table["vs"]) == ["autogluon 60s"]
+
+
+def _protocol_rows(ahead: float = 0.01, n_datasets: int = 12, ratio: float = 0.8):
+    """ensel ahead of AutoGluon by ``ahead`` on every dataset but one (behind by ``ahead``) at
+    300 and 600 s, and ensel 600 s ahead of ensel 120 s; seeds 0-4; ensel predicts in
+    ``ratio`` times AutoGluon's time."""
+    from benchmarks.bench_automl import DATASETS
+
+    rows = []
+    for i, d in enumerate(DATASETS[:n_datasets]):
+        for seed in range(5):
+            base = 0.7 + 0.01 * i + 0.001 * seed
+            sign = -1 if i == 0 else 1
+            for config, budget, gain, us in (
+                ("ensel", 120.0, 0.0, 10 * ratio),
+                ("ensel", 300.0, sign * ahead, 10 * ratio),
+                ("ensel", 600.0, sign * ahead + 0.002 * (i + 1), 10 * ratio),
+                ("autogluon", 300.0, 0.0, 10.0),
+                ("autogluon", 600.0, 0.0, 10.0),
+            ):
+                rows.append(
+                    {
+                        "dataset": d,
+                        "seed": seed,
+                        "config": config,
+                        "budget": budget,
+                        "auc": base + gain,
+                        "logloss": 0.5 - base / 2 - gain,
+                        "predict_us_per_row": us,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_over_datasets_uses_per_dataset_means_as_the_unit():
+    from benchmarks.bench_automl import over_datasets
+
+    rows = _rows()  # dataset x: seeds 0, 1; dataset y: seed 0
+    out = over_datasets(rows, ("ensel", 60.0), ("autogluon", 60.0), "auc")
+    assert out["pairs"] == 3 and out["datasets"] == 2
+    d = np.array([(0.02 - 0.01) / 2, 0.05])  # mean over x's seeds, then y
+    assert out["mean diff"] == pytest.approx(d.mean())
+    assert out["wins"] == 2 and out["losses"] == 0
+    assert out["p (t-test)"] == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
+    assert out["p (sign test)"] == pytest.approx(0.5)  # 2 of 2: 2 * (1/4)
+
+
+def test_targets_met_and_missed():
+    from benchmarks.bench_automl import targets
+
+    met = targets(_protocol_rows())
+    assert len(met) == 4 + 1 + 2
+    assert all(line.endswith("**met**") for line in met), met
+    assert "11/12 datasets won" in met[0]
+    # ensel behind by as much as it was ahead: the AutoGluon targets fail, the others hold
+    behind = targets(_protocol_rows(ahead=-0.01))
+    assert all(line.endswith("**not met**") for line in behind[:4])
+    assert behind[4].endswith("**met**")
+    # predicting 1.5x slower on every dataset: the median above 1x misses the target
+    slow = targets(_protocol_rows(ratio=1.5))
+    assert slow[-1].endswith("**not met**") and "median 1.50x" in slow[-1]
+
+
+def test_targets_need_every_dataset():
+    from benchmarks.bench_automl import targets
+
+    lines = targets(_protocol_rows(n_datasets=10))
+    assert "(need 9/12)" in lines[0] and lines[0].endswith("**not met**")
+
+
+def test_report_restricts_to_the_judged_seeds(tmp_path, capsys):
+    from benchmarks.bench_automl import main
+
+    rows = _protocol_rows()
+    # seeds 0-1 where ensel loses badly: judged on seeds 2-4 it still wins
+    rows.loc[(rows.seed < 2) & (rows.config == "ensel"), "auc"] -= 0.5
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(rows.apply(lambda r: r.to_json(), axis=1)) + "\n")
+    main(["--report", "--no-write", "--results", str(path), "--seeds", "2", "3", "4"])
+    text = capsys.readouterr().out
+    assert "Seeds 2, 3, 4; 12 datasets" in text
+    assert "- ensel vs AutoGluon at 300 s, auc: 11/12 datasets won" in text
+    assert "(3)" in text and "(5)" not in text  # per-dataset means over 3 seeds
+
+
+def test_protocol_gives_each_config_its_budgets():
+    from benchmarks.bench_automl import protocol
+
+    plan = protocol(["ensel", "autogluon"], None, [2], ["pima", "car"])
+    assert {(c, b) for _, _, c, b in plan} == {
+        ("ensel", 60.0),
+        ("ensel", 120.0),
+        ("ensel", 300.0),
+        ("ensel", 600.0),
+        ("autogluon", 60.0),
+        ("autogluon", 300.0),
+        ("autogluon", 600.0),
+    }
+    assert [b for *_, b in plan] == sorted(b for *_, b in plan)  # whole budgets first
+    assert len(protocol(["autogluon"], [30.0], [0, 1], ["pima"])) == 2
+
+
+def test_targets_without_pairs_say_so():
+    from benchmarks.bench_automl import targets
+
+    rows = _protocol_rows()
+    lines = targets(rows[rows.budget != 600.0])
+    assert "- ensel vs AutoGluon at 600 s, auc: no pairs yet" in lines
+    assert "- ensel 600 s vs ensel 120 s, log loss: no pairs yet" in lines
+    assert lines[0].endswith("**met**")  # 300 s is still judged
+
+
+def test_plan_counts_what_is_left_and_bounds_its_time():
+    from benchmarks.bench_automl import OVERHEAD_S, plan_lines, protocol
+
+    plan = protocol(["ensel", "autogluon"], [60.0, 300.0], [2, 3], ["pima"])
+    done = {("pima", 2, "ensel", 60.0), ("pima", 3, "autogluon", 300.0)}
+    lines = plan_lines(plan, done)
+    assert "ensel 60 s: 1 fits" in lines and "autogluon 300 s: 1 fits" in lines
+    # left: ensel 60 s (seed 3), ensel 300 s (both), AutoGluon 60 s (both), 300 s (seed 2)
+    hours = (60 + 2 * 300 + 2 * 60 + 300 + 6 * OVERHEAD_S) / 3600
+    assert lines[-1] == f"6 fits, at most {hours:.1f} h"
+    assert plan_lines(plan, set(plan)) == ["nothing left to fit"]

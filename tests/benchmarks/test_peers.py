@@ -91,3 +91,28 @@ def test_missing_autogluon_env_is_reported_without_installing(tmp_path, monkeypa
     with pytest.raises(RuntimeError, match="no AutoGluon environment"):
         _peers.autogluon_python(install=False)
     assert not any(tmp_path.iterdir())
+
+
+def test_classification_scores_match_sklearn_after_clipping():
+    from sklearn.metrics import log_loss
+
+    y = pd.Series(["a", "b", "c", "a"])
+    proba = np.array([[1.0, 0.0, 0.0], [0.2, 0.8, 0.0], [0.1, 0.1, 0.8], [0.0, 0.5, 0.5]])
+    got = _peers.classification_scores(y, ["a", "b", "c"], proba)
+    clipped = np.clip(proba, 1e-15, 1)
+    clipped /= clipped.sum(axis=1, keepdims=True)  # a zero for the true class stays finite
+    assert got["logloss"] == pytest.approx(log_loss(y, clipped, labels=["a", "b", "c"]))
+    assert got["auc"] == pytest.approx(roc_auc_score(y, clipped, multi_class="ovr"))
+
+
+def test_autogluon_on_files_checks_its_paths_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENSEL_BENCH_ENVS", str(tmp_path / "envs"))
+    with pytest.raises(ValueError, match=r"train_path must be an existing \.csv or \.parquet"):
+        _peers.run_autogluon_files(tmp_path / "train.txt", tmp_path / "test.csv", "y", 60)
+    frame().to_csv(tmp_path / "train.csv", index=False)
+    with pytest.raises(ValueError, match="test_path must be an existing"):
+        _peers.run_autogluon_files(tmp_path / "train.csv", tmp_path / "nope.csv", "y", 60)
+    frame().assign(y="one").to_parquet(tmp_path / "one.parquet")
+    with pytest.raises(ValueError, match="target 'y' has one class"):
+        _peers.run_autogluon_files(tmp_path / "one.parquet", tmp_path / "train.csv", "y", 60)
+    assert not (tmp_path / "envs").exists()  # nothing installed on the way

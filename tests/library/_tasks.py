@@ -35,3 +35,22 @@ def crash_once(marker: str, shared):
         open(marker, "w").close()
         os.kill(os.getpid(), signal.SIGKILL)
     return shared * 2
+
+
+def hold_memory(megabytes: int, shared):
+    """Hold ``megabytes`` of touched memory for a while (a run that outgrows a ceiling)."""
+    import numpy as np
+
+    block = np.ones(megabytes * 2**20 // 8)
+    time.sleep(20)
+    return float(block[0])
+
+
+def log_span(name: str, path: str):
+    """Append ``start name`` and, a moment later, ``end name`` to the file ``path``."""
+    with open(path, "a") as fh:
+        fh.write(f"start {name}\n")
+    time.sleep(0.5)
+    with open(path, "a") as fh:
+        fh.write(f"end {name}\n")
+    return name

@@ -40,6 +40,30 @@ def test_builder_records_each_members_predict_cost(library):
     assert record["cumulative"] is True and len(record["stages"]) == 2
 
 
+def test_two_builds_record_the_same_costs(library, tmp_path):
+    """Costs are counted from the fitted structure, not timed: the same data and seed give the
+    same records (the timing is kept apart, as a report)."""
+    X, lib = library
+    _, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    again = build_library(X, y, spec=SPEC, cv=3, verbose=0, store=tmp_path / "again")
+    first, second = lib.store.records, again.store.records
+    assert set(first) == set(second)
+    for run in first:
+        assert first[run]["predict_ms"] == second[run]["predict_ms"]
+        timed = second[run]["predict_ms_timed"]
+        assert set(timed) == {"view", "stages", "cumulative"} and len(timed["stages"]) == len(
+            second[run]["predict_ms"]["stages"]
+        )
+    assert lib.members["predict_ms"].tolist() == again.members["predict_ms"].tolist()
+    # so the default predict budget ("auto") picks the same ensemble from either build
+    from ensel import EnsembleSelectionClassifier
+
+    fits = [EnsembleSelectionClassifier(library=b, cv=3, n_bags=3).fit(X, y) for b in (lib, again)]
+    np.testing.assert_array_equal(fits[0].weights_, fits[1].weights_)
+    assert fits[0].predict_budget_ == fits[1].predict_budget_
+    assert fits[0].predict_cost_ms_ == fits[1].predict_cost_ms_
+
+
 def test_set_cost_shares_views_and_earlier_stages(library):
     _, lib = library
     needs, item_cost, names = predict_cost(lib.members, lib.store.records, n_siblings=3)

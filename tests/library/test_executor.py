@@ -16,7 +16,7 @@ def test_serial_executor_records_failures_and_time_limit():
     assert outcomes[0].value == 42
     assert outcomes[1].error == "RuntimeError: bad parameters second line"
     assert "time limit of 0.3 s" in outcomes[2].error
-    assert 0.3 <= outcomes[2].seconds < 5
+    assert outcomes[2].seconds >= 0.3  # it ran until the limit stopped it
 
 
 @pytest.mark.slow
@@ -38,6 +38,14 @@ def test_make_executor_checks_n_jobs():
         make_executor(0, None)
 
 
+@pytest.mark.parametrize("name", ["local", "joblib"])
+def test_local_backend_answers_to_its_old_name_joblib(name):
+    assert isinstance(make_executor(1, None, name), SerialExecutor)
+    assert isinstance(make_executor(2, None, name), ProcessExecutor)
+    with pytest.raises(ValueError, match="client is for backend='dask'"):
+        make_executor(1, None, name, "tcp://127.0.0.1:1")
+
+
 @pytest.mark.slow
 def test_workers_that_cannot_start_stop_the_build_with_the_reason():
     with pytest.raises(RuntimeError, match=r"cannot start: worker process died \(exit code 3"):
@@ -47,11 +55,11 @@ def test_workers_that_cannot_start_stop_the_build_with_the_reason():
 def test_serial_executor_stops_at_the_deadline_and_starts_nothing_after():
     import time
 
-    start = time.monotonic()
-    tasks = ["ok", "spin", "ok", "ok"]
-    outcomes = list(SerialExecutor(time_limit=30).run(task, tasks, 21, deadline=start + 0.5))
-    assert time.monotonic() - start < 3
+    tasks = ["ok", "spin", "ok", "ok"]  # "spin" would spin for ever: the deadline stops it
+    deadline = time.monotonic() + 0.5
+    outcomes = list(SerialExecutor(time_limit=30).run(task, tasks, 21, deadline=deadline))
     assert [o.status for o in outcomes] == ["ok", "budget", "budget", "budget"]
+    assert [o.seconds for o in outcomes[2:]] == [0.0, 0.0]  # never started
     assert "stopped by the end of the build's time budget" in outcomes[1].error
     assert outcomes[2].error == "not started: the build's time budget ran out"
 

@@ -1,6 +1,5 @@
-"""One contract suite over every regression family (finite predictions in the target's units,
-staged members equal to separately trained runs, determinism), and each family against the
-scikit-learn model it stands for."""
+"""The regression families against the scikit-learn models they stand for, and the registries
+(the shared contract is in test_family_contract.py)."""
 
 from __future__ import annotations
 
@@ -40,40 +39,6 @@ def test_registries_are_separate():
     assert get_family("knn", "regression") is REGRESSORS["knn"]
     with pytest.raises(ValueError, match="'logreg' is a classification family"):
         get_family("logreg", "regression")
-
-
-@pytest.mark.parametrize("name", sorted(REGRESSORS))
-def test_family_predicts_the_target_in_its_units(name):
-    family = _available(name)
-    X, y = _data()
-    out = _fit(family, X[:180], y[:180]).predict(X[180:])
-    n_stages = len(family.test_stages or (None,))
-    assert set(out) == {"none"}
-    assert out["none"].shape == (n_stages, 60, 1)
-    assert np.isfinite(out["none"]).all()
-    # the best stage learns something: a lower RMSE than the training mean
-    rmse = np.sqrt(((out["none"][..., 0] - y[180:]) ** 2).mean(axis=1))
-    assert rmse.min() < np.sqrt(((y[:180].mean() - y[180:]) ** 2).mean())
-
-
-@pytest.mark.parametrize("name", sorted(n for n, f in REGRESSORS.items() if f.stages))
-def test_staged_member_equals_separately_trained_run(name):
-    family = _available(name)
-    X, y = _data(seed=1)
-    stages = family.test_stages
-    many = _fit(family, X[:180], y[:180], stages=stages).predict(X[180:])["none"]
-    for i, s in enumerate(stages[:-1]):
-        alone = _fit(family, X[:180], y[:180], stages=(s,)).predict(X[180:])["none"]
-        np.testing.assert_allclose(many[i], alone[0], rtol=1e-6, err_msg=f"{name} stage {s}")
-
-
-@pytest.mark.parametrize("name", sorted(REGRESSORS))
-def test_family_is_deterministic_by_seed(name):
-    family = _available(name)
-    X, y = _data(seed=3)
-    a = _fit(family, X, y, seed=5).predict(X)["none"]
-    b = _fit(family, X, y, seed=5).predict(X)["none"]
-    np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("weighting", ["uniform", "distance"])
@@ -136,3 +101,19 @@ def test_target_transform_run_predicts_back_in_target_units():
     np.testing.assert_allclose(
         wrapped.predict(X)["none"], np.expm1(inner.predict(X)["none"]), rtol=1e-12
     )
+
+
+def test_runs_pickled_when_the_regressors_lived_in_families_regression_still_load():
+    """Stores and models written before the regressors joined their algorithms' modules name
+    ``ensel.library.families.regression``; those runs load and predict as the new ones."""
+    import pickle
+
+    X, y = _data()
+    run = _fit(REGRESSORS["knn"], X[:180], y[:180])
+    new = b"ensel.library.families.neighbors\n_KnnRegressionRun\n"
+    data = pickle.dumps(run, protocol=0)
+    assert new in data
+    old = pickle.loads(data.replace(new, b"ensel.library.families.regression\n_KnnRun\n"))
+    np.testing.assert_array_equal(old.predict(X[180:])["none"], run.predict(X[180:])["none"])
+    with pytest.raises(AttributeError, match="_Nothing"):
+        pickle.loads(data.replace(new, b"ensel.library.families.regression\n_Nothing\n"))

@@ -9,11 +9,11 @@ import pytest
 from scipy.stats import spearmanr
 
 from ensel.risk import CERT, CERTForest
-from ensel.risk._tree import Forest, Tree, grow_tree, node_weights, prune_tree
+from ensel.risk._tree import BackgroundForest, BackgroundTree, grow_tree, node_weights, prune_tree
 from ensel.risk.cert import n_features_to_try
 
 
-def node_boxes(tree: Tree, low, high):
+def node_boxes(tree: BackgroundTree, low, high):
     """Each node's box, walked from the root by hand (independent of the grower)."""
     lo = np.empty((tree.n_nodes, len(low)))
     hi = np.empty_like(lo)
@@ -28,7 +28,7 @@ def node_boxes(tree: Tree, low, high):
     return lo, hi
 
 
-def reference_risk(tree: Tree, z: np.ndarray, node: int = 0) -> float:
+def reference_risk(tree: BackgroundTree, z: np.ndarray, node: int = 0) -> float:
     """C4.5 routing written the slow, obvious way (Hooker §5)."""
     if tree.left[node] < 0:
         return float(tree.value[node])
@@ -153,10 +153,10 @@ def test_risk_grows_with_distance_from_a_gaussian_blob(make):
 # --------------------------------------------------------------------------- missing values
 
 
-def hand_tree() -> Tree:
+def hand_tree() -> BackgroundTree:
     # root: x0 <= 0.5 (a quarter of the weight left); left: x1 <= 0.5 (0.6 left), leaves with
     # risk 0.1 and 0.3; right: a leaf with risk 0.9. fg + bg = 1 per node, so risk = bg.
-    return Tree(
+    return BackgroundTree(
         feature=np.array([0, 1, -1, -1, -1]),
         threshold=np.array([0.5, 0.5, 0.0, 0.0, 0.0]),
         left=np.array([1, 3, -1, -1, -1]),
@@ -169,7 +169,7 @@ def hand_tree() -> Tree:
 
 
 def test_missing_values_mix_both_branches_by_hand():
-    forest = Forest.stack([hand_tree()])
+    forest = BackgroundForest.stack([hand_tree()])
     Z = np.array(
         [
             [np.nan, 0.2],  # 0.25 * 0.1 + 0.75 * 0.9
@@ -191,7 +191,7 @@ def test_compiled_routing_matches_the_reference_with_missing_values():
     Z = rng.normal(size=(200, 4))
     Z[rng.random(Z.shape) < 0.3] = np.nan
     want = [np.mean([reference_risk(t, z) for t in trees]) for z in Z]
-    np.testing.assert_allclose(Forest.stack(trees).risk(Z), want, rtol=1e-12)
+    np.testing.assert_allclose(BackgroundForest.stack(trees).risk(Z), want, rtol=1e-12)
 
 
 def test_training_rows_with_missing_values_are_split_not_lost():
@@ -221,7 +221,7 @@ def test_pruning_never_raises_the_held_out_loss():
     w_grow = np.r_[np.ones(400), np.zeros(400)]
     tree = grow_tree(X, w_grow, low, high, np.zeros(3, bool), split="gini")
 
-    def held_out_brier(t: Tree) -> float:
+    def held_out_brier(t: BackgroundTree) -> float:
         fg = node_weights(t, X, 1 - w_grow)
         bg = 400 * t.bg / t.bg[0]
         p, leaf = t.value, t.left < 0

@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from ensel.risk import ChaosForest
-from ensel.risk._tree import fit_forest, grow_tree
+from ensel.risk._tree import fit_background_forest, grow_tree
 
 
 def blob(n=600, d=3, seed=0):
@@ -82,10 +82,10 @@ def test_half_of_each_bootstrap_grows_and_the_other_half_prunes():
     Z = blob(400)
     low, high = Z.min(0), Z.max(0)
     grow = {"split": "random", "edge_splits": True}
-    _, pruned = fit_forest(Z, low, high, np.zeros(3, bool), n_estimators=4, grow=grow,
-                           prune="brier", random_state=0)  # fmt: skip
-    _, full = fit_forest(Z, low, high, np.zeros(3, bool), n_estimators=4, grow=grow,
-                         prune=None, random_state=0)  # fmt: skip
+    _, pruned = fit_background_forest(Z, low, high, np.zeros(3, bool), n_estimators=4, grow=grow,
+                                      prune="brier", random_state=0)  # fmt: skip
+    _, full = fit_background_forest(Z, low, high, np.zeros(3, bool), n_estimators=4, grow=grow,
+                                    prune=None, random_state=0)  # fmt: skip
     for t in pruned:
         assert t.fg[0] == t.bg[0] == 200  # the structure half, against as much background
     assert sum(t.n_leaves for t in pruned) < sum(t.n_leaves for t in full) / 2
@@ -154,8 +154,8 @@ def test_the_growing_and_pruning_rows_are_disjoint(monkeypatch):
     monkeypatch.setattr(tree_module, "prune_tree", prune)
     Z = blob(300)
     grow = {"split": "random", "edge_splits": True}
-    fit_forest(Z, Z.min(0), Z.max(0), np.zeros(3, bool), n_estimators=3, n_jobs=1, grow=grow,
-               prune="brier", random_state=0)  # fmt: skip
+    fit_background_forest(Z, Z.min(0), Z.max(0), np.zeros(3, bool), n_estimators=3, n_jobs=1,
+                          grow=grow, prune="brier", random_state=0)  # fmt: skip
     grows = [w for kind, w in seen if kind == "grow"]
     prunes = [w for kind, w in seen if kind == "prune"]
     assert len(grows) == len(prunes) == 3

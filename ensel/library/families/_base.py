@@ -15,14 +15,20 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...data import stratified_rows
+
 __all__ = [
     "FAMILIES",
     "REGRESSORS",
+    "ConstantRun",
     "Family",
     "Run",
+    "check_stages",
+    "encode_labels",
     "get_family",
     "missing_requirements",
     "register",
+    "stratified_rows",
 ]
 
 VIEWS = ("standardized", "native")
@@ -89,7 +95,8 @@ class Family:
 FAMILIES: dict[str, Family] = {}
 """Classification families by name."""
 REGRESSORS: dict[str, Family] = {}
-"""Regression families by name (``families/regression.py``); a name may be in both registries."""
+"""Regression families by name (each beside the classifier of its algorithm); a name may be in
+both registries."""
 _REGISTRIES = {"classification": FAMILIES, "regression": REGRESSORS}
 
 
@@ -135,6 +142,48 @@ def missing_requirements(family: Family) -> list[str]:
         except ImportError:
             missing.append(module)
     return missing
+
+
+def check_stages(stages: tuple[int, ...] | None, what: str) -> tuple[int, ...]:
+    """``stages`` as a non-empty tuple of positive ints; a ValueError says what is wrong."""
+    if not stages:
+        raise ValueError(f"{what} must be a non-empty list of positive integers, got {stages!r}")
+    out = tuple(int(s) for s in stages)
+    if any(s < 1 or s != t for s, t in zip(out, stages, strict=True)):
+        raise ValueError(f"{what} must be positive integers, got {stages!r}")
+    return out
+
+
+def staged(what: str):
+    """A ``validate`` that only rejects missing or non-positive stages (``what`` they count)."""
+
+    def validate(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+        """Reject missing or non-positive stages."""
+        check_stages(stages, what)
+
+    return validate
+
+
+@dataclass
+class ConstantRun:
+    """A training fold with one class: probability 1 for that class at every stage."""
+
+    label: int
+    n_stages: int
+    n_classes: int
+
+    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
+        n = self.n_stages if stages is None else len(stages)
+        out = np.zeros((n, X.shape[0], self.n_classes))
+        out[:, :, self.label] = 1.0
+        return {"none": out}
+
+
+def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The classes present in ``y`` and ``y`` recoded to ``0..len(classes)-1`` (both libraries
+    want consecutive labels; a fold may lack a class)."""
+    classes = np.unique(y)
+    return classes, np.searchsorted(classes, y)
 
 
 def full_proba(proba: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:

@@ -1,9 +1,15 @@
-"""Gradient-boosted trees (XGBoost, LightGBM) on the native view, staged by boosting round.
+"""Gradient-boosted trees (XGBoost, LightGBM) on the native view, staged by boosting round, as
+classifiers and as regressors (squared error), both registered by one helper over shared grids.
 
 Not in the paper's grid, which predates them; they are today's strongest tabular models and a
 library without them would understate what selection has to work with. One run trains
 ``max(stages)`` rounds, and stage ``s`` predicts with the first ``s`` rounds only, which is
 exactly the model trained with ``n_estimators=s`` (boosting never revisits earlier trees).
+With ``early_stop=f`` (the builder passes it on large tables, see
+``ensel.library.runs.EARLY_STOP_ROWS``) a stratified share ``f`` of the fit's rows is held out
+and boosting stops ``STOP_ROUNDS`` rounds after their log loss last improved; a stage past the
+best round predicts with the best round (the stages repeat the best model, and the rounds that
+were never trained cost nothing).
 Both run single-threaded (the builder parallelises across runs) and are seeded by
 ``random_state``. Both split the native view's categorical columns natively (category subsets,
 not ordered codes) and learn where missing values go. xgboost and lightgbm are optional
@@ -12,28 +18,23 @@ dependencies, imported when a run trains.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._base import Family, full_proba, register
-from .neural import check_stages
+from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from ._regression import column
+
+STOP_ROUNDS = 50
+"""Rounds without improvement on the early-stopping rows after which boosting stops."""
 
 
-@dataclass
-class _ConstantRun:
-    """A training fold with one class: probability 1 for that class at every stage."""
-
-    label: int
-    n_stages: int
-    n_classes: int
-
-    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
-        n = self.n_stages if stages is None else len(stages)
-        out = np.zeros((n, X.shape[0], self.n_classes))
-        out[:, :, self.label] = 1.0
-        return {"none": out}
+def __getattr__(name: str):
+    if name == "_ConstantRun":  # its name here before it moved to _base: old pickles use it
+        return ConstantRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -46,13 +47,15 @@ class _BoostedRun:
     classes: np.ndarray
     stages: tuple[int, ...]
     n_classes: int
+    best: int | None = None  # rounds kept by early stopping (None: all)
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Members at the stages of index ``stages`` (all by default), each predicted with its
-        own number of rounds."""
+        own number of rounds (at most the best round where boosting stopped early)."""
         wanted = list(range(len(self.stages)) if stages is None else stages)
         out = np.empty((len(wanted), X.shape[0], self.n_classes))
         for i, s in enumerate(self.stages[j] for j in wanted):
+            s = s if self.best is None else min(s, self.best)
             if self.kind == "xgboost":
                 p = self.model.predict_proba(X, iteration_range=(0, s))
             else:
@@ -62,11 +65,18 @@ class _BoostedRun:
         return {"none": out}
 
 
-def _encode(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The classes present in ``y`` and ``y`` recoded to ``0..len(classes)-1`` (both libraries
-    want consecutive labels; a fold may lack a class)."""
-    classes = np.unique(y)
-    return classes, np.searchsorted(classes, y)
+def stopping_split(codes: np.ndarray, early_stop: float, random_state: int):
+    """``(fit rows, stopping rows)``: a seeded stratified share ``early_stop`` of the rows held
+    out to stop boosting on (unstratified where a class is too small to split)."""
+    from sklearn.model_selection import train_test_split
+
+    rows = np.arange(codes.size)
+    try:
+        return train_test_split(
+            rows, test_size=early_stop, stratify=codes, random_state=random_state % 2**32
+        )
+    except ValueError:
+        return train_test_split(rows, test_size=early_stop, random_state=random_state % 2**32)
 
 
 def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
@@ -93,13 +103,14 @@ class _CategoricalRun:
         return self.inner.predict(categorical_codes(X, self.columns), stages=stages)
 
 
-def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None):
+def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0):
     """XGBoost with the histogram tree method, ``max(stages)`` rounds, one thread; the native
-    view's categorical columns are split natively (``enable_categorical``)."""
+    view's categorical columns are split natively (``enable_categorical``); ``early_stop``: see
+    the module docstring."""
     stages = check_stages(stages, "xgboost rounds")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     from xgboost import XGBClassifier
 
     columns = sorted(categorical or {})
@@ -122,20 +133,29 @@ def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=No
         n_jobs=1,
         verbosity=0,
         random_state=random_state,
+        early_stopping_rounds=STOP_ROUNDS if early_stop else None,
     )
-    model.fit(X, codes)
-    run = _BoostedRun(model, "xgboost", classes, stages, n_classes)
+    best = None
+    if early_stop:
+        fit, stop = stopping_split(codes, early_stop, random_state)
+        model.fit(X[fit], codes[fit], eval_set=[(X[stop], codes[stop])], verbose=False)
+        best = int(model.best_iteration) + 1
+    else:
+        model.fit(X, codes)
+    run = _BoostedRun(model, "xgboost", classes, stages, n_classes, best)
     return _CategoricalRun(run, columns) if columns else run
 
 
-def fit_lightgbm(X, y, *, n_classes, params, stages, random_state, categorical=None):
+def fit_lightgbm(
+    X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0
+):
     """LightGBM, ``max(stages)`` rounds, one thread, deterministic row-wise histograms;
     ``subsample`` is bagging redrawn every round; the native view's categorical columns are
-    split natively (``categorical_feature``)."""
+    split natively (``categorical_feature``); ``early_stop``: see the module docstring."""
     stages = check_stages(stages, "lightgbm rounds")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     from lightgbm import LGBMClassifier
 
     columns = sorted(categorical or {})
@@ -158,8 +178,27 @@ def fit_lightgbm(X, y, *, n_classes, params, stages, random_state, categorical=N
         deterministic=True,
         force_row_wise=True,
     )
-    model.fit(X, codes, categorical_feature=columns if columns else "auto")
-    run = _BoostedRun(model, "lightgbm", classes, stages, n_classes)
+    features = columns if columns else "auto"
+    best = None
+    if early_stop:
+        from lightgbm import early_stopping
+
+        fit, stop = stopping_split(codes, early_stop, random_state)
+        if "eval_X" in inspect.signature(model.fit).parameters:  # lightgbm >= 4.7
+            held = {"eval_X": (X[stop],), "eval_y": (codes[stop],)}
+        else:
+            held = {"eval_set": [(X[stop], codes[stop])]}
+        model.fit(
+            X[fit],
+            codes[fit],
+            **held,
+            categorical_feature=features,
+            callbacks=[early_stopping(STOP_ROUNDS, verbose=False)],
+        )
+        best = int(model.best_iteration_) or None
+    else:
+        model.fit(X, codes, categorical_feature=features)
+    run = _BoostedRun(model, "lightgbm", classes, stages, n_classes, best)
     return _CategoricalRun(run, columns) if columns else run
 
 
@@ -176,51 +215,126 @@ def validate_boosting(name: str):
     return validate
 
 
-register(
-    Family(
-        name="xgboost",
-        native_missing=True,
-        fit=fit_xgboost,
-        params={
-            "max_depth": 6,
-            "learning_rate": 0.1,
-            "subsample": 1.0,
-            "colsample_bytree": 1.0,
-            "min_child_weight": 1.0,
-            "reg_lambda": 1.0,
-            "reg_alpha": 0.0,
-            "gamma": 0.0,
-        },
-        view="native",
-        stages="boosting rounds",
-        requires=("xgboost",),
-        test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
-        test_stages=(2, 5),
-        validate=validate_boosting("xgboost"),
-        categorical=True,
+@dataclass
+class _RoundsRegressionRun:
+    """An XGBRegressor or LGBMRegressor and the rounds each member keeps."""
+
+    model: Any
+    kind: str  # "xgboost" or "lightgbm"
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        out = np.empty((len(self.stages), X.shape[0]))
+        for i, s in enumerate(self.stages):
+            if self.kind == "xgboost":
+                out[i] = self.model.predict(X, iteration_range=(0, s))
+            else:
+                out[i] = self.model.predict(X, num_iteration=s)
+        return {"none": column(out)}
+
+
+def fit_xgboost_regression(X, y, *, n_classes, params, stages, random_state):
+    """XGBoost regression (squared error), histogram trees, ``max(stages)`` rounds, one thread."""
+    from xgboost import XGBRegressor
+
+    model = XGBRegressor(
+        n_estimators=max(check_stages(stages, "xgboost rounds")),
+        max_depth=params["max_depth"],
+        learning_rate=params["learning_rate"],
+        subsample=params["subsample"],
+        colsample_bytree=params["colsample_bytree"],
+        min_child_weight=params["min_child_weight"],
+        reg_lambda=params["reg_lambda"],
+        tree_method="hist",
+        n_jobs=1,
+        verbosity=0,
+        random_state=random_state,
+    ).fit(X, y)
+    return _RoundsRegressionRun(model, "xgboost", stages)
+
+
+def fit_lightgbm_regression(X, y, *, n_classes, params, stages, random_state):
+    """LightGBM regression (L2), ``max(stages)`` rounds, one thread, deterministic."""
+    from lightgbm import LGBMRegressor
+
+    model = LGBMRegressor(
+        n_estimators=max(check_stages(stages, "lightgbm rounds")),
+        num_leaves=params["num_leaves"],
+        learning_rate=params["learning_rate"],
+        subsample=params["subsample"],
+        subsample_freq=1,
+        colsample_bytree=params["colsample_bytree"],
+        min_child_samples=params["min_child_samples"],
+        reg_lambda=params["reg_lambda"],
+        n_jobs=1,
+        verbosity=-1,
+        random_state=random_state % (2**31 - 1),
+        deterministic=True,
+        force_row_wise=True,
+    ).fit(X, y)
+    return _RoundsRegressionRun(model, "lightgbm", stages)
+
+
+def register_boosting(
+    name: str,
+    *,
+    classifier,
+    regressor,
+    params: dict[str, Any],
+    classifier_params: dict[str, Any],
+    test_params: dict[str, Any],
+) -> None:
+    """Register the classifier and the regressor of one boosting library: both on the native
+    view with missing values learned per split, staged by round, seeded, the grid ``params``
+    shared (the classifier adds ``classifier_params``; it alone splits categories natively)."""
+    common = {
+        "view": "native",
+        "native_missing": True,
+        "stages": "boosting rounds",
+        "requires": (name,),
+        "test_params": test_params,
+        "test_stages": (2, 5),
+        "validate": validate_boosting(name),
+    }
+    register(
+        Family(
+            name=name,
+            fit=classifier,
+            params={**params, **classifier_params},
+            categorical=True,
+            **common,
+        )
     )
+    register(Family(name=name, fit=regressor, params=params, **common), task="regression")
+
+
+register_boosting(
+    "xgboost",
+    classifier=fit_xgboost,
+    regressor=fit_xgboost_regression,
+    params={
+        "max_depth": 6,
+        "learning_rate": 0.1,
+        "subsample": 1.0,
+        "colsample_bytree": 1.0,
+        "min_child_weight": 1.0,
+        "reg_lambda": 1.0,
+    },
+    classifier_params={"reg_alpha": 0.0, "gamma": 0.0},
+    test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
 )
-register(
-    Family(
-        name="lightgbm",
-        native_missing=True,
-        fit=fit_lightgbm,
-        params={
-            "num_leaves": 31,
-            "learning_rate": 0.1,
-            "subsample": 1.0,
-            "colsample_bytree": 1.0,
-            "min_child_samples": 20,
-            "reg_lambda": 0.0,
-            "reg_alpha": 0.0,
-            "min_split_gain": 0.0,
-        },
-        view="native",
-        stages="boosting rounds",
-        requires=("lightgbm",),
-        test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
-        test_stages=(2, 5),
-        validate=validate_boosting("lightgbm"),
-        categorical=True,
-    )
+register_boosting(
+    "lightgbm",
+    classifier=fit_lightgbm,
+    regressor=fit_lightgbm_regression,
+    params={
+        "num_leaves": 31,
+        "learning_rate": 0.1,
+        "subsample": 1.0,
+        "colsample_bytree": 1.0,
+        "min_child_samples": 20,
+        "reg_lambda": 0.0,
+    },
+    classifier_params={"reg_alpha": 0.0, "min_split_gain": 0.0},
+    test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
 )

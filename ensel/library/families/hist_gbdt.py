@@ -1,14 +1,14 @@
-"""scikit-learn's modern tree ensembles on the native view: HistGradientBoosting (native
-categorical splits and missing values, staged by boosting iteration) and ExtraTrees (staged by
-number of trees).
+"""scikit-learn's HistGradientBoosting on the native view, as a classifier and as a regressor
+(native categorical splits and missing values, staged by boosting iteration).
 
-Neither is in the paper's grid. HistGradientBoosting is LightGBM's algorithm inside
-scikit-learn: it splits categorical columns on category subsets and sends missing values down
-the learned side of each split, so it needs no one-hot columns and no imputation. One run trains
-``max(stages)`` iterations without early stopping, and stage ``s`` is the model after ``s``
-iterations (``staged_predict_proba``), the same as a run with ``max_iter=s``. ExtraTrees
-(Geurts et al. 2006) draws split thresholds at random; its members average the first ``s`` trees.
-Both run on one thread: the builder parallelises across runs.
+Not in the paper's grid. HistGradientBoosting is LightGBM's algorithm inside scikit-learn: it
+splits categorical columns on category subsets and sends missing values down the learned side of
+each split, so it needs no one-hot columns and no imputation. One run trains ``max(stages)``
+iterations, and stage ``s`` is the model after ``s`` iterations (``staged_predict_proba`` /
+``staged_predict``), the same as a run with ``max_iter=s``; with ``early_stop=f`` (the
+classifier on large tables) scikit-learn holds out a share ``f`` and stops after
+``STOP_ROUNDS`` iterations without gain, and the stages past the last iteration repeat it. It runs
+on one OpenMP thread: the builder parallelises across runs.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits
 
-from ._base import Family, full_proba, register
-from .gbdt import _ConstantRun, _encode
-from .neural import check_stages
-from .trees import _ForestTree, _needs_stages, _StagedRun
+from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register, staged
+from ._regression import column
+from .gbdt import STOP_ROUNDS
 
 MAX_BINS = 255
 
@@ -77,20 +76,30 @@ def categorical_mask(
     return mask
 
 
-def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state, categorical=None):
-    """HistGradientBoostingClassifier, ``max(stages)`` iterations, no early stopping, native
-    categorical splits on the view's categorical columns, missing values learned per split."""
-    stages = check_stages(stages, "hist_gbdt iterations")
-    classes, codes = _encode(y)
-    if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+def _native_categories(X, categorical) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` as float64 with unseen categories (code -1) of the split-as-category columns turned
+    into missing values, and the mask of those columns."""
     X = np.asarray(X, dtype=np.float64)
     mask = categorical_mask(X.shape[1], categorical)
-    if mask.any():  # unseen categories (code -1) count as missing
+    if mask.any():
         X = X.copy()
         cat = X[:, mask]
         cat[cat < 0] = np.nan
         X[:, mask] = cat
+    return X, mask
+
+
+def fit_hist_gbdt(
+    X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0
+):
+    """HistGradientBoostingClassifier, ``max(stages)`` iterations, early stopping only with
+    ``early_stop`` (the module docstring), native categorical splits on the view's
+    categorical columns, missing values learned per split."""
+    stages = check_stages(stages, "hist_gbdt iterations")
+    classes, codes = encode_labels(y)
+    if len(classes) == 1:
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
+    X, mask = _native_categories(X, categorical)
     model = HistGradientBoostingClassifier(
         max_iter=max(stages),
         learning_rate=params["learning_rate"],
@@ -101,27 +110,14 @@ def fit_hist_gbdt(X, y, *, n_classes, params, stages, random_state, categorical=
         max_features=params["max_features"],
         max_bins=MAX_BINS,
         categorical_features=mask if mask.any() else None,
-        early_stopping=False,
+        early_stopping=bool(early_stop),
+        validation_fraction=early_stop or None,
+        n_iter_no_change=STOP_ROUNDS,
         random_state=random_state,
     )
     with threadpool_limits(1, user_api="openmp"):
         model.fit(X, codes)
     return _HistRun(model, classes, stages, n_classes)
-
-
-def fit_extra_trees(X, y, *, n_classes, params, stages, random_state):
-    """ExtraTreesClassifier (no bootstrap, random thresholds), members after the first ``s``
-    trees; ``max_features`` is a fraction of the columns, ``"sqrt"`` or ``"log2"``."""
-    forest = ExtraTreesClassifier(
-        n_estimators=max(stages),
-        max_features=params["max_features"],
-        criterion=params["criterion"],
-        min_samples_leaf=params["min_samples_leaf"],
-        n_jobs=1,
-        random_state=random_state,
-    ).fit(X, y)
-    trees = [_ForestTree(t, forest.classes_, n_classes) for t in forest.estimators_]
-    return _StagedRun(trees, stages)
 
 
 def _validate_hist(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
@@ -133,14 +129,6 @@ def _validate_hist(params: dict[str, Any], stages: tuple[int, ...] | None) -> No
         raise ValueError(f"hist_gbdt max_features must be in (0, 1], got {params!r}")
     if int(params["max_leaf_nodes"]) < 2 or int(params["min_samples_leaf"]) < 1:
         raise ValueError(f"hist_gbdt needs max_leaf_nodes >= 2, min_samples_leaf >= 1: {params}")
-
-
-def _validate_extra(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
-    """Reject missing stages and a ``max_features`` that is no fraction, sqrt or log2."""
-    _needs_stages(params, stages)
-    mf = params["max_features"]
-    if not (mf in ("sqrt", "log2") or (isinstance(mf, int | float) and 0 < mf <= 1)):
-        raise ValueError(f"extra_trees max_features must be in (0, 1], 'sqrt' or 'log2': {mf!r}")
 
 
 register(
@@ -164,16 +152,69 @@ register(
         categorical=True,
     )
 )
+
+
+@dataclass
+class _HistRegressionRun:
+    """A HistGradientBoostingRegressor whose ``staged_predict`` yields the prediction after
+    every iteration; the members keep the iterations in ``stages``."""
+
+    model: HistGradientBoostingRegressor
+    stages: tuple[int, ...]
+    single_thread: bool = True  # predict on one OpenMP thread
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        wanted = set(self.stages)
+        out, last = {}, None
+        with threadpool_limits(1, user_api="openmp"):
+            for i, p in enumerate(self.model.staged_predict(X), start=1):
+                last = p
+                if i in wanted:
+                    out[i] = p
+        # a model that stopped early (a perfect fit) repeats its last prediction
+        return {"none": column(np.stack([out.get(s, last) for s in self.stages]))}
+
+
+def fit_hist_gbdt_regression(X, y, *, n_classes, params, stages, random_state, categorical=None):
+    """HistGradientBoostingRegressor, ``max(stages)`` iterations without early stopping; a
+    member per listed iteration count. Categorical columns split natively, as the
+    classifier's."""
+    X, mask = _native_categories(X, categorical)
+    model = HistGradientBoostingRegressor(
+        loss=params["loss"],
+        learning_rate=params["learning_rate"],
+        max_iter=max(check_stages(stages, "hist_gbdt iterations")),
+        max_leaf_nodes=params["max_leaf_nodes"],
+        min_samples_leaf=params["min_samples_leaf"],
+        l2_regularization=params["l2_regularization"],
+        max_bins=MAX_BINS,
+        categorical_features=mask if mask.any() else None,
+        early_stopping=False,
+        random_state=random_state,
+    )
+    with threadpool_limits(1, user_api="openmp"):
+        model.fit(X, y)
+    return _HistRegressionRun(model, stages)
+
+
 register(
     Family(
-        name="extra_trees",
-        fit=fit_extra_trees,
-        params={"max_features": "sqrt", "criterion": "gini", "min_samples_leaf": 1},
+        name="hist_gbdt",
+        fit=fit_hist_gbdt_regression,
+        params={
+            "loss": "squared_error",
+            "learning_rate": 0.1,
+            "max_leaf_nodes": 31,
+            "min_samples_leaf": 20,
+            "l2_regularization": 0.0,
+        },
         view="native",
         native_missing=True,
-        stages="trees",
-        test_params={"max_features": 0.5},
-        test_stages=(4, 8),
-        validate=_validate_extra,
-    )
+        stages="boosting iterations",
+        categorical=True,
+        test_params={"learning_rate": 0.3, "max_leaf_nodes": 7},
+        test_stages=(2, 5),
+        validate=staged("hist_gbdt iterations"),
+    ),
+    task="regression",
 )

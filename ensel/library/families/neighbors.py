@@ -1,4 +1,5 @@
-"""K-nearest neighbours (App. 4.B), on the standardised view.
+"""K-nearest neighbours (App. 4.B), on the standardised view: the classifier and, for numeric
+targets, the regressor (means of the k nearest targets, uniform or inverse-distance weighted).
 
 "26 values of K ranging from K = 1 to K = |trainset|", with plain Euclidean distance or Euclidean
 distance with each feature weighted by its gain ratio, voting uniformly or by inverse distance;
@@ -15,23 +16,48 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, entropy_bits, register
+from ._base import Family, check_stages, entropy_bits, register, stratified_rows
+from ._regression import column
 
 __all__ = [
+    "KNN_ROWS",
     "METRICS",
     "PAPER_LWA_WIDTHS",
     "WEIGHTINGS",
     "fit_knn",
+    "fit_knn_regression",
     "gain_ratio_weights",
+    "knn_rows",
     "paper_k_values",
     "validate_knn",
+    "validate_knn_regression",
 ]
 
 METRICS = ("euclidean", "gain_ratio")
 WEIGHTINGS = ("uniform", "distance", "lwa")
+REGRESSION_WEIGHTINGS = ("uniform", "distance")
 PAPER_LWA_WIDTHS = tuple(2**i for i in range(11))
 """The paper's kernel widths for locally weighted averaging, in units of the minimum distance
 between two training points (App. 4.B): the stages of a ``weighting="lwa"`` spec."""
+
+KNN_ROWS = 10_000
+"""``max_rows="auto"``: a k-NN run keeps at most this many training rows of its fold (a
+stratified sample, seeded by the run), since prediction needs every row it keeps: without a
+bound the fitted run, the saved model and the time per prediction grow with the data (120 MB
+per fold sibling at 80,000 rows of 190 standardised columns)."""
+
+
+def knn_rows(max_rows, n_train: int) -> int:
+    """How many of ``n_train`` fold rows a k-NN run keeps: ``max_rows`` (an integer >= 1, None
+    for all, ``"auto"`` for ``KNN_ROWS``), at most ``n_train``."""
+    if max_rows is None:
+        return n_train
+    if max_rows == "auto":
+        return min(n_train, KNN_ROWS)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or max_rows < 1:
+        raise ValueError(f"knn max_rows={max_rows!r}: use 'auto', None or an integer >= 1")
+    return min(n_train, int(max_rows))
+
 
 _BUDGET = 1 << 22  # elements of each (query rows x training points) array (32 MiB)
 _MAX_BATCH = 512  # query rows per batch
@@ -58,6 +84,7 @@ def validate_knn(params: dict[str, Any], stages: tuple[int, ...] | None) -> None
         raise ValueError(f"knn metric={params.get('metric')!r} is not one of {METRICS}")
     if params.get("weighting") not in WEIGHTINGS:
         raise ValueError(f"knn weighting={params.get('weighting')!r} is not one of {WEIGHTINGS}")
+    knn_rows(params.get("max_rows", "auto"), 1)
     what = "width multipliers" if params["weighting"] == "lwa" else "values of k"
     if stages is None or len(stages) == 0:
         raise ValueError(f"knn needs stages: the {what} to predict with")
@@ -235,31 +262,101 @@ class _KnnRun:
 
 
 def fit_knn(X, y, *, n_classes, params, stages, random_state):
-    """Store the training fold (scaled for the gain-ratio metric) for distance queries. With
+    """Store the training fold (at most ``max_rows`` of it, see ``knn_rows``; scaled for the
+    gain-ratio metric) for distance queries. With
     ``metric="gain_ratio"`` the distance is Euclidean on features times ``sqrt(gain ratio)``,
     the ratios computed on this fold (plain Euclidean if every ratio is 0, e.g. one class)."""
     validate_knn(params, stages)
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=int)
+    keep = knn_rows(params.get("max_rows", "auto"), len(y))
+    rows = stratified_rows(y, keep, random_state) if keep < len(y) else None
     scale = None
-    if params["metric"] == "gain_ratio":
+    if params["metric"] == "gain_ratio":  # the ratios still come from the whole fold
         weights = gain_ratio_weights(X, y, n_classes)
         scale = np.sqrt(weights) if weights.any() else np.ones(X.shape[1])
         X = X * scale
+    if rows is not None:
+        X, y = X[rows], y[rows]
     unit = _min_distance(X) if params["weighting"] == "lwa" else 1.0
     stages = tuple(int(s) for s in stages)
     return _KnnRun(X, y, n_classes, params["weighting"], stages, scale, unit)
+
+
+@dataclass
+class _KnnRegressionRun:
+    """The training fold for distance queries; each stage is a value of k."""
+
+    X: np.ndarray
+    y: np.ndarray
+    weighting: str
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """Means of the k nearest targets for every k at once: sort the nearest max-k once
+        (ties by training index, as the classifier), then cumulative sums of the
+        (inverse-distance weighted) targets."""
+        X = np.asarray(X, dtype=float)
+        n_train = len(self.y)
+        ks = np.minimum(np.asarray(self.stages), n_train)
+        k_max = int(ks.max())
+        out = np.empty((len(ks), len(X)))
+        sq_train = np.einsum("ij,ij->i", self.X, self.X)
+        rows = int(np.clip(_BUDGET // n_train, 1, _MAX_BATCH))
+        for start in range(0, len(X), rows):
+            sq = _sq_distances(X[start : start + rows], self.X, sq_train)
+            order = _nearest_first(sq, k_max)
+            targets = self.y[order]
+            if self.weighting == "distance":
+                d = np.sqrt(np.take_along_axis(sq, order, axis=1))
+                w = 1.0 / np.maximum(d, _MIN_DISTANCE)
+            else:
+                w = np.ones_like(targets)
+            num = np.cumsum(w * targets, axis=1)[:, ks - 1]
+            den = np.cumsum(w, axis=1)[:, ks - 1]
+            out[:, start : start + rows] = (num / den).T
+        return {"none": column(out)}
+
+
+def fit_knn_regression(X, y, *, n_classes, params, stages, random_state):
+    """Store the training fold; the members are k-NN regressors for every k in ``stages``."""
+    validate_knn_regression(params, stages)
+    stages = tuple(int(s) for s in stages)
+    return _KnnRegressionRun(
+        np.asarray(X, float), np.asarray(y, float), params["weighting"], stages
+    )
+
+
+def validate_knn_regression(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+    """Reject an unknown weighting (no lwa for regression) or missing values of k."""
+    if params["weighting"] not in REGRESSION_WEIGHTINGS:
+        raise ValueError(
+            f"knn weighting={params['weighting']!r} is not one of {REGRESSION_WEIGHTINGS}"
+        )
+    check_stages(stages, "knn stages (the values of k)")
 
 
 register(
     Family(
         name="knn",
         fit=fit_knn,
-        params={"metric": "euclidean", "weighting": "uniform"},
+        params={"metric": "euclidean", "weighting": "uniform", "max_rows": "auto"},
         view="standardized",
         stages="k",
         test_params={"metric": "euclidean", "weighting": "uniform"},
         test_stages=(1, 5, 25),
         validate=validate_knn,
     )
+)
+register(
+    Family(
+        name="knn",
+        fit=fit_knn_regression,
+        params={"weighting": "uniform"},
+        stages="k",
+        test_params={"weighting": "distance"},
+        test_stages=(1, 5, 25),
+        validate=validate_knn_regression,
+    ),
+    task="regression",
 )

@@ -1,11 +1,13 @@
-"""Neural nets (App. 4.B): one hidden layer trained by backprop with momentum, staged by epoch.
+"""Neural nets (App. 4.B): one hidden layer trained by backprop with momentum, staged by epoch,
+as a classifier (sigmoid or softmax outputs) and as a regressor (a linear output on the
+standardised target); both train through one SGD core, ``sgd_backprop``.
 
 "We train neural nets with gradient descent backprop and vary the number of hidden units
 {1, 2, 4, 8, 32, 128} and the momentum {0, 0.2, 0.5, 0.9}. We halt training the nets at many
 different epochs": one training run snapshots its weights after every epoch listed in ``stages``,
 and each snapshot is a library member.
 
-Training is hand-written backprop in numpy (see ``fit_mlp``): for nets this small it is several
+Training is hand-written backprop in numpy (see ``sgd_backprop``): for nets this small it is several
 times faster per step than torch, and it needs no torch at all. A test checks it against
 ``torch.optim.SGD`` on the same initial weights and batches.
 """
@@ -18,7 +20,8 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ._base import Family, register
+from ._base import Family, check_stages, register
+from ._regression import TargetScale, column
 
 ACTIVATIONS = ("sigmoid", "tanh")
 LOSSES = ("squared", "cross_entropy")
@@ -28,21 +31,12 @@ and it gives softer, less overconfident probabilities than cross-entropy on smal
 ``cross_entropy`` is the log loss of the same outputs."""
 
 
-def check_stages(stages: tuple[int, ...] | None, what: str) -> tuple[int, ...]:
-    """``stages`` as a non-empty tuple of positive ints; a ValueError says what is wrong."""
-    if not stages:
-        raise ValueError(f"{what} must be a non-empty list of positive integers, got {stages!r}")
-    out = tuple(int(s) for s in stages)
-    if any(s < 1 or s != t for s, t in zip(out, stages, strict=True)):
-        raise ValueError(f"{what} must be positive integers, got {stages!r}")
-    return out
-
-
 def validate_mlp(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
-    """Reject an unknown activation or loss, a non-positive size, or missing epochs."""
-    if params["activation"] not in ACTIVATIONS:
+    """Reject an unknown activation or loss (the classifier's), a non-positive size, a bad
+    learning rate or momentum, or missing epochs."""
+    if params.get("activation", "tanh") not in ACTIVATIONS:
         raise ValueError(f"mlp activation={params['activation']!r} is not one of {ACTIVATIONS}")
-    if params["loss"] not in LOSSES:
+    if params.get("loss", "squared") not in LOSSES:
         raise ValueError(f"mlp loss={params['loss']!r} is not one of {LOSSES}")
     for key in ("hidden", "batch_size"):
         if int(params[key]) < 1:
@@ -93,9 +87,26 @@ def _init_weights(rng: np.random.Generator, n_in: int, n_out: int) -> np.ndarray
     return layer
 
 
-def fit_mlp(X, y, *, n_classes, params, stages, random_state):
-    """Train one net with mini-batch SGD and momentum; snapshot it after each epoch in
-    ``stages``.
+def sgd_backprop(
+    X: np.ndarray,
+    target: np.ndarray,
+    *,
+    output: str,
+    loss: str,
+    activation: str,
+    hidden: int,
+    batch: int,
+    lr: float,
+    momentum: float,
+    epochs: tuple[int, ...],
+    random_state,
+) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Train one net with mini-batch SGD and momentum; its weights after each epoch in
+    ``epochs``, as ``(W1, b1, W2, b2)`` in torch's ``(out, in)`` layout.
+
+    ``target`` is ``(n, n_out)``: 0/1 for ``output="sigmoid"`` (one unit, the positive class),
+    one-hot for ``"softmax"``, real values for ``"linear"`` (the regressor, squared error).
+    ``loss`` "squared" or "cross_entropy" (the classifier's; a linear output takes squared).
 
     Plain numpy in float64, with the update of ``torch.optim.SGD(momentum=m)`` (no dampening, no
     Nesterov): ``v = m * v + grad; w -= lr * v``, the gradient that of the batch's mean loss. For
@@ -107,21 +118,12 @@ def fit_mlp(X, y, *, n_classes, params, stages, random_state):
     init, see ``_init_weights``: layer 1, then layer 2) and then each epoch's order of the rows
     (``rng.permutation``), so a seed fixes the run; the global numpy generator is not used.
     """
-    epochs = check_stages(stages, "mlp epochs")
-    wanted = set(epochs)
-    binary = n_classes == 2
-    n_out = 1 if binary else n_classes
-    hidden = int(params["hidden"])
-    batch = int(params["batch_size"])
-    sigmoid = params["activation"] == "sigmoid"
-    squared = params["loss"] == "squared"
-    lr, momentum = float(params["lr"]), float(params["momentum"])
-
+    sigmoid = activation == "sigmoid"
+    squared = loss == "squared"
+    n_out = target.shape[1]
     X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
     n, d = X.shape
     Xa = np.hstack([X, np.ones((n, 1))])  # a column of ones carries the first layer's bias
-    target = y[:, None].astype(np.float64) if binary else np.eye(n_classes)[y]
 
     # every parameter (and gradient, and velocity) in one flat vector, the layers views of it,
     # so the momentum step is three vector operations
@@ -142,6 +144,7 @@ def fit_mlp(X, y, *, n_classes, params, stages, random_state):
     H_buf, DH_buf, tmp_buf = (np.empty((batch, hidden)) for _ in range(3))
     Z_buf, P_buf = np.empty((batch, n_out)), np.empty((batch, n_out))
 
+    wanted = set(epochs)
     snaps = {}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a diverging net: NaN
         for epoch in range(1, max(epochs) + 1):
@@ -162,25 +165,29 @@ def fit_mlp(X, y, *, n_classes, params, stages, random_state):
                     H -= 1.0
                 np.matmul(H, w2, out=Z)
                 Z += b2
-                # Z <- d(mean loss)/d(logits)
-                if binary:
-                    expit(Z, out=P)
-                else:
-                    Z -= Z.max(axis=1, keepdims=True)
-                    np.exp(Z, out=P)
-                    P /= P.sum(axis=1, keepdims=True)
-                np.subtract(P, T, out=Z)  # cross-entropy: p - t
-                if squared and binary:  # d(p - t)^2/dz = 2 (p - t) p (1 - p)
-                    Z *= P
-                    np.subtract(1.0, P, out=P)
-                    Z *= P
-                    Z *= 2.0 / b
-                elif squared:  # softmax Jacobian: p * (g - <g, p>), g = 2 (p - t)
-                    Z -= (Z * P).sum(axis=1, keepdims=True)
-                    Z *= P
+                # Z <- d(mean loss)/d(outputs before the output function)
+                if output == "linear":  # squared error: 2 (z - t)
+                    Z -= T
                     Z *= 2.0 / b
                 else:
-                    Z *= 1.0 / b
+                    if output == "sigmoid":
+                        expit(Z, out=P)
+                    else:
+                        Z -= Z.max(axis=1, keepdims=True)
+                        np.exp(Z, out=P)
+                        P /= P.sum(axis=1, keepdims=True)
+                    np.subtract(P, T, out=Z)  # cross-entropy: p - t
+                    if squared and output == "sigmoid":  # d(p - t)^2/dz = 2 (p - t) p (1 - p)
+                        Z *= P
+                        np.subtract(1.0, P, out=P)
+                        Z *= P
+                        Z *= 2.0 / b
+                    elif squared:  # softmax Jacobian: p * (g - <g, p>), g = 2 (p - t)
+                        Z -= (Z * P).sum(axis=1, keepdims=True)
+                        Z *= P
+                        Z *= 2.0 / b
+                    else:
+                        Z *= 1.0 / b
                 # backward
                 np.matmul(H.T, Z, out=g2)
                 np.sum(Z, axis=0, out=gb2)
@@ -199,6 +206,29 @@ def fit_mlp(X, y, *, n_classes, params, stages, random_state):
                 theta -= step
             if epoch in wanted:
                 snaps[epoch] = _torch_layout(theta, d, hidden, n_out)
+    return snaps
+
+
+def fit_mlp(X, y, *, n_classes, params, stages, random_state):
+    """Train one classification net (``sgd_backprop``: a sigmoid output unit for two classes, a
+    softmax otherwise) and snapshot it after each epoch in ``stages``."""
+    epochs = check_stages(stages, "mlp epochs")
+    binary = n_classes == 2
+    y = np.asarray(y, dtype=np.int64)
+    target = y[:, None].astype(np.float64) if binary else np.eye(n_classes)[y]
+    snaps = sgd_backprop(
+        X,
+        target,
+        output="sigmoid" if binary else "softmax",
+        loss=params["loss"],
+        activation=params["activation"],
+        hidden=int(params["hidden"]),
+        batch=int(params["batch_size"]),
+        lr=float(params["lr"]),
+        momentum=float(params["momentum"]),
+        epochs=epochs,
+        random_state=random_state,
+    )
     return _MLPRun([snaps[e] for e in epochs], params["activation"], n_classes)
 
 
@@ -228,4 +258,63 @@ register(
         test_stages=(1, 3),
         validate=validate_mlp,
     )
+)
+
+
+# --------------------------------------------------------------------------- regressor
+
+
+@dataclass
+class _NetRegressionRun:
+    """Weight snapshots ``(W1, b1, w2, b2)`` of a one-hidden-layer tanh net with a linear output,
+    ``(in, out)`` layout, one per stage, and the target scale it learned on."""
+
+    snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]
+    scale: TargetScale
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        X = np.asarray(X, dtype=np.float64)
+        out = np.empty((len(self.snapshots), X.shape[0]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i, (w1, b1, w2, b2) in enumerate(self.snapshots):
+                out[i] = self.scale.inverse(np.tanh(X @ w1 + b1) @ w2 + b2)
+        # a diverged net says nothing: the training mean rather than NaN
+        out[~np.isfinite(out)] = self.scale.mean
+        return {"none": column(out)}
+
+
+def fit_mlp_regression(X, y, *, n_classes, params, stages, random_state):
+    """One hidden tanh layer, linear output, squared error on the standardised target, trained
+    by ``sgd_backprop`` (the classifier's core); snapshots after each epoch in ``stages``."""
+    epochs = check_stages(stages, "mlp epochs")
+    scale = TargetScale.fit(np.asarray(y, dtype=np.float64))
+    target = scale.forward(np.asarray(y, dtype=np.float64))[:, None]
+    snaps = sgd_backprop(
+        X,
+        target,
+        output="linear",
+        loss="squared",
+        activation="tanh",
+        hidden=int(params["hidden"]),
+        batch=int(params["batch_size"]),
+        lr=float(params["lr"]),
+        momentum=float(params["momentum"]),
+        epochs=epochs,
+        random_state=random_state,
+    )
+    flat = [(w1.T.copy(), b1, w2[0].copy(), float(b2[0])) for w1, b1, w2, b2 in snaps.values()]
+    return _NetRegressionRun([flat[sorted(snaps).index(e)] for e in epochs], scale)
+
+
+register(
+    Family(
+        name="mlp",
+        fit=fit_mlp_regression,
+        params={"hidden": 16, "momentum": 0.9, "lr": 0.01, "batch_size": 32},
+        stages="epochs",
+        test_params={"hidden": 4},
+        test_stages=(1, 3),
+        validate=validate_mlp,
+    ),
+    task="regression",
 )

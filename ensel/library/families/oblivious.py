@@ -16,9 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._base import Family, full_proba, register
-from .gbdt import _ConstantRun, _encode
-from .neural import check_stages
+from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
 
 
 def _frame(X: np.ndarray, columns: list[int]) -> pd.DataFrame:
@@ -54,9 +52,9 @@ def fit_catboost(X, y, *, n_classes, params, stages, random_state, categorical=N
     """CatBoostClassifier, ``max(stages)`` rounds at a fixed rate, one thread, the native
     view's categorical columns as CatBoost categories."""
     stages = check_stages(stages, "catboost rounds")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(stages), n_classes)
+        return ConstantRun(int(classes[0]), len(stages), n_classes)
     from catboost import CatBoostClassifier
 
     columns = sorted(categorical or {})

@@ -20,9 +20,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ._base import Family, full_proba, register
-from .gbdt import _ConstantRun, _encode
-from .neural import check_stages
+from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
 
 CLIP = 3.0
 """Smooth clipping ``x / sqrt(1 + (x / CLIP)^2)`` after robust scaling (RealMLP's)."""
@@ -146,9 +144,9 @@ def fit_tabular_mlp(X, y, *, n_classes, params, stages, random_state, categorica
     thread; the seed fixes the initial weights, the batches and dropout (torch's global
     generator is forked, not touched)."""
     epochs = check_stages(stages, "tabular_mlp epochs")
-    classes, codes = _encode(y)
+    classes, codes = encode_labels(y)
     if len(classes) == 1:
-        return _ConstantRun(int(classes[0]), len(epochs), n_classes)
+        return ConstantRun(int(classes[0]), len(epochs), n_classes)
     import torch
 
     X = np.asarray(X, dtype=np.float64)

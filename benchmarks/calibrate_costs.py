@@ -1,0 +1,253 @@
+"""Measure the constants of ensel's cost model once and write ``ensel/library/cost_constants.json``.
+
+For every registered family (both tasks) this fits pilot runs on a synthetic table (numeric and
+categorical columns, a few missing values) at a few sizes, and records
+
+* predict: the CPU milliseconds per 1,000 rows of each stage (``runs.measure_cost``) against the
+  work its fitted structure counts (``predict_work``): ``ms = calls x ms_per_call + units x
+  ms_per_unit``, fitted by non-negative least squares per family, and the same per view kind;
+* fit: the CPU seconds of the fit against the fit work of ``estimate.fit_work``:
+  ``seconds = overhead_s + units x s_per_unit``, fitted the same way; where the pilots show no
+  linear growth above the overhead, ``seconds = s_per_unit x units ** exponent`` on logs.
+
+The file records the machine, the load average and the date, so a rerun on a quiet machine can
+replace it. Builders then count costs, never time them, so the constants must not change with
+each run: rerun this only to recalibrate.
+
+    nice python -m benchmarks.calibrate_costs [--quick] [--out PATH]
+
+``--quick`` uses two small sizes and writes to a temporary file unless ``--out`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+from threadpoolctl import threadpool_limits
+
+from ensel.data import Columns
+from ensel.library.estimate import fit_work
+from ensel.library.families import FAMILIES, REGRESSORS, missing_requirements
+from ensel.library.predict_work import predict_work, view_work
+from ensel.library.runs import _takes_stages, measure_cost, native_categorical
+from ensel.library.views import make_view, transform
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "ensel" / "library" / "cost_constants.json"
+SIZES = (500, 1000, 2000)
+QUICK_SIZES = (200, 400)
+N_NUMERIC, N_CATEGORICAL, N_CLASSES = 10, 2, 3
+PILOT = {
+    "adaboost": ({"max_depth": 2}, (5, 20)),
+    "bagged_trees": ({"max_depth": 6}, (3, 10)),
+    "random_forest": ({}, (5, 20)),
+    "extra_trees": ({}, (5, 20)),
+    "tree": ({"max_depth": 8}, None),
+    "catboost": ({"depth": 4}, (10, 40)),
+    "hist_gbdt": ({"max_leaf_nodes": 15}, (10, 40)),
+    "lightgbm": ({"num_leaves": 15}, (10, 40)),
+    "xgboost": ({"max_depth": 4}, (10, 40)),
+    "knn": ({}, (1, 5, 25)),
+    "mlp": ({"hidden": 8}, (2, 5)),
+    "tabular_mlp": ({"hidden": 32, "layers": 2, "batch_size": 64}, (2, 4)),
+    "svm": ({"kernel": "rbf"}, None),
+    "svr": ({"kernel": "rbf"}, None),
+    "naive_bayes": ({"kind": "kernel"}, None),
+}
+"""Pilot parameters and stages per family (others: defaults, no stages)."""
+EXTRA = {
+    "svm": [({"kernel": "linear"}, None)],
+    "svr": [({"kernel": "linear"}, None)],
+    "naive_bayes": [({"kind": "normal"}, None)],
+    "logreg": [({"ridge": 1.0}, None)],
+}
+"""Further pilot settings, so a family's constants cover its cheap and its costly variants."""
+SIZE_SCALE = {"linear": 20, "logreg": 10, "naive_bayes": 5, "tree": 5, "mlp": 2}
+"""Cheap fits are timed on more rows, so that their growth shows above the fixed overhead."""
+
+
+def table(n: int, task: str, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """A synthetic table: numeric columns (5% missing), categorical ones with 6 levels."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, N_NUMERIC))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(N_NUMERIC)])
+    for j in range(N_CATEGORICAL):
+        frame[f"c{j}"] = pd.Series(rng.choice(list("abcdef"), n)).astype("category")
+    signal = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * np.nan_to_num(X[:, 2])
+    if task == "regression":
+        return frame, signal + rng.normal(scale=0.5, size=n)
+    cuts = np.quantile(signal, np.linspace(0, 1, N_CLASSES + 1)[1:-1])
+    return frame, np.searchsorted(cuts, signal)
+
+
+def pilot(family, task, params, stages, n, seed=0) -> dict:
+    """Fit one pilot run on ``n`` rows; its fit seconds and work, per-stage predict points."""
+    X, y = table(n + 1000, task, seed)
+    train, held = np.arange(n), np.arange(n, n + 1000)
+    columns = Columns.infer(X)
+    full = {**family.params, **params}
+    view = make_view(family.view, columns, family.native_missing).fit(X.iloc[train])
+    extra = {}
+    if family.categorical:
+        extra["categorical"] = (
+            native_categorical(_Shape(columns)) if family.view == "native" else {}
+        )
+    outputs = 1 if task == "regression" else N_CLASSES
+    start = time.process_time()
+    matrix = transform(view, X.iloc[train])
+    run = family.fit(
+        matrix,
+        y[train],
+        n_classes=outputs,
+        params=full,
+        stages=stages,
+        random_state=seed,
+        **extra,
+    )
+    run.predict(transform(view, X.iloc[held[: max(n // 5, 1)]]))  # out-of-fold prediction
+    seconds = time.process_time() - start
+    width = matrix.shape[1]
+    timed = measure_cost(view, run, X.iloc[held], len(stages or (None,)))
+    work = predict_work(
+        family.name, run, full, stages or (None,), width, outputs, _takes_stages(type(run))
+    )
+    return {
+        "fit": (fit_work(family.name, full, stages, n, width, outputs, max(n // 5, 1)), seconds),
+        "predict": [(c, u, ms) for (c, u), ms in zip(work, timed["stages"], strict=True)],
+        "view": (view.kind, *view_work(view, width), timed["view"]),
+    }
+
+
+class _Shape:
+    """What ``native_categorical`` reads from training data."""
+
+    def __init__(self, columns):
+        self.columns = columns
+
+
+def fit_two(points: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """Non-negative ``(a, b)`` with ``target ~ a * x1 + b * x2``, relative errors weighted
+    equally (each row divided by its target)."""
+    A = np.array([[p[0], p[1]] for p in points], dtype=float)
+    t = np.array([p[2] for p in points], dtype=float)
+    w = 1.0 / np.maximum(t, 1e-9)
+    coef, _ = nnls(A * w[:, None], t * w)
+    return float(coef[0]), float(coef[1])
+
+
+def power_law(points: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """``(c, e)`` with ``target ~ c * x2 ** e`` by least squares on logs, ``e`` kept within
+    [0.3, 1.5] (growth slower than linear: iterations that fall as rows grow)."""
+    x = np.log([max(p[1], 1e-12) for p in points])
+    t = np.log([max(p[2], 1e-9) for p in points])
+    e = float(np.clip(np.polyfit(x, t, 1)[0], 0.3, 1.5))
+    return float(np.exp(np.mean(t - e * x))), round(e, 3)
+
+
+def worst_factor(points, a: float, b: float) -> float:
+    """The largest factor between a point's measure and the fitted model's value, either way."""
+    ratios = [max(p[2], 1e-9) / max(a * p[0] + b * p[1], 1e-9) for p in points if p[2] > 0]
+    return round(float(max(max(r, 1 / r) for r in ratios)), 2) if ratios else 1.0
+
+
+def calibrate(sizes: tuple[int, ...]) -> dict:
+    predict, fit, views = {}, {}, {}
+    for task, registry in (("classification", FAMILIES), ("regression", REGRESSORS)):
+        for name, family in sorted(registry.items()):
+            if missing_requirements(family):
+                print(f"skip {task}/{name}: needs {missing_requirements(family)}")
+                continue
+            settings = [PILOT.get(name, ({}, family.test_stages)), *EXTRA.get(name, [])]
+            for params, stages in settings:  # warm up: first calls load libraries, JIT, ...
+                pilot(family, task, params, stages, sizes[0], seed=1)
+            p_points, f_points = [], []
+            for params, stages in settings:
+                for n in sizes:
+                    out = pilot(family, task, params, stages, n * SIZE_SCALE.get(name, 1))
+                    p_points += out["predict"]
+                    work, seconds = out["fit"]
+                    f_points.append((1.0, work, seconds))
+                    kind, calls, units, ms = out["view"]
+                    views.setdefault(kind, []).append((calls, units, ms))
+            call, unit = fit_two(p_points)
+            predict[f"{task}/{name}"] = {
+                "ms_per_call": call,
+                "ms_per_unit": unit,
+                "worst_factor": worst_factor(p_points, call, unit),
+            }
+            overhead, per = fit_two(f_points)
+            exponent = 1.0
+            if per == 0.0:  # not linear in the work: fit seconds = c * work ** e instead
+                overhead, per, exponent = 0.0, *power_law(f_points)
+            fit[f"{task}/{name}"] = {
+                "overhead_s": overhead,
+                "s_per_unit": per,
+                "exponent": exponent,
+                "worst_factor": worst_factor(
+                    [(p[0], p[1] ** exponent, p[2]) for p in f_points], overhead, per
+                ),
+            }
+            print(
+                f"{task}/{name}: predict {call:.4g} ms/call + {unit:.4g} ms/unit "
+                f"(worst x{predict[f'{task}/{name}']['worst_factor']}); fit {overhead:.4g} s + "
+                f"{per:.4g} s/unit (worst x{fit[f'{task}/{name}']['worst_factor']})"
+            )
+    for kind, points in views.items():
+        call, unit = fit_two(points)
+        predict[f"view/{kind}"] = {
+            "ms_per_call": call,
+            "ms_per_unit": unit,
+            "worst_factor": worst_factor(points, call, unit),
+        }
+    predict["default"] = {
+        k: float(
+            np.median(
+                [v[k] for key, v in predict.items() if "/" in key and not key.startswith("view/")]
+            )
+        )
+        for k in ("ms_per_call", "ms_per_unit")
+    }
+    fit["default"] = {
+        k: float(np.median([v[k] for v in fit.values()])) for k in ("overhead_s", "s_per_unit")
+    }
+    return {"predict": predict, "fit": fit}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="two small sizes, a temporary file")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    sizes = QUICK_SIZES if args.quick else SIZES
+    load_before = os.getloadavg()
+    started = datetime.now(UTC)
+    with threadpool_limits(1):  # as the builder's workers: CPU time of idle BLAS threads is noise
+        constants = calibrate(sizes)
+    load_after = os.getloadavg()
+    constants["measured"] = {
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"{platform.processor() or 'unknown CPU'}, Python {platform.python_version()}",
+        "load_average_1m": [round(load_before[0], 2), round(load_after[0], 2)],
+        "sizes": list(sizes),
+        "timer": "CPU time of this process (time.process_time), BLAS/OpenMP limited to one thread",
+        "command": "python -m benchmarks.calibrate_costs" + (" --quick" if args.quick else ""),
+    }
+    out = args.out or (Path(tempfile.gettempdir()) / OUT.name if args.quick else OUT)
+    out.write_text(json.dumps(constants, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

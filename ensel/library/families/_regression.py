@@ -1,0 +1,69 @@
+"""The run layouts the regressors share: predictions in the target's units as
+``(n_stages, n, 1)``, one fitted scikit-learn model, averages of tree prefixes, and a target
+standardised on the training fold (SVR and the net learn ``(y - mean) / sd``, so epsilon and the
+learning rate mean the same on every dataset)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PrefixRun", "SingleRun", "TargetScale", "column"]
+
+
+def column(values: np.ndarray) -> np.ndarray:
+    """``(n_stages, n)`` predictions in the run layout ``(n_stages, n, 1)``, float64."""
+    return np.asarray(values, dtype=np.float64)[..., None]
+
+
+@dataclass
+class TargetScale:
+    """A target standardised on the training fold: learn ``(y - mean) / sd``, predict back."""
+
+    mean: float
+    sd: float
+
+    @classmethod
+    def fit(cls, y: np.ndarray) -> TargetScale:
+        sd = float(np.std(y))
+        return cls(float(np.mean(y)), sd if sd > 0 else 1.0)
+
+    def forward(self, y: np.ndarray) -> np.ndarray:
+        return (y - self.mean) / self.sd
+
+    def inverse(self, z: np.ndarray) -> np.ndarray:
+        return z * self.sd + self.mean
+
+
+@dataclass
+class SingleRun:
+    """One fitted scikit-learn regressor, one member (optionally on a standardised target)."""
+
+    model: Any
+    scale: TargetScale | None = None
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        p = np.asarray(self.model.predict(X), dtype=np.float64)
+        if self.scale is not None:
+            p = self.scale.inverse(p)
+        return {"none": column(p[None])}
+
+
+@dataclass
+class PrefixRun:
+    """Members are the averages of the first ``s`` fitted trees for each stage ``s``."""
+
+    trees: list
+    stages: tuple[int, ...]
+
+    def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        X = np.ascontiguousarray(X, dtype=np.float32)  # what the trees read: one copy, not one each
+        out, total = [], np.zeros(X.shape[0])
+        for i, tree in enumerate(self.trees, start=1):
+            total += tree.predict(X, check_input=False)
+            if i in self.stages:
+                out.append(total / i)
+        out.extend([total / len(self.trees)] * (len(self.stages) - len(out)))
+        return {"none": column(np.stack(out))}

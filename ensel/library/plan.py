@@ -1,0 +1,283 @@
+"""A plan for building a library on a large table within a time budget: which runs to train,
+which to train on a subsample, which to leave out, before any run starts.
+
+The runs are taken in the anytime order (:func:`ensel.library.schedule.anytime_order`: round
+robin over families, strongest first, each family's cheapest runs first), and each run's fit
+time and memory are estimated from the table's shape (:func:`ensel.library.estimate.estimate_run`).
+A list schedule over ``n_workers`` keeps a run only when it ends before the budget, so no run is
+cut at the deadline, and every family's cheapest run comes up in the first round. Stages are
+never cut: a kept boosting run or forest keeps its whole stage ladder. Learners whose fit grows
+with the square of the rows (kernel SVMs, k-NN) come last and get at most ``quadratic_share``
+of the budget: each trains on a stratified subsample sized so that it fits its share, or is
+left out with a note, so they never starve the rest.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .estimate import estimate_run
+from .schedule import anytime_order
+
+__all__ = ["MIN_SUBSAMPLE", "Plan", "PlannedRun", "plan_library", "stratified_subsample"]
+
+MIN_SUBSAMPLE = 500
+"""Fewest rows a quadratic learner is trained on; below, it is left out."""
+QUADRATIC_SHARE = 0.2
+"""Share of the budget kernel SVMs and k-NN get at most, together."""
+KEPT, SUBSAMPLED, LEFT_OUT = "kept", "subsampled", "left out"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run's fate: ``decision`` (``"kept"``, ``"subsampled"`` or ``"left out"``), the rows
+    each of its fits trains on (``rows``; 0 when left out), its estimated seconds (all fits)
+    and peak bytes (one fit), its estimated start and end on the schedule (seconds from the
+    build's start; None when left out), and a ``note`` that says why."""
+
+    section: str
+    run: Any
+    decision: str
+    rows: int
+    seconds: float
+    peak_bytes: float
+    start: float | None
+    end: float | None
+    note: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The planned runs in the order to start them (kept and subsampled ones first, in anytime
+    order; then the left-out ones), and the budget they were planned for."""
+
+    runs: tuple[PlannedRun, ...]
+    budget_seconds: float
+    n_workers: int
+
+    @property
+    def kept(self) -> list[tuple[str, Any]]:
+        """``(section, run)`` of the runs to train, in the order to start them."""
+        return [(p.section, p.run) for p in self.runs if p.decision != LEFT_OUT]
+
+    @property
+    def subsample(self) -> dict[str, int]:
+        """Run id -> rows each fit of that run trains on, for the subsampled runs."""
+        return {p.run.run_id: p.rows for p in self.runs if p.decision == SUBSAMPLED}
+
+    @property
+    def seconds(self) -> float:
+        """Estimated wall seconds of the kept runs on ``n_workers`` workers."""
+        return max((p.end for p in self.runs if p.end is not None), default=0.0)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per run: run id, family, decision, rows, seconds, peak MB, start, end, note."""
+        return pd.DataFrame(
+            [
+                {
+                    "run": getattr(p.run, "run_id", str(p.run)),
+                    "family": getattr(p.run, "family", p.section),
+                    "decision": p.decision,
+                    "rows": p.rows,
+                    "seconds": p.seconds,
+                    "peak_mb": p.peak_bytes / 1e6,
+                    "start": p.start,
+                    "end": p.end,
+                    "note": p.note,
+                }
+                for p in self.runs
+            ]
+        )
+
+
+def plan_library(
+    runs: Sequence,
+    n_rows: int,
+    n_cols: int,
+    n_classes: int = 2,
+    *,
+    budget_seconds: float,
+    n_workers: int = 1,
+    n_fits_per_run: int = 5,
+    max_memory_bytes: float | None = None,
+    view_width: int | None = None,
+    task: str = "classification",
+    quadratic_share: float = QUADRATIC_SHARE,
+    min_subsample: int = MIN_SUBSAMPLE,
+) -> Plan:
+    """Plan a build of ``runs`` (run specs, or the builder's ``(section, run spec)`` pairs) on
+    a table of ``n_rows`` rows and ``n_cols`` columns (``view_width``: its standardized view's
+    width, one-hot levels included; ``n_classes``: classes, ignored for regression) within
+    ``budget_seconds`` on ``n_workers`` workers. Each run is fitted ``n_fits_per_run`` times
+    (the folds, K under ``cv=K``), each fit on ``n_rows (K-1)/K`` rows predicting the other
+    ``n_rows/K``; ``max_memory_bytes``: memory shared by the workers (None: no limit). Runs of
+    other sections (detectors) have no cost model: they are kept, after the families' first
+    round as the anytime order puts them, at no estimated cost. See the module docstring."""
+    if budget_seconds <= 0 or n_workers < 1 or n_fits_per_run < 1:
+        raise ValueError(
+            f"plan_library: budget_seconds={budget_seconds}, n_workers={n_workers}, "
+            f"n_fits_per_run={n_fits_per_run}; give a positive budget and at least one of each"
+        )
+    tasks = [r if isinstance(r, tuple) else ("families", r) for r in runs]
+    order = anytime_order(tasks, n_rows)
+    per_worker_memory = None if max_memory_bytes is None else max_memory_bytes / n_workers
+
+    def cost(run, rows: int) -> tuple[float, float]:
+        held = max(rows // n_fits_per_run, 1) if n_fits_per_run > 1 else max(rows // 5, 1)
+        train = rows - held if n_fits_per_run > 1 else rows
+        est = estimate_run(
+            run.family,
+            run.param_dict,
+            run.stages,
+            train,
+            n_cols,
+            n_classes,
+            view_width,
+            task=task,
+            n_held=held,
+        )
+        return n_fits_per_run * est.fit_seconds, est.peak_bytes
+
+    quadratic = [i for i in order if tasks[i][0] == "families" and _quadratic(tasks[i][1])]
+    is_quadratic = set(quadratic)
+    main = [i for i in order if i not in is_quadratic]
+    horizon = budget_seconds * (1.0 - quadratic_share) if quadratic else budget_seconds
+    workers = [(0.0, w) for w in range(n_workers)]  # (free at, worker)
+    heapq.heapify(workers)
+    planned: dict[int, PlannedRun] = {}
+    for i in main:
+        section, run = tasks[i]
+        if section != "families":
+            planned[i] = PlannedRun(
+                section,
+                run,
+                KEPT,
+                n_rows,
+                0.0,
+                0.0,
+                None,
+                None,
+                "not estimated (no cost model for this kind of run)",
+            )
+            continue
+        seconds, peak = cost(run, n_rows)
+        if per_worker_memory is not None and peak > per_worker_memory:
+            planned[i] = _left(
+                section,
+                run,
+                seconds,
+                peak,
+                f"needs ~{peak / 1e9:.2f} GB per fit, more than the "
+                f"{per_worker_memory / 1e9:.2f} GB a worker has",
+            )
+            continue
+        free, w = workers[0]
+        if free + seconds > horizon:
+            planned[i] = _left(
+                section,
+                run,
+                seconds,
+                peak,
+                f"~{seconds:.0f} s would end after the budget "
+                f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)",
+            )
+            continue
+        heapq.heapreplace(workers, (free + seconds, w))
+        planned[i] = PlannedRun(
+            section, run, KEPT, n_rows, seconds, peak, free, free + seconds, f"~{seconds:.1f} s"
+        )
+    # quadratic learners: what the budget has left, shared equally
+    left = sorted(workers)
+    for q, i in enumerate(quadratic):
+        section, run = tasks[i]
+        free, w = heapq.heappop(left)
+        remaining = (budget_seconds - free) + sum(budget_seconds - f for f, _ in left)
+        share = min(budget_seconds - free, remaining / (len(quadratic) - q))
+        rows = _largest_rows(lambda m, run=run: cost(run, m), n_rows, share, per_worker_memory)
+        if rows < min(min_subsample, n_rows):
+            seconds, peak = cost(run, n_rows)
+            planned[i] = _left(
+                section,
+                run,
+                seconds,
+                peak,
+                f"quadratic in rows: even {min(min_subsample, n_rows)} rows would not fit its "
+                f"share of the budget ({max(share, 0):.0f} s)",
+            )
+            heapq.heappush(left, (free, w))
+            continue
+        seconds, peak = cost(run, rows)
+        decision = KEPT if rows >= n_rows else SUBSAMPLED
+        note = f"~{seconds:.1f} s" + ("" if decision == KEPT else f" on {rows} of {n_rows} rows")
+        planned[i] = PlannedRun(
+            section, run, decision, rows, seconds, peak, free, free + seconds, note
+        )
+        heapq.heappush(left, (free + seconds, w))
+    ordered = [planned[i] for i in order]
+    ordered = [p for p in ordered if p.decision != LEFT_OUT] + [
+        p for p in ordered if p.decision == LEFT_OUT
+    ]
+    return Plan(tuple(ordered), float(budget_seconds), int(n_workers))
+
+
+def _left(section, run, seconds, peak, note) -> PlannedRun:
+    return PlannedRun(section, run, LEFT_OUT, 0, seconds, peak, None, None, note)
+
+
+def _quadratic(run) -> bool:
+    """Kernel SVMs and k-NN: cost growing with the square of the rows."""
+    if run.family == "knn":
+        return True
+    return run.family in ("svm", "svr") and dict(run.params).get("kernel", "rbf") != "linear"
+
+
+def _largest_rows(cost, n_rows: int, seconds: float, memory: float | None) -> int:
+    """The most rows (at most ``n_rows``) whose estimated seconds and memory fit; 0 if none."""
+
+    def fits(m: int) -> bool:
+        s, peak = cost(m)
+        return s <= seconds and (memory is None or peak <= memory)
+
+    if fits(n_rows):
+        return n_rows
+    lo, hi = 0, n_rows  # fits(lo) or lo == 0; not fits(hi)
+    while hi - lo > max(1, n_rows // 1000):
+        mid = (lo + hi) // 2
+        if mid > 0 and fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def stratified_subsample(y, m: int, random_state: int = 0) -> np.ndarray:
+    """Sorted indices of ``m`` rows of ``y`` keeping its class shares (for regression, its
+    quantile bins): each class gets its share of ``m``, at least one row while it has one."""
+    y = np.asarray(y)
+    n = len(y)
+    if m >= n:
+        return np.arange(n)
+    rng = np.random.default_rng(random_state)
+    if y.dtype.kind == "f" and len(np.unique(y)) > 20:  # regression: 10 quantile bins
+        strata = np.searchsorted(np.quantile(y, np.linspace(0, 1, 11)[1:-1]), y)
+    else:
+        strata = np.unique(y, return_inverse=True)[1]
+    groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    quota = np.array([len(g) for g in groups], dtype=float) * m / n
+    take = np.maximum(np.floor(quota).astype(int), 1)
+    for j in np.argsort(-(quota - np.floor(quota)))[: max(m - take.sum(), 0)]:
+        take[j] += 1
+    return np.sort(
+        np.concatenate(
+            [
+                rng.choice(g, min(t, len(g)), replace=False)
+                for g, t in zip(groups, take, strict=True)
+            ]
+        )
+    )

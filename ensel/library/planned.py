@@ -1,0 +1,75 @@
+"""A build under a time budget, planned before any run starts: the planner
+(:func:`ensel.library.plan.plan_library`) estimates every run's cost on this table and says
+which runs to train, which on a stratified subsample of their rows (learners quadratic in the
+rows: kernel SVMs, k-NN) and which to leave out, so that no run is cut at the deadline and
+the cheap strong runs are not starved. This module turns its plan into the builder's work:
+the tasks to run, the subsample of each, the notes the store keeps, and the plan's table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .training import TrainingData
+
+try:  # the planner and its cost model
+    from .plan import plan_library
+except ImportError:  # a checkout without the planner builds in the anytime order alone
+    plan_library = None
+
+__all__ = ["BuildPlan", "plan_build"]
+
+
+@dataclass
+class BuildPlan:
+    """``tasks``: the ``(section, run)`` pairs to run, in the order to start them;
+    ``left_out``: ``(section, run, why)`` of the runs the plan drops; ``subsample``: run id ->
+    rows each fit trains on; ``notes``: run id -> what the store notes beside a trained run;
+    ``table``: the plan, one row per run (run, family, decision, rows, seconds, ...)."""
+
+    tasks: list
+    left_out: list = field(default_factory=list)
+    subsample: dict[str, int] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    table: pd.DataFrame | None = None
+
+
+def view_width(data: TrainingData) -> int:
+    """Columns of the one-hot view: numeric columns plus one per category level."""
+    return len(data.columns.numeric) + sum(len(c) for c in data.columns.categories)
+
+
+def plan_build(
+    tasks: list, data: TrainingData, seconds: float, n_workers: int, planner=None
+) -> BuildPlan:
+    """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers, by
+    ``planner`` (default :func:`~ensel.library.plan.plan_library`; without one, every task in
+    the order given). Each run is fitted once per sibling (``data.n_siblings``)."""
+    planner = planner or plan_library
+    if planner is None or not tasks:
+        return BuildPlan(list(tasks))
+    plan = planner(
+        tasks,
+        len(data.y),
+        data.X.shape[1],
+        max(data.n_classes, 1),
+        budget_seconds=max(seconds, 1e-3),
+        n_workers=max(int(n_workers), 1),
+        n_fits_per_run=data.n_siblings,
+        view_width=view_width(data),
+        task=data.task,
+    )
+    n_rows = len(data.y)
+    out = BuildPlan(list(plan.kept), table=plan.frame())
+    out.subsample = dict(plan.subsample)
+    for p in plan.runs:
+        if p.decision == "left out":
+            out.left_out.append((p.section, p.run, f"left out by the plan: {p.note}"))
+        elif p.run.run_id in out.subsample:
+            rows = out.subsample[p.run.run_id]
+            out.notes[p.run.run_id] = (
+                f"trained on a stratified subsample of {rows} of {n_rows} rows per fit: its "
+                f"cost grows with the square of the rows ({p.note})"
+            )
+    return out

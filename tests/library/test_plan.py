@@ -1,0 +1,102 @@
+"""plan_library: what a time budget holds on a large table, before any run starts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ensel.library.estimate import estimate_run
+from ensel.library.plan import LEFT_OUT, SUBSAMPLED, plan_library, stratified_subsample
+from ensel.library.spec import load_spec
+
+N, D, C = 200_000, 20, 2
+
+
+@pytest.fixture(scope="module")
+def runs():
+    spec = load_spec("default")
+    return [run for section, group in spec.sections if section == "families" for run in group]
+
+
+def test_kept_runs_end_within_the_budget_on_every_worker(runs):
+    plan = plan_library(runs, N, D, C, budget_seconds=600, n_workers=2, n_fits_per_run=5)
+    kept = [p for p in plan.runs if p.decision != LEFT_OUT]
+    assert kept and all(p.end <= 600 + 1e-9 for p in kept)
+    # no worker runs two runs at once: at most n_workers runs overlap at any start
+    for p in kept:
+        overlapping = [q for q in kept if q.start <= p.start < q.end]
+        assert len(overlapping) <= 2
+    assert plan.seconds <= 600
+    # every run is accounted for, each once
+    assert sorted(p.run.run_id for p in plan.runs) == sorted(r.run_id for r in runs)
+
+
+def test_each_family_gets_its_cheapest_run_and_quadratic_learners_are_bounded(runs):
+    plan = plan_library(runs, N, D, C, budget_seconds=3_600, n_workers=2)
+    frame = plan.frame()
+    kept = frame[frame["decision"] != LEFT_OUT]
+    families = {r.family for r in runs}
+    quadratic = {"svm", "knn"}
+    # every family that is not quadratic in rows has a run in the plan
+    for family in families - quadratic:
+        assert family in set(kept["family"]), family
+    # kernel SVMs and k-NN never train on all 200k rows: a subsample, or out with a note
+    for _, row in frame[frame["family"].isin(["knn"])].iterrows():
+        assert row["decision"] in (SUBSAMPLED, LEFT_OUT)
+        assert row["rows"] < N
+        assert ("rows" in row["note"]) or ("quadratic" in row["note"])
+    assert plan.subsample and all(0 < m < N for m in plan.subsample.values())
+    # the strong families keep their whole stage ladders (stages are never cut)
+    for p in plan.runs:
+        if p.decision != LEFT_OUT and p.run.family in ("lightgbm", "xgboost", "hist_gbdt"):
+            assert p.run.stages == next(r for r in runs if r.run_id == p.run.run_id).stages
+
+
+def test_a_run_that_cannot_fit_is_left_out_with_the_reason(runs):
+    plan = plan_library(runs, N, D, C, budget_seconds=30, n_workers=1)
+    left = [p for p in plan.runs if p.decision == LEFT_OUT]
+    assert left and all("budget" in p.note or "quadratic" in p.note for p in left)
+    # a larger budget keeps at least as many runs
+    more = plan_library(runs, N, D, C, budget_seconds=3_000, n_workers=1)
+    assert len(more.kept) >= len(plan.kept) and len(more.kept) > len(plan.kept) - 1
+    # the kept runs come first, in the order to start them
+    decisions = [p.decision == LEFT_OUT for p in plan.runs]
+    assert decisions == sorted(decisions)
+
+
+def test_memory_limit_leaves_out_what_a_worker_cannot_hold(runs):
+    plan = plan_library(
+        runs, N, D, C, budget_seconds=10_000, n_workers=2, max_memory_bytes=2 * 64e6
+    )
+    for p in plan.runs:
+        if p.decision == LEFT_OUT:
+            continue
+        assert p.peak_bytes <= 64e6
+    assert any("GB per fit" in p.note for p in plan.runs if p.decision == LEFT_OUT)
+
+
+def test_subsample_rows_fit_the_share(runs):
+    plan = plan_library(runs, N, D, C, budget_seconds=1_200, n_workers=1, n_fits_per_run=5)
+    for p in plan.runs:
+        if p.decision == SUBSAMPLED:
+            m = p.rows
+            held = m // 5
+            est = estimate_run(
+                p.run.family, p.run.param_dict, p.run.stages, m - held, D, C, n_held=held
+            )
+            assert 5 * est.fit_seconds == pytest.approx(p.seconds)
+            assert p.end <= 1_200 + 1e-9
+
+
+def test_bad_budget_is_named(runs):
+    with pytest.raises(ValueError, match="budget_seconds=0"):
+        plan_library(runs, N, D, C, budget_seconds=0)
+
+
+def test_stratified_subsample_keeps_class_shares():
+    y = np.r_[np.zeros(900, int), np.ones(90, int), np.full(10, 2)]
+    idx = stratified_subsample(y, 100, random_state=0)
+    assert len(idx) == 100 and len(np.unique(idx)) == 100
+    assert np.bincount(y[idx]).tolist() == [90, 9, 1]
+    assert np.array_equal(idx, stratified_subsample(y, 100, random_state=0))
+    assert len(stratified_subsample(y, 5_000)) == len(y)

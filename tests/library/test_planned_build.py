@@ -1,0 +1,157 @@
+"""A build under a time budget follows its plan: runs left out are recorded with the reason,
+quadratic learners train on a stratified subsample noted in the member table, the estimator
+reports the plan; and boosting stops early on its own rows where the builder asks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ensel import EnsembleSelectionClassifier
+from ensel.library import build_library, planned
+from ensel.library.families import get_family
+from ensel.library.training import stratified_rows
+
+SPEC = {
+    "families": [
+        {"family": "logreg", "params": {"ridge": [0.01, 100.0]}, "calibration": ["none"]},
+        {"family": "knn", "stages": [5, 25], "calibration": ["none"]},
+        {"family": "tree", "params": {"max_depth": 3}, "calibration": ["none"]},
+    ]
+}
+
+
+@dataclass(frozen=True)
+class _Planned:  # the planner's PlannedRun, as far as the builder reads it
+    section: str
+    run: object
+    decision: str
+    rows: int
+    note: str
+
+
+@dataclass
+class _Plan:
+    runs: tuple
+
+    @property
+    def kept(self):
+        return [(p.section, p.run) for p in self.runs if p.decision != "left out"]
+
+    @property
+    def subsample(self):
+        return {p.run.run_id: p.rows for p in self.runs if p.decision == "subsampled"}
+
+    def frame(self):
+        return pd.DataFrame(
+            [
+                {"run": p.run.run_id, "family": p.run.family, "decision": p.decision,
+                 "rows": p.rows, "end": 1.0, "note": p.note}
+                for p in self.runs
+            ]
+        )  # fmt: skip
+
+
+def stand_in_planner(calls: list):
+    """Keeps logreg, subsamples knn to 120 rows, leaves the tree out."""
+
+    def plan(tasks, n_rows, n_cols, n_classes, **kw):
+        calls.append((n_rows, n_cols, n_classes, kw))
+        runs = []
+        for section, run in tasks:
+            if run.family == "knn":
+                runs.append(_Planned(section, run, "subsampled", 120, "~1 s on 120 rows"))
+            elif run.family == "tree":
+                runs.append(_Planned(section, run, "left out", 0, "~900 s would end late"))
+            else:
+                runs.append(_Planned(section, run, "kept", n_rows, "~1 s"))
+        return _Plan(tuple(runs))
+
+    return plan
+
+
+def _table(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    X["k"] = pd.Categorical(rng.choice(list("xyz"), n))
+    y = (X["a"] + X["b"] * X["c"] + rng.normal(size=n) > 0.3).astype(int)
+    return X, y
+
+
+def test_a_budgeted_build_follows_the_plan(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls))
+    X, y = _table(600)
+    lib = build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
+    n_rows, n_cols, n_classes, kw = calls[0]
+    assert (n_rows, n_cols, n_classes) == (600, 4, 2)
+    assert kw["n_fits_per_run"] == 3 and kw["view_width"] == 3 + 3 and kw["budget_seconds"] > 0
+    assert set(lib.members["family"]) == {"logreg", "knn"}
+    left = lib.failures.drop_duplicates("run")
+    assert list(left["status"]) == ["left_out"] and list(left["family"]) == ["tree"]
+    assert "left out by the plan: ~900 s would end late" in left["error"].iloc[0]
+    knn = lib.members[lib.members["family"] == "knn"]
+    assert knn["note"].str.contains("stratified subsample of 120 of 600 rows").all()
+    assert (lib.members.loc[lib.members["family"] == "logreg", "note"] == "").all()
+    assert set(lib.plan["decision"]) == {"kept", "subsampled", "left out"}
+    fitted = lib.subset(knn["id"]).runs[knn["run"].iloc[0]]
+    assert fitted.max_train_rows == 120
+    assert [model.y.size for _, model in fitted.siblings] == [120, 120, 120]
+
+
+def test_the_estimator_reports_the_plan(monkeypatch):
+    monkeypatch.setattr(planned, "plan_library", stand_in_planner([]))
+    X, y = _table(500, seed=1)
+    clf = EnsembleSelectionClassifier(
+        library=SPEC, cv=3, n_bags=2, time_limit=120, n_jobs=1, refit="full"
+    ).fit(X, y)
+    plan = clf.budget_["plan"]
+    assert plan["runs"] == {"kept": 2, "subsampled": 1, "left out": 1}
+    assert list(plan["subsampled"].values()) == [120]
+    assert "would end late" in next(iter(plan["left_out"].values()))
+    assert np.isfinite(clf.predict_proba(X)).all()
+
+
+def test_without_a_time_limit_nothing_is_planned(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls))
+    X, y = _table(300, seed=2)
+    lib = build_library(X, y, spec=SPEC, cv=3, n_jobs=1, verbose=0)
+    assert (
+        not calls and lib.plan is None and set(lib.members["family"]) == {"logreg", "knn", "tree"}
+    )
+
+
+def test_stratified_rows_keeps_class_shares_and_is_seeded():
+    y = np.r_[np.zeros(900, int), np.ones(100, int)]
+    rows = np.arange(1000)
+    pick = stratified_rows(rows, y, 200, random_state=3)
+    assert pick.size == 200 and np.unique(pick).size == 200
+    assert np.bincount(y[pick]).tolist() == [180, 20]
+    np.testing.assert_array_equal(pick, stratified_rows(rows, y, 200, random_state=3))
+    assert not np.array_equal(pick, stratified_rows(rows, y, 200, random_state=4))
+    assert stratified_rows(rows[:50], y, 200, 0).size == 50
+    rare = np.r_[np.zeros(999, int), 1]
+    assert 1 in rare[stratified_rows(rows, rare, 10, 0)]  # a present class keeps a row
+
+
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm", "hist_gbdt"])
+def test_boosting_stops_early_on_its_own_rows(name):
+    pytest.importorskip(name if name != "hist_gbdt" else "sklearn")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5))
+    y = (X[:, 0] + rng.normal(scale=2.0, size=3000) > 0).astype(int)  # noisy: overfits soon
+    family = get_family(name)
+    params = {**family.params, "learning_rate": 0.3}
+    stages = (8, 64, 1024)
+    run = family.fit(X, y, n_classes=2, params=params, stages=stages, random_state=0,
+                     early_stop=0.2)  # fmt: skip
+    p = run.predict(X[:200])["none"]
+    assert p.shape == (3, 200, 2)
+    np.testing.assert_allclose(p[2], p[1], atol=1e-6)  # past the best round: the best model
+    full = family.fit(X, y, n_classes=2, params=params, stages=stages, random_state=0)
+    q = full.predict(X[:200])["none"]
+    assert np.abs(q[2] - q[1]).max() > 1e-3  # without it, 1024 rounds differ from 64
