@@ -13,7 +13,7 @@ Reported per table: the client's peak resident memory (this process alone) and e
 (sampled every 0.25 s), wall seconds of the fit and of scoring every row, and scoring
 throughput in rows per second. Targets: the client's peak at most 1 GB while fitting 1M rows
 from parquet; dask scoring throughput within 20% of the in-memory path's on the same 2 cores.
---quick: 20,000 rows, the tiny spec, a 60 s budget; it prints the table and writes nothing.
+--quick: 8,000 rows, the tiny spec, a 240 s budget; it prints the table and writes nothing.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="where the tables go")
     args = parser.parse_args()
     if args.quick:
-        args.rows, args.time_limit, args.spec = [20_000], 60.0, "tiny"
+        args.rows, args.time_limit, args.spec = [8_000], 240.0, "tiny"
     rows = []
     base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-", dir=args.workdir))
     try:
