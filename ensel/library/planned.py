@@ -11,14 +11,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .estimate import FIT_MODELS
+from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
 
-try:  # the planner and its cost model
-    from .plan import plan_library
-except ImportError:  # a checkout without the planner builds in the anytime order alone
-    plan_library = None
-
-__all__ = ["BuildPlan", "plan_build"]
+__all__ = ["BuildPlan", "Pace", "plan_build"]
 
 
 @dataclass
@@ -35,20 +32,69 @@ class BuildPlan:
     table: pd.DataFrame | None = None
 
 
+class Pace:
+    """The plan's estimates against the build's own clock: after each finished run, the wall
+    seconds of the finished runs over their estimated seconds. A run is not started when, at
+    that pace, it would end after the deadline, so that a machine slower than the cost model's
+    (another load, another CPU) leaves runs out instead of cutting them at the deadline."""
+
+    def __init__(self, estimates: dict[str, float]) -> None:
+        self.estimates = {k: float(v) for k, v in estimates.items() if v and v > 0}
+        self.spent = self.planned = 0.0
+
+    @classmethod
+    def of(cls, plan: BuildPlan | None) -> Pace:
+        """The pace of ``plan``'s kept runs (none known without a plan)."""
+        table = None if plan is None else plan.table
+        if table is None or table.empty or not {"run", "seconds"} <= set(table.columns):
+            return cls({})
+        return cls(dict(zip(table["run"], table["seconds"], strict=True)))
+
+    @property
+    def ratio(self) -> float:
+        """Wall over estimated seconds of the finished runs (1 before any has finished)."""
+        return self.spent / self.planned if self.planned > 0 else 1.0
+
+    def finished(self, run_id: str, seconds: float) -> None:
+        if run_id in self.estimates and seconds > 0:
+            self.spent += seconds
+            self.planned += self.estimates[run_id]
+
+    def too_late(self, run_id: str, seconds_left: float) -> str | None:
+        """Why ``run_id`` should not start with ``seconds_left`` to the deadline, or None."""
+        estimate = self.estimates.get(run_id)
+        if estimate is None or estimate * self.ratio <= seconds_left:
+            return None
+        return (
+            f"not started: ~{estimate * self.ratio:.0f} s at the pace of the runs so far "
+            f"({self.ratio:.1f}x their estimates) would end after the budget "
+            f"({seconds_left:.0f} s left)"
+        )
+
+
 def view_width(data: TrainingData) -> int:
     """Columns of the one-hot view: numeric columns plus one per category level."""
     return len(data.columns.numeric) + sum(len(c) for c in data.columns.categories)
 
 
 def plan_build(
-    tasks: list, data: TrainingData, seconds: float, n_workers: int, planner=None
+    tasks: list,
+    data: TrainingData,
+    seconds: float,
+    n_workers: int,
+    planner=None,
+    max_memory: float | None = None,
 ) -> BuildPlan:
-    """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers, by
-    ``planner`` (default :func:`~ensel.library.plan.plan_library`; without one, every task in
-    the order given). Each run is fitted once per sibling (``data.n_siblings``)."""
+    """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
+    ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
+    :func:`~ensel.library.plan.plan_library`).
+    Each run is fitted once per sibling (``data.n_siblings``)."""
     planner = planner or plan_library
-    if planner is None or not tasks:
-        return BuildPlan(list(tasks))
+    # a family registered without a cost model is not planned: it runs after the planned ones
+    unplanned = [t for t in tasks if t[0] == "families" and t[1].family not in FIT_MODELS]
+    tasks = [t for t in tasks if t not in unplanned]
+    if not tasks:
+        return BuildPlan(unplanned)
     plan = planner(
         tasks,
         len(data.y),
@@ -57,14 +103,16 @@ def plan_build(
         budget_seconds=max(seconds, 1e-3),
         n_workers=max(int(n_workers), 1),
         n_fits_per_run=data.n_siblings,
+        max_memory_bytes=max_memory,
         view_width=view_width(data),
         task=data.task,
+        n_held=max(data.hillclimb.size // data.n_siblings, 1),
     )
     n_rows = len(data.y)
-    out = BuildPlan(list(plan.kept), table=plan.frame())
+    out = BuildPlan([*plan.kept, *unplanned], table=plan.frame())
     out.subsample = dict(plan.subsample)
     for p in plan.runs:
-        if p.decision == "left out":
+        if p.decision == LEFT_OUT:
             out.left_out.append((p.section, p.run, f"left out by the plan: {p.note}"))
         elif p.run.run_id in out.subsample:
             rows = out.subsample[p.run.run_id]
