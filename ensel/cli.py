@@ -40,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     fit = commands.add_parser("fit", help="build a library on a CSV file and select an ensemble")
-    fit.add_argument("train", type=Path, help="training data (CSV with a header)")
+    fit.add_argument(
+        "train", type=Path, help="training data: a CSV with a header, or parquet (file, directory)"
+    )
     fit.add_argument("--target", required=True, help="the column to predict")
     fit.add_argument("--out", required=True, type=Path, help="directory for the model and library")
     fit.add_argument(
@@ -98,9 +100,14 @@ def _parser() -> argparse.ArgumentParser:
 
     predict = commands.add_parser("predict", help="predict a CSV file with a fitted model")
     predict.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
-    predict.add_argument("data", type=Path, help="rows to predict (CSV with a header)")
     predict.add_argument(
-        "--out", required=True, type=Path, help="CSV of probabilities and labels (or predictions)"
+        "data", type=Path, help="rows to predict: CSV with a header, or parquet (read in batches)"
+    )
+    predict.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="probabilities and labels (or predictions): parquet if it ends in .parquet, else CSV",
     )
     predict.add_argument(
         "--with-risk",
@@ -148,7 +155,32 @@ def _read_csv(path: Path):
     return pd.read_csv(path)
 
 
+def _is_parquet(path: Path) -> bool:
+    from .library.sources import is_source
+
+    return is_source(path)
+
+
+def _parquet_training(args: argparse.Namespace):
+    """``(X, y, groups)`` of a parquet training path: the features stay on disk (read where
+    they are fitted), the label and group columns are read here."""
+    from .library.sources import ParquetParts, ParquetTable, parquet_files, read_columns
+
+    names = ParquetParts.open(parquet_files(args.train)).columns
+    extra = [args.target, *([args.groups] if args.groups else [])]
+    labels = read_columns(args.train, extra)
+    absent = [c for c in args.drop if c not in names]
+    if absent:
+        raise ValueError(f"column(s) {absent} are not in {args.train}")
+    features = tuple(c for c in names if c not in {*extra, *args.drop})
+    groups = labels[args.groups].to_numpy() if args.groups else None
+    return ParquetTable(str(args.train), features), labels[args.target], groups
+
+
 def fit(args: argparse.Namespace) -> str:
+    if _is_parquet(args.train):
+        X, y, groups = _parquet_training(args)
+        return _fit_and_save(args, X, y, groups)
     frame = _read_csv(args.train)
     if args.target not in frame.columns:
         raise ValueError(
@@ -162,6 +194,10 @@ def fit(args: argparse.Namespace) -> str:
     y = frame.pop(args.target)
     groups = frame.pop(args.groups) if args.groups else None
     X = frame.drop(columns=args.drop)
+    return _fit_and_save(args, X, y, groups)
+
+
+def _fit_and_save(args: argparse.Namespace, X, y, groups) -> str:
     cv = _cv_argument(args.cv)
     task, reason = infer_task(y, args.task)
     print(f"task: {task} ({reason})")
@@ -268,10 +304,34 @@ def _load(model_dir: Path):
 
 
 def predict(args: argparse.Namespace) -> str:
-    import pandas as pd
+    from .estimator.stream import iter_parquet, write_batches
 
     model = _load(args.model_dir)
-    frame = _read_csv(args.data)
+    if _is_parquet(args.data):
+        batches = iter_parquet(args.data)
+    elif not args.data.is_file():
+        raise FileNotFoundError(f"{args.data}: no such file")
+    else:
+        batches = iter([_read_csv(args.data)])
+    refused = [0]
+
+    def score(frame):
+        out, n_refused = _score(model, frame, args)
+        refused[0] += n_refused
+        return out
+
+    n = write_batches(batches, score, args.out)
+    note = ""
+    if args.reject is not None:
+        note = f" ({refused[0]} refused: combined risk above {args.reject} or unknown)"
+    return f"wrote {n} predictions to {args.out}{note}"
+
+
+def _score(model, frame, args: argparse.Namespace):
+    """``(predictions of frame, rows refused)``: probabilities and labels, or values, and the
+    risk columns and reject option that ``args`` ask for."""
+    import pandas as pd
+
     if hasattr(model, "predict_proba"):
         proba = model.predict_proba(frame)
         out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
@@ -283,15 +343,14 @@ def predict(args: argparse.Namespace) -> str:
         out["prediction"] = model.predict(frame)
     # risk once for both options (it costs more than the prediction)
     risk = model.risk(frame) if args.with_risk or args.reject is not None else None
-    note = ""
+    n_refused = 0
     if args.reject is not None:  # the model's reject option: thresholds checked, NaN risk refused
         refuse = model.refused_rows(frame, args.reject, risk=risk)
         out["prediction"] = out["prediction"].astype(object).where(~refuse, None)
-        note = f" ({int(refuse.sum())} refused: combined risk above {args.reject} or unknown)"
+        n_refused = int(refuse.sum())
     if args.with_risk:
         out = pd.concat([out, risk.add_prefix("risk_")], axis=1)
-    out.to_csv(args.out, index=False)
-    return f"wrote {len(out)} predictions to {args.out}{note}"
+    return out, n_refused
 
 
 def report(args: argparse.Namespace) -> str:

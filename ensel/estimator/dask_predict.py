@@ -67,6 +67,21 @@ def _meta(model, method: str, kwargs: dict):
     return np.empty(0, dtype=np.float64 if classes is None else classes.dtype)
 
 
+def _model_task(payload: bytes):
+    """The future of a task that unpickles the model on the current dask cluster (None
+    without one). A future, not a delayed object, so that dask's graph optimisation never
+    fuses it into a partition's task (it would with one partition)."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        client = default_client()
+    except ValueError:
+        return None
+    return client.submit(_load_model, payload, pure=True)
+
+
 def predict_partitions(model, X, method: str, **kwargs):
     """``model.<method>`` (``predict_proba``, ``predict`` or ``risk``) of every partition of
     the dask DataFrame ``X``: a dask Array (``predict_proba``: ``(n, n_classes)``; ``predict``:
@@ -75,7 +90,9 @@ def predict_partitions(model, X, method: str, **kwargs):
     if method == "risk" and model.detectors_ is None:
         model.risk(X.head(0) if hasattr(X, "head") else X)  # raises the usual message
     payload = pickle.dumps(_shipped(model), protocol=pickle.HIGHEST_PROTOCOL)
-    fitted = dask.delayed(_load_model, pure=True)(payload)
+    fitted = _model_task(payload)
+    if fitted is None:  # no dask cluster: the local scheduler takes the model as it is
+        fitted = dask.delayed(_load_model, pure=True)(payload)
     meta = _meta(model, method, kwargs)
     return X.map_partitions(_apply, fitted, method, kwargs, meta=meta, align_dataframes=False)
 

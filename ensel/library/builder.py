@@ -32,7 +32,7 @@ from .._progress import progress_bar
 from ..data import as_frame
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
-from .executor import Executor, ProcessExecutor, budget_message, make_executor
+from .executor import Executor, ProcessExecutor, SerialExecutor, budget_message, make_executor
 from .families import get_family, missing_requirements
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
@@ -191,6 +191,8 @@ def build_library(
             task=library_spec.task,
             **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
         )
+        if isinstance(executor, SerialExecutor) and not getattr(data, "in_memory", True):
+            data = data.load()  # runs fit in this process: the rows are read here
         check_data_fits(data.X, ceiling, getattr(executor, "n_workers", 1))
         return _build(
             data,

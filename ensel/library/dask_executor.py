@@ -207,10 +207,10 @@ class DaskExecutor(Executor):
         running one are restarted) and reported with status ``budget``."""
 
         running = self._executing()
-        self.client.cancel([future for _, future in live.values()])
+        self.client.cancel([entry[1] for entry in live.values()])
         busy = {k: v for k, v in running.items() if k in live}
         self._kill_workers(sorted({address for address, _ in busy.values()}))
-        for key, (i, _) in list(live.items()):
+        for key, (i, *_) in list(live.items()):
             seconds = busy[key][1] if key in busy else 0.0
             message = budget_message(seconds) if key in busy else BUDGET_NOT_STARTED
             yield Outcome(i, "budget", None, message, seconds)

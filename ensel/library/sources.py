@@ -29,6 +29,7 @@ from .training import TrainingData, prepare
 
 __all__ = [
     "ParquetParts",
+    "ParquetTable",
     "SourcedData",
     "is_dask_frame",
     "is_source",
@@ -36,9 +37,32 @@ __all__ = [
     "n_rows",
     "parquet_files",
     "prepare_source",
+    "read_columns",
 ]
 
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+@dataclass(frozen=True)
+class ParquetTable:
+    """A parquet path (a file, a directory or a glob) and the columns to read as features
+    (None: every column but the label's, when ``y`` names it)."""
+
+    path: str
+    columns: tuple[str, ...] | None = None
+
+
+def read_columns(path, names: list[str]) -> pd.DataFrame:
+    """Only the columns ``names`` of a parquet path (labels, groups: small), a clear error
+    naming any that are missing."""
+    pq = optional("pyarrow.parquet", "reading parquet")
+    files = parquet_files(path)
+    have = ParquetParts.open(files).columns
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise ValueError(f"column(s) {missing} are not in {os.fspath(path)}: {list(have)[:20]}")
+    frames = [pq.read_table(f, columns=list(names)).to_pandas() for f in files]
+    return pd.concat(frames, ignore_index=True)
 
 
 def is_dask_frame(X) -> bool:
@@ -47,6 +71,8 @@ def is_dask_frame(X) -> bool:
 
 
 def _is_parquet_path(X) -> bool:
+    if isinstance(X, ParquetTable):
+        return True
     if not isinstance(X, str | os.PathLike):
         return False
     text = os.fspath(X)
@@ -61,7 +87,7 @@ def is_source(X) -> bool:
 def parquet_files(path) -> list[str]:
     """The parquet files of ``path`` (a file, a directory of them, or a glob), sorted; a clear
     error when there are none."""
-    text = os.fspath(path)
+    text = path.path if isinstance(path, ParquetTable) else os.fspath(path)
     if Path(text).is_dir():
         files = [str(p) for p in Path(text).rglob("*") if p.suffix.lower() in PARQUET_SUFFIXES]
     elif glob.has_magic(text):
@@ -139,8 +165,12 @@ class SourcedData(TrainingData):
     def fingerprint(self) -> dict[str, str]:
         return dict(self.fingerprint_)
 
-    def __reduce__(self):
-        fields = (
+    def load(self) -> TrainingData:
+        """The plain TrainingData, every row read here (for fits in this process)."""
+        return _materialize(self.parts, self.plan, self._fields())
+
+    def _fields(self) -> tuple:
+        return (
             self.y,
             self.classes,
             self.columns,
@@ -150,7 +180,9 @@ class SourcedData(TrainingData):
             self.input_columns,
             self.dropped,
         )
-        return _materialize, (self.parts, self.plan, fields)
+
+    def __reduce__(self):
+        return _materialize, (self.parts, self.plan, self._fields())
 
 
 def _materialize(parts, plan: Plan, fields: tuple) -> TrainingData:
@@ -188,7 +220,7 @@ def n_classes(X, y) -> int:
 def _labels_of(parts: ParquetParts, files: list[str], y) -> tuple[np.ndarray, ParquetParts]:
     """``(y, parts without the label column)`` when ``y`` names a column of the files."""
     if isinstance(y, str):
-        if y not in parts.columns:
+        if y not in ParquetParts.open(files[:1]).columns:
             raise ValueError(
                 f"y={y!r}: no such column in the parquet files; they have "
                 f"{list(parts.columns)[:10]}"
@@ -237,6 +269,11 @@ def prepare_source(
         return _sourced(parts, plan, np.asarray(labels), hashes, options)
     files = parquet_files(X)
     parts = ParquetParts.open(files)
+    if isinstance(X, ParquetTable) and X.columns is not None:
+        missing = [c for c in X.columns if c not in parts.columns]
+        if missing:
+            raise ValueError(f"column(s) {missing} are not in {X.path}: {list(parts.columns)[:20]}")
+        parts = replace(parts, columns=tuple(X.columns))
     labels, parts = _labels_of(parts, files, y)
     units = range(len(parts))
     if client is not None:

@@ -182,6 +182,15 @@ def test_a_run_past_its_time_limit_is_stopped_with_its_worker(client):
     assert [o.value for o in DaskExecutor(client).run(task, ["ok"], 1)] == [2]
 
 
+def test_the_end_of_the_budget_stops_every_live_run(client):
+    """A build's time budget that ends with runs on the cluster records each as ``budget``."""
+    deadline = time.monotonic() + 3
+    runs = DaskExecutor(client).run(task, ["sleep", "sleep", "sleep"], 21, deadline=deadline)
+    outcomes = list(runs)
+    assert sorted(o.index for o in outcomes) == [0, 1, 2]
+    assert {o.status for o in outcomes} == {"budget"}
+
+
 RESUME_SCRIPT = """
 import sys
 from distributed import Client

@@ -1,0 +1,249 @@
+"""Data beyond one machine (issue 30): a synthetic parquet table (``benchmarks._scale_data``:
+16 numeric and 6 categorical columns, 10% missing cells) of 1M rows (and 3M with ``--rows``)
+fitted from its parquet directory on a dask LocalCluster of 2 worker processes (one thread
+each) under a time budget, then scored whole as a dask DataFrame, one partition's predictions
+at a time on the client; against the in-memory path (the table as a pandas frame, the local
+pool of 2 processes) where it fits in memory, and, with ``--autogluon``, AutoGluon's
+``predict`` on the same rows (fitted on a sample, in its own venv).
+
+    python -m benchmarks.bench_dask_data [--quick] [--rows 1000000 3000000] [--time-limit 300]
+                                         [--autogluon]
+
+Reported per table: the client's peak resident memory (this process alone) and each worker's
+(sampled every 0.25 s), wall seconds of the fit and of scoring every row, and scoring
+throughput in rows per second. Targets: the client's peak at most 1 GB while fitting 1M rows
+from parquet; dask scoring throughput within 20% of the in-memory path's on the same 2 cores.
+--quick: 8,000 rows, the tiny spec, a 240 s budget; it prints the table and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+
+from benchmarks._record import PeakMemory, git_commit, load_average, versions
+from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._scale_data import make_table
+
+SECTION = "## Data beyond one machine (dask)"
+CHUNK_ROWS = 100_000
+"""Rows per parquet file (and row group) of the synthetic table; written a file at a time."""
+IN_MEMORY_MAX_ROWS = 1_000_000
+"""The in-memory comparison runs up to this many rows (beyond, the frame and its copies
+would crowd a 2-core benchmark machine)."""
+TARGET_CLIENT_MB = 1024
+TARGET_THROUGHPUT = 0.8
+
+
+class OwnPeak(PeakMemory):
+    """Peak resident memory of one process alone (not its children: the cluster's processes
+    are children of the client here)."""
+
+    def _read(self):
+        try:
+            proc = psutil.Process(self.pid)
+            with proc.oneshot():
+                times = proc.cpu_times()
+                return proc.memory_info().rss / 2**20, {self.pid: times.user + times.system}
+        except psutil.Error:
+            return 0.0, {}
+
+
+def write_table(path: Path, n_rows: int) -> list[str]:
+    """The synthetic table in ``path`` (one parquet file per ``CHUNK_ROWS`` rows, label column
+    ``label``); the feature names."""
+    path.mkdir(parents=True, exist_ok=True)
+    features = []
+    for i, start in enumerate(range(0, n_rows, CHUNK_ROWS)):
+        X, y = make_table(min(CHUNK_ROWS, n_rows - start), random_state=i)
+        features = list(X.columns)
+        X.assign(label=np.asarray(y)).to_parquet(path / f"part-{i:04d}.parquet", index=False)
+    return features
+
+
+class Phase:
+    """Wall seconds and the peaks of the client and of each worker process during a block."""
+
+    def __init__(self, worker_pids: dict[str, int]) -> None:
+        self.client = OwnPeak()
+        self.workers = {a: OwnPeak(pid) for a, pid in worker_pids.items()}
+
+    def __enter__(self) -> Phase:
+        self.client.start()
+        for w in self.workers.values():
+            w.start()
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self.start
+        self.client.stop()
+        for w in self.workers.values():
+            w.stop()
+
+    def row(self, what: str, n_rows: int, rows_scored: int | None = None) -> dict:
+        peaks = sorted(w.peak_mb for w in self.workers.values())
+        return {
+            "rows": n_rows,
+            "block": what,
+            "wall_s": self.wall,
+            "client_peak_mb": self.client.peak_mb,
+            "worker_peaks_mb": " / ".join(f"{p:.0f}" for p in peaks) or "-",
+            "rows_per_s": (rows_scored / self.wall) if rows_scored else np.nan,
+            "load": load_average()[0],
+        }
+
+
+def dask_blocks(path: Path, features: list[str], n_rows: int, args) -> tuple[list[dict], object]:
+    """Fit from the parquet directory on a LocalCluster of 2 workers, then score the table as
+    a dask DataFrame one partition at a time; the rows and the fitted model."""
+    import dask.dataframe as dd
+    from distributed import Client
+
+    from ensel import EnsembleSelectionClassifier
+    from ensel.estimator.dask_predict import iter_blocks
+    from ensel.library.dask_executor import local_cluster
+
+    rows = []
+    with local_cluster(2) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)
+        with Phase(pids) as fit:
+            model = EnsembleSelectionClassifier(
+                library=args.spec,
+                backend="dask",
+                client=client,
+                time_limit=args.time_limit,
+                random_state=0,
+                verbose=0,
+            ).fit(str(path), "label")
+        rows.append(fit.row("fit from parquet (dask, 2 workers)", n_rows))
+        ddf = dd.read_parquet(str(path), columns=features)
+        with Phase(pids) as score:
+            scored = sum(len(block) for block in iter_blocks(model.predict_proba(ddf), client))
+        assert scored == n_rows, (scored, n_rows)
+        rows.append(score.row("score the dask DataFrame (2 workers)", n_rows, scored))
+    return rows, model
+
+
+def in_memory_blocks(path: Path, features: list[str], n_rows: int, args, model) -> list[dict]:
+    """The same fit with the table as a pandas frame and the local pool of 2 processes, and
+    scoring with the dask-fitted model on 2 threads (the same fitted members)."""
+    from ensel import EnsembleSelectionClassifier
+
+    frame = pd.read_parquet(path)
+    y = frame.pop("label")
+    with Phase({}) as fit:
+        EnsembleSelectionClassifier(
+            library=args.spec, n_jobs=2, time_limit=args.time_limit, random_state=0, verbose=0
+        ).fit(frame, y)
+    rows = [fit.row("fit in memory (local pool, 2 processes)", n_rows)]
+    model.n_jobs = 2
+    with Phase({}) as score:
+        model.predict_proba(frame[features])
+    rows.append(score.row("score in memory (2 threads)", n_rows, len(frame)))
+    return rows
+
+
+def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
+    """AutoGluon best_quality fitted on a 50,000-row sample within the same budget, predicting
+    every row of the table (one parquet file) in its own venv."""
+    from benchmarks._peers import run_autogluon_files
+
+    frame = pd.read_parquet(path)
+    frame["label"] = frame["label"].astype(str)
+    frame.sample(min(50_000, len(frame)), random_state=0).to_parquet(tmp / "ag-train.parquet")
+    frame.to_parquet(tmp / "ag-test.parquet")
+    del frame
+    run = run_autogluon_files(
+        tmp / "ag-train.parquet", tmp / "ag-test.parquet", "label", args.time_limit, num_cpus=2
+    )
+    return [
+        {
+            "rows": n_rows,
+            "block": f"AutoGluon {run.version} predict (best model {run.best_model})",
+            "wall_s": run.predict_us_per_row * n_rows / 1e6,
+            "client_peak_mb": run.peak_rss_mb,
+            "worker_peaks_mb": "-",
+            "rows_per_s": 1e6 / run.predict_us_per_row,
+            "load": load_average()[0],
+        }
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--time-limit", type=float, default=300.0)
+    parser.add_argument("--spec", default="default")
+    parser.add_argument("--autogluon", action="store_true", help="add AutoGluon's predict")
+    parser.add_argument("--workdir", type=Path, default=None, help="where the tables go")
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.time_limit, args.spec = [8_000], 240.0, "tiny"
+    rows = []
+    base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-", dir=args.workdir))
+    try:
+        for n in args.rows:
+            need = n * 250  # bytes of parquet per row, generously
+            if shutil.disk_usage(base).free < 3 * need:
+                print(f"skipping {n:,} rows: not enough free disk under {base}")
+                continue
+            path = base / f"table-{n}"
+            features = write_table(path, n)
+            found, model = dask_blocks(path, features, n, args)
+            rows += found
+            if n <= IN_MEMORY_MAX_ROWS:
+                rows += in_memory_blocks(path, features, n, args, model)
+            if args.autogluon:
+                rows += autogluon_block(path, base, n, args)
+            shutil.rmtree(path)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    table = pd.DataFrame(rows)
+    command = "python -m benchmarks.bench_dask_data " + " ".join(
+        ["--quick"] if args.quick else [f"--rows {' '.join(map(str, args.rows))}"]
+    )
+    lines = [
+        "",
+        machine_line(command),
+        f"commit {git_commit()}; {versions()}",
+        "",
+        f"Spec `{args.spec}`, time budget {args.time_limit:g} s per fit, cv=5. Peaks are "
+        "resident memory in MiB of the client process alone and of each worker process.",
+        "",
+        markdown_table(table.set_index(["rows", "block"]), floatfmt=".1f"),
+        "",
+    ]
+    for n in table["rows"].unique():
+        t = table[table["rows"] == n].set_index("block")
+        fit = t.loc["fit from parquet (dask, 2 workers)", "client_peak_mb"]
+        lines.append(
+            f"- {n:,} rows: client peak while fitting from parquet {fit:.0f} MiB "
+            f"(target <= {TARGET_CLIENT_MB}: {'met' if fit <= TARGET_CLIENT_MB else 'missed'})"
+        )
+        if "score in memory (2 threads)" in t.index:
+            ratio = (
+                t.loc["score the dask DataFrame (2 workers)", "rows_per_s"]
+                / t.loc["score in memory (2 threads)", "rows_per_s"]
+            )
+            verdict = "met" if ratio >= TARGET_THROUGHPUT else "missed"
+            lines.append(
+                f"- {n:,} rows: dask scoring throughput {ratio:.2f}x the in-memory path's "
+                f"(target >= {TARGET_THROUGHPUT}: {verdict})"
+            )
+    print("\n".join(lines))
+    if not args.quick:
+        write_section(SECTION, lines)
+
+
+if __name__ == "__main__":
+    main()
