@@ -268,26 +268,29 @@ def check_columns(
 
 def stratified_rows(y: np.ndarray, n: int, random_state) -> np.ndarray:
     """Sorted indices of ``n`` of the rows of ``y`` (all when there are no more), drawn without
-    replacement and stratified: each class keeps its share (at least one row of each class
-    present, rounding by largest remainders). The same ``y``, ``n`` and seed give the same
-    rows. For a real ``y`` (regression) a plain random sample."""
+    replacement and stratified, so a model or detector trained on fewer rows (a kernel SVM,
+    k-NN, a detector's sample) sees the classes as the whole table has them: each class keeps
+    its share (largest remainders round up; a class present keeps a row while ``n`` allows).
+    For a real ``y`` (regression) the strata are ten quantile bins. The same ``y``, ``n`` and
+    seed give the same rows."""
     y = np.asarray(y)
     if n >= y.size:
         return np.arange(y.size)
-    rng = np.random.default_rng(random_state)
-    if y.dtype.kind == "f":
-        return np.sort(rng.choice(y.size, n, replace=False))
-    classes, codes = np.unique(y, return_inverse=True)
-    counts = np.bincount(codes)
-    exact = counts * n / y.size
-    take = np.maximum(np.floor(exact).astype(int), 1)
-    while take.sum() > n:  # the floors of one row each may overshoot a tiny n
+    labels = y
+    if labels.dtype.kind == "f":
+        labels = np.searchsorted(np.quantile(labels, np.linspace(0, 1, 11)[1:-1]), labels)
+    strata, codes = np.unique(labels, return_inverse=True)
+    counts = np.bincount(codes, minlength=strata.size)
+    quota = counts * n / y.size
+    take = np.minimum(np.maximum(np.floor(quota).astype(int), 1), counts)
+    while take.sum() > n:  # the one row of each stratum may overshoot a tiny n
         take[np.argmax(take)] -= 1
-    order = np.argsort(-(exact - np.floor(exact)), kind="stable")
-    for c in order[: n - take.sum()]:
-        take[c] += 1
-    chosen = [
-        rng.choice(np.flatnonzero(codes == c), min(take[c], counts[c]), replace=False)
-        for c in range(classes.size)
+    for j in np.argsort(-(quota - np.floor(quota)), kind="stable"):
+        if take.sum() >= n:
+            break
+        take[j] = min(take[j] + 1, counts[j])
+    rng = np.random.default_rng(random_state)
+    picked = [
+        rng.choice(np.flatnonzero(codes == j), take[j], replace=False) for j in range(strata.size)
     ]
-    return np.sort(np.concatenate(chosen))
+    return np.sort(np.concatenate(picked))

@@ -19,12 +19,13 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
+from ..data import stratified_rows
 from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
 from .kinds import run_seed
 from .predict_work import PREDICT_WORK
 from .spec import RunSpec
-from .training import TrainingData, stratified_rows
+from .training import TrainingData
 from .views import make_view, transform
 
 __all__ = [
@@ -189,7 +190,7 @@ def fit_run(
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
         if max_train_rows is not None:
-            train = stratified_rows(train, data.y, max_train_rows, seed + k)
+            train = train[stratified_rows(data.y[train], max_train_rows, seed + k)]
         view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
         fitted = wrap(
             family.fit(
@@ -329,7 +330,7 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     limit = getattr(fitted, "max_train_rows", None)  # a planned subsample stays one
     rows = np.arange(len(data.y))
     if limit is not None:
-        rows = stratified_rows(rows, data.y, limit, run_seed(run, random_state))
+        rows = stratified_rows(data.y, limit, run_seed(run, random_state))
     extra = fit_extra(family, run, data, rows.size)
     X_fit = data.X.iloc[rows]
     view = make_view(run.view, data.columns, family.native_missing).fit(X_fit)
