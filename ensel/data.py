@@ -178,31 +178,44 @@ def clean_columns(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
             dropped[name] = "missing in every row"
         elif n_missing == 0 and col.nunique(dropna=True) == 1:
             dropped[name] = "constant"
-    if len(dropped) == frame.shape[1]:
-        dropped = {}
-    empty = [c for c, why in dropped.items() if why == "missing in every row"]
-    if empty:
-        warnings.warn(
-            f"column(s) {empty[:10]} are missing in every training row; they are left out",
-            UserWarning,
-            stacklevel=3,
-        )
-    constant = [c for c, why in dropped.items() if why == "constant"]
-    if constant:
-        log.info("constant column(s) %s are left out", constant[:10])
+    dropped = left_out(dropped, frame.shape[1], stacklevel=3)
     frame = frame.drop(columns=list(dropped))
     if n >= ID_MIN_ROWS:
         for name in frame.columns:
             col = frame[name]
             integer = pd.api.types.is_integer_dtype(col) and not pd.api.types.is_bool_dtype(col)
             if (integer or _is_categorical(col)) and col.nunique(dropna=True) == n:
-                warnings.warn(
-                    f"column {name!r} has a distinct value in every row: it looks like an id; "
-                    "drop it unless it carries information (an id that follows the label leaks)",
-                    UserWarning,
-                    stacklevel=3,
-                )
+                warn_id(name, stacklevel=3)
     return frame, dropped
+
+
+def left_out(dropped: dict[str, str], n_columns: int, stacklevel: int) -> dict[str, str]:
+    """The columns ``clean_columns`` leaves out, ``{name: why}``, once said: a warning for those
+    missing in every row, a log note for the constant ones; none when all ``n_columns`` would
+    go (the caller's other checks then speak). ``stacklevel`` as the caller would warn."""
+    if len(dropped) == n_columns:
+        return {}
+    empty = [c for c, why in dropped.items() if why == "missing in every row"]
+    if empty:
+        warnings.warn(
+            f"column(s) {empty[:10]} are missing in every training row; they are left out",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+    constant = [c for c, why in dropped.items() if why == "constant"]
+    if constant:
+        log.info("constant column(s) %s are left out", constant[:10])
+    return dropped
+
+
+def warn_id(name: str, stacklevel: int) -> None:
+    """The warning for a column with a distinct value in every row (a likely id, kept)."""
+    warnings.warn(
+        f"column {name!r} has a distinct value in every row: it looks like an id; "
+        "drop it unless it carries information (an id that follows the label leaks)",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def named(X, columns, *, who: str):
