@@ -146,10 +146,11 @@ def main(argv: list[str] | None = None) -> None:
             machine_line(command),
             "",
             f"Synthetic tables of {rows:,} rows (`benchmarks/_scale_data.py`; seeds "
-            f"{', '.join(map(str, args.seeds))}): members ({len(frame)} rows of results over "
-            f"{args.repeats} draws per size) trained once on half the rows; hillclimb sets "
-            "drawn from a pool of a quarter; test AUC and log loss on the last quarter (mean and "
-            "std over seeds x draws). `best member`: the single member with the best hillclimb "
+            f"{', '.join(map(str, args.seeds))}): members trained once on half the rows; "
+            f"{args.repeats} stratified draws per size of hillclimb sets from a pool of a "
+            "quarter; test AUC and log loss on the last quarter (mean and std over seeds x "
+            "draws); selection with the estimator's defaults for mxe and for roc. `best member`: "
+            "the single member with the best hillclimb "
             "log loss.",
             "",
             markdown_table(table),

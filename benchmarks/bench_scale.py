@@ -1,9 +1,11 @@
 """Large tables: ensel under a time budget on 50k-1M rows, against LightGBM and
 HistGradientBoosting defaults and AutoGluon best_quality at the same budget.
 
-    python -m benchmarks.bench_scale --quick
-    python -m benchmarks.bench_scale --tables synth100k --budgets 300 --tools ensel autogluon
-    python -m benchmarks.bench_scale --report
+    python -m benchmarks.bench_scale --quick          # synth20k at 60 s, no AutoGluon
+    python -m benchmarks.bench_scale --tables synth100k movies insteval --budgets 300 600 \
+        --seeds 0 1 2                                  # the 100k targets, all four tools
+    python -m benchmarks.bench_scale --tables synth300k synth1m --budgets 600 --seeds 0
+    python -m benchmarks.bench_scale --report         # the docs table from the results
 
 Tables: synthetic ones of 100k, 300k and 1M training rows (``benchmarks/_scale_data.py``:
 numeric and categorical columns, one with over 4,000 levels, 10% missing cells, a non-linear

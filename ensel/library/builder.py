@@ -256,7 +256,11 @@ def _build(
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
             planned = plan_build(
-                tasks, data, deadline - time.monotonic(), getattr(executor, "n_workers", 1)
+                tasks,
+                data,
+                deadline - time.monotonic(),
+                getattr(executor, "n_workers", 1),
+                max_memory=ceiling,
             )
             tasks, notes = planned.tasks, planned.notes
             for section, run, why in planned.left_out:

@@ -110,6 +110,7 @@ def plan_library(
     task: str = "classification",
     quadratic_share: float = QUADRATIC_SHARE,
     min_subsample: int = MIN_SUBSAMPLE,
+    n_held: int | None = None,
 ) -> Plan:
     """Plan a build of ``runs`` (run specs, or the builder's ``(section, run spec)`` pairs) on
     a table of ``n_rows`` rows and ``n_cols`` columns (``view_width``: its standardized view's
@@ -118,7 +119,11 @@ def plan_library(
     (the folds, K under ``cv=K``), each fit on ``n_rows (K-1)/K`` rows predicting the other
     ``n_rows/K``; ``max_memory_bytes``: memory shared by the workers (None: no limit). Runs of
     other sections (detectors) have no cost model: they are kept, after the families' first
-    round as the anytime order puts them, at no estimated cost. See the module docstring."""
+    round as the anytime order puts them, at no estimated cost. ``n_held``: the rows each fit
+    predicts, where the builder knows them (a held-out hillclimb set, or ``n_rows/K``): a fit
+    then trains on ``n_rows - n_held`` rows, or on the subsample, and always predicts
+    ``n_held`` (a subsampled k-NN still queries every hillclimb row). See the module
+    docstring."""
     if budget_seconds <= 0 or n_workers < 1 or n_fits_per_run < 1:
         raise ValueError(
             f"plan_library: budget_seconds={budget_seconds}, n_workers={n_workers}, "
@@ -129,8 +134,11 @@ def plan_library(
     per_worker_memory = None if max_memory_bytes is None else max_memory_bytes / n_workers
 
     def cost(run, rows: int) -> tuple[float, float]:
-        held = max(rows // n_fits_per_run, 1) if n_fits_per_run > 1 else max(rows // 5, 1)
-        train = rows - held if n_fits_per_run > 1 else rows
+        if n_held is not None:
+            held, train = n_held, max(min(rows, n_rows - n_held), 1)
+        else:
+            held = max(rows // n_fits_per_run, 1) if n_fits_per_run > 1 else max(rows // 5, 1)
+            train = rows - held if n_fits_per_run > 1 else rows
         est = estimate_run(
             run.family,
             run.param_dict,

@@ -11,12 +11,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .estimate import FIT_MODELS
+from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
-
-try:  # the planner and its cost model
-    from .plan import plan_library
-except ImportError:  # a checkout without the planner builds in the anytime order alone
-    plan_library = None
 
 __all__ = ["BuildPlan", "plan_build"]
 
@@ -41,14 +38,23 @@ def view_width(data: TrainingData) -> int:
 
 
 def plan_build(
-    tasks: list, data: TrainingData, seconds: float, n_workers: int, planner=None
+    tasks: list,
+    data: TrainingData,
+    seconds: float,
+    n_workers: int,
+    planner=None,
+    max_memory: float | None = None,
 ) -> BuildPlan:
-    """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers, by
-    ``planner`` (default :func:`~ensel.library.plan.plan_library`; without one, every task in
-    the order given). Each run is fitted once per sibling (``data.n_siblings``)."""
+    """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
+    ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
+    :func:`~ensel.library.plan.plan_library`).
+    Each run is fitted once per sibling (``data.n_siblings``)."""
     planner = planner or plan_library
-    if planner is None or not tasks:
-        return BuildPlan(list(tasks))
+    # a family registered without a cost model is not planned: it runs after the planned ones
+    unplanned = [t for t in tasks if t[0] == "families" and t[1].family not in FIT_MODELS]
+    tasks = [t for t in tasks if t not in unplanned]
+    if not tasks:
+        return BuildPlan(unplanned)
     plan = planner(
         tasks,
         len(data.y),
@@ -57,14 +63,16 @@ def plan_build(
         budget_seconds=max(seconds, 1e-3),
         n_workers=max(int(n_workers), 1),
         n_fits_per_run=data.n_siblings,
+        max_memory_bytes=max_memory,
         view_width=view_width(data),
         task=data.task,
+        n_held=max(data.hillclimb.size // data.n_siblings, 1),
     )
     n_rows = len(data.y)
-    out = BuildPlan(list(plan.kept), table=plan.frame())
+    out = BuildPlan([*plan.kept, *unplanned], table=plan.frame())
     out.subsample = dict(plan.subsample)
     for p in plan.runs:
-        if p.decision == "left out":
+        if p.decision == LEFT_OUT:
             out.left_out.append((p.section, p.run, f"left out by the plan: {p.note}"))
         elif p.run.run_id in out.subsample:
             rows = out.subsample[p.run.run_id]

@@ -331,7 +331,8 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     rows = np.arange(len(data.y))
     if limit is not None:
         rows = stratified_rows(data.y, limit, run_seed(run, random_state))
-    extra = fit_extra(family, run, data, rows.size)
+    # early stopping on or off as the siblings had it (decided by their training rows)
+    extra = fit_extra(family, run, data, min(int((data.folds != 0).sum()), rows.size))
     X_fit = data.X.iloc[rows]
     view = make_view(run.view, data.columns, family.native_missing).fit(X_fit)
     model = wrap(

@@ -78,7 +78,8 @@ def test_refit_full_works_with_the_auto_holdout(monkeypatch):
     monkeypatch.setattr(training, "AUTO_MIN_CLASS_ROWS", 20)
     X, y = _table(1200, seed=1)
     lib = build_library(X, y, spec=SPEC, verbose=0)
-    clf = EnsembleSelectionClassifier(library=lib, n_bags=2, refit="full").fit(X, y)
+    clf = EnsembleSelectionClassifier(library=lib, n_bags=2, refit="full", backend="local")
+    clf.fit(X, y)
     for fitted in clf.fitted_members_.runs.values():
         assert len(fitted.siblings) == 1
     assert np.isfinite(clf.predict_proba(X.iloc[:50])).all()

@@ -106,7 +106,7 @@ def test_the_estimator_reports_the_plan(monkeypatch):
     monkeypatch.setattr(planned, "plan_library", stand_in_planner([]))
     X, y = _table(500, seed=1)
     clf = EnsembleSelectionClassifier(
-        library=SPEC, cv=3, n_bags=2, time_limit=120, n_jobs=1, refit="full"
+        library=SPEC, cv=3, n_bags=2, time_limit=120, n_jobs=1, refit="full", backend="local"
     ).fit(X, y)
     plan = clf.budget_["plan"]
     assert plan["runs"] == {"kept": 2, "subsampled": 1, "left out": 1}
@@ -159,3 +159,33 @@ def test_boosting_stops_early_on_its_own_rows(name):
     full = family.fit(X, y, n_classes=2, params=params, stages=stages, random_state=0)
     q = full.predict(X[:200])["none"]
     assert np.abs(q[2] - q[1]).max() > 1e-3  # without it, 1024 rounds differ from 64
+
+
+def test_the_plan_prices_every_hillclimb_row_a_subsampled_run_predicts():
+    from ensel.library.plan import plan_library
+    from ensel.library.spec import load_spec
+
+    knn = [r for r in load_spec("default").runs if r.family == "knn"][:1]
+    common = {"budget_seconds": 10.0, "n_workers": 2, "n_fits_per_run": 1, "min_subsample": 50}
+    few = plan_library(knn, 100_000, 20, 2, n_held=2_000, **common).runs[0]
+    many = plan_library(knn, 100_000, 20, 2, n_held=40_000, **common).runs[0]
+    assert many.rows < few.rows  # querying 40,000 held-out rows leaves room for fewer
+
+
+def test_the_builder_asks_for_early_stopping_only_on_large_tables(monkeypatch):
+    pytest.importorskip("lightgbm")
+    from ensel.library import runs
+
+    spec = {"families": [{"family": "lightgbm", "params": {"learning_rate": 0.3},
+                          "stages": [8, 256], "calibration": ["none"]}]}  # fmt: skip
+    X, y = _table(1500, seed=3)
+
+    def best_rounds(lib):
+        fitted = lib.subset().runs[lib.members["run"].iloc[0]]
+        return [getattr(model, "inner", model).best for _, model in fitted.siblings]
+
+    small = build_library(X, y, spec=spec, cv=3, n_jobs=1, verbose=0)
+    assert best_rounds(small) == [None, None, None]
+    monkeypatch.setattr(runs, "EARLY_STOP_ROWS", 500)
+    large = build_library(X, y, spec=spec, cv=3, n_jobs=1, verbose=0)
+    assert all(b is not None and b < 256 for b in best_rounds(large))
