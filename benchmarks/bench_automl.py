@@ -19,8 +19,11 @@ overrides them for every configuration):
   ``time_limit=B`` and ``num_cpus=2``, installed as its users install it
   (``autogluon.tabular[all]``: ray, DyStack at its default; ``benchmarks._peers``), at 60, 300
   and 600 s;
-- ``fixed``, ``modern``, ``grow``, ``pruned``: ensel variants (the former fixed grid without a
-  predict budget, the modern grid, ``grow=True``, ``prune_fraction=0.2``), on request.
+- ``fixed``, ``modern``, ``grow``, ``pruned``, ``spare``: ensel variants (the former fixed grid
+  without a predict budget, the modern grid, ``grow=True``, ``prune_fraction=0.2``, the
+  ``default_spare`` library: the default plus a spare-time tier fitted in the time the default
+  leaves), on request. Rows of ensel fits also record ``unused_s`` (the budget's seconds left
+  when the fit ended) and ``spare_members`` (members with weight from the spare tier).
 
 Every row records the dataset, seed, configuration and budget; test AUC (one-vs-rest macro for
 multiclass) and log loss; fit wall seconds; predict microseconds per row, the same way for both
@@ -69,7 +72,7 @@ SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned")
+CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned", "spare")
 FIRST_DATASETS = (
     "pima",
     "biopsy_na",
@@ -97,6 +100,8 @@ PAIRINGS = (
     ("grow_all", "ensel"),
     ("pruned", "ensel"),
     ("pruned", "autogluon"),
+    ("spare", "ensel"),
+    ("spare", "autogluon"),
 )
 """Configurations compared at equal budget: (ours, theirs)."""
 CROSS_BUDGET = ((("ensel", 600.0), ("ensel", 120.0)), (("ensel", 120.0), ("autogluon", 300.0)))
@@ -125,7 +130,9 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
         "grow": {"grow": True},
         "pruned": {"prune_fraction": 0.2},
     }.get(config, {})
-    library = {"fixed": str(FIXED_GRID), "modern": "modern"}.get(config, "default")
+    library = {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}.get(
+        config, "default"
+    )
     clf = EnsembleSelectionClassifier(
         library=library,
         time_limit=budget,
@@ -147,6 +154,8 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
         "cpu_s": memory.cpu_seconds,
         "members": len(clf.members_),
         "best_model": _heaviest_member(clf.members_),
+        "unused_s": clf.budget_.get("unused_seconds"),
+        "spare_members": int((clf.members_.get("tier", pd.Series(dtype=str)) == "spare").sum()),
     }
 
 
@@ -503,7 +512,7 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
-    parser.add_argument("--configs", nargs="*", default=["ensel", "autogluon"])
+    parser.add_argument("--configs", nargs="*", default=None, help="default: ensel autogluon")
     parser.add_argument(
         "--results",
         default=None,
@@ -519,8 +528,9 @@ def main(argv=None) -> None:
     )
     args = parser.parse_args(argv)
     tmp = None
-    if args.quick:
-        args.budgets, args.seeds, args.datasets = [120.0], [0], ["pima"]
+    if args.quick:  # one fit per configuration; --configs and --budgets still choose
+        args.budgets, args.seeds, args.datasets = args.budgets or [120.0], [0], ["pima"]
+    if args.configs is None:
         args.configs = ["ensel", "autogluon"]
         if args.results is None:
             tmp = tempfile.TemporaryDirectory(prefix="bench-automl-quick-")

@@ -563,6 +563,9 @@ def report_lines(path) -> list[str]:
                 for x in sw:
                     lo = min(x[0]["train_bdeu"], x[-1]["train_bdeu"])
                     below += sum(y["train_bdeu"] < lo - 1e-6 for y in x[1:-1])
+                one = [x[-1]["edit"] for x in sw]
+                ident = [r["methods"]["IDENTICAL"]["edit"] for r in rs_list][: len(one)]
+                cells.append(_paired(one, ident) if deltas[-1] == 1.0 else "-")
                 head = " | ".join(
                     "δ=0" if d == 0 else "δ=1" if d == 1 else f"1-δ={1 - d:.0e}" for d in deltas
                 )
@@ -570,7 +573,8 @@ def report_lines(path) -> list[str]:
         if rows:
             head = rows[0][4]
             lines += [
-                f"| problem | P_del | rows/task | prior | trials | {head} | below both ends |",
+                f"| problem | P_del | rows/task | prior | trials | {head} | δ=1 - IDENTICAL | "
+                "below both ends |",
                 "| " + " | ".join("---" for _ in range(6 + len(rows[0][5]))) + " |",
             ]
             for prob, p, size, prior, _h, cells, below, n in rows:
@@ -674,6 +678,15 @@ def report(path) -> None:
     print("\n".join(lines))
     write_section(SECTION, ["", *lines])
     plot_fig25(path, ROOT / "docs" / "bayesnet_fig25.png")
+    # the same tables between the markers of docs/bayesnet.md
+    doc = ROOT / "docs" / "bayesnet.md"
+    begin, end = "<!-- bench_bayesnet:begin -->", "<!-- bench_bayesnet:end -->"
+    text = doc.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        tail = rest.split(end, 1)[1]
+        body = "\n".join(x.replace("### ", "#### ") for x in lines)
+        doc.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
 
 
 def main(argv=None) -> None:

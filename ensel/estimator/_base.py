@@ -6,6 +6,7 @@ predictions, risk, the leaderboard, save and load. Budget planning lives in
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from .dask_predict import predict_partitions
 from .persistence import read_model, version, write_model
 
 __all__ = ["EnsembleSelectionBase", "Selected"]
+
+log = logging.getLogger(__name__)
 
 POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 FRACTION = Interval(Real, 0, 1, closed="right")
@@ -124,8 +127,27 @@ class EnsembleSelectionBase(BaseEstimator):
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started
+        if self.time_limit is not None:
+            self._report_unused(source, lib)
         self.ensel_version_ = version()
         return Selected(lib, P, metric, weights, seed)
+
+    def _report_unused(self, source, lib) -> None:
+        """Under ``time_limit``: ``budget_["unused_seconds"]`` (seconds of the budget left when
+        the fit ended) and, where the fit ended early, an INFO note that says why."""
+        self.budget_["unused_seconds"] = max(0.0, self.time_limit - self.fit_seconds_)
+        spec = source if isinstance(source, LibrarySpec) else None
+        why = budget.unused_budget(
+            self.time_limit, self.fit_seconds_, spec, lib.members, lib.failures
+        )
+        if why is not None:
+            self.budget_["unused_reason"] = why
+            log.info(
+                "the fit ended %.0f s before its time_limit of %g s: %s",
+                self.budget_["unused_seconds"],
+                self.time_limit,
+                why,
+            )
 
     def _check_before_work(self) -> tuple[Metric, Library | LibrarySpec]:
         """``(metric, library or spec)`` once what the constraints cannot say is checked too:

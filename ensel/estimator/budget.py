@@ -20,6 +20,7 @@ __all__ = [
     "selection_speed",
     "selection_units",
     "selection_within",
+    "unused_budget",
 ]
 
 RESERVE_SHARE = 0.25
@@ -28,6 +29,9 @@ SELECTION_SHARE = 0.15
 """At most this share of a fit's time budget is reserved for selection before the build (a
 budget that ends early builds few members, and ``selection_within`` fits selection into the
 time left after the build)."""
+UNUSED_SHARE = 0.1
+"""A fit that ends with more than this share of its ``time_limit`` left says so
+(``budget_["unused_seconds"]`` and an INFO note with the reason)."""
 SELECTION_SPEED = 5e-8
 """Seconds per unit of selection work assumed before it is measured (``selection_speed``
 measured 3.7e-8 to 4.6e-8 on a shared 2-core machine under load)."""
@@ -145,3 +149,26 @@ def plan_summary(plan) -> dict:
         },
         "left_out": dict(plan.loc[plan["decision"] == "left out", ["run", "note"]].values),
     }
+
+
+def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures) -> str | None:
+    """Why a fit under ``time_limit`` left more than ``UNUSED_SHARE`` of it unused (None when
+    it did not): the library had nothing left to build. ``spec``: the LibrarySpec built (None
+    for a library given built); ``members``, ``failures``: the library's member tables (with
+    their ``tier``)."""
+    left = time_limit - fit_seconds
+    if left <= UNUSED_SHARE * time_limit:
+        return None
+    if spec is None:
+        return "the library was given built, so there was nothing to build"
+    waiting = failures["status"].isin(("budget", "left_out"))
+    if waiting.any():
+        runs = failures.loc[waiting, "run"].nunique()
+        return f"{runs} run(s) were estimated not to end before the deadline and not started"
+    spare = spec.spare
+    if not spare:
+        return (
+            f"every run of spec {spec.name!r} was built and it has no spare tier "
+            "(library='default_spare' adds one)"
+        )
+    return f"every run of spec {spec.name!r} was built, its {len(spare)} spare run(s) included"

@@ -1,14 +1,15 @@
-"""The models kind of run: a spec's ``families`` section, fitted by :func:`runs.fit_run` into the
-library's own prediction matrix."""
+"""The models kinds of run: a spec's ``families`` section and its spare-time tier ``spare``
+(scheduled by the builder after the others, in the time left), fitted by
+:func:`runs.fit_run` into the library's own prediction matrix."""
 
 from __future__ import annotations
 
 from .kinds import Kind, PackedRun, register_kind
 from .runs import fit_run
-from .spec import RunSpec, parse_families
+from .spec import SPARE, RunSpec, parse_families, parse_spare
 from .training import TrainingData
 
-__all__ = ["MODELS", "fit_models"]
+__all__ = ["MODELS", "SPARE_MODELS", "fit_models"]
 
 
 def fit_models(
@@ -23,3 +24,4 @@ def fit_models(
 
 
 MODELS = register_kind(Kind("families", parse=parse_families, fit=fit_models, order=1))
+SPARE_MODELS = register_kind(Kind(SPARE, parse=parse_spare, fit=fit_models, order=2))

@@ -33,14 +33,15 @@ from ..data import as_frame
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
 from .executor import Executor, ProcessExecutor, budget_message, make_executor
+from .families import get_family, missing_requirements
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
 from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
-from .planned import plan_build
+from .planned import Pace, plan_build
 from .schedule import anytime_order, relative_cost
 from .sources import is_source, n_rows, prepare_source
-from .spec import LibrarySpec, RunSpec, load_spec
+from .spec import SPARE, LibrarySpec, RunSpec, load_spec
 from .store import PredictionStore
 from .training import TrainingData, prepare, resolve_cv, share_frame
 
@@ -252,7 +253,11 @@ def _build(
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        spare_ids = _spare_ids(library_spec)
+        spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in spare_ids]
+        tasks = [t for t in tasks if t[0] != SPARE]
         notes: dict[str, str] = {}
+        planned = None
         if deadline is not None:
             tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
             planned = plan_build(
@@ -279,10 +284,16 @@ def _build(
         if first is not None:  # fitted here while the worker processes start
             tasks.remove(first)
             first_run = _InProcessRun(_fit_task, first, shared)
-        _run_all(executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
+        pace = Pace.of(planned)
+        _run_all(
+            executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace
+        )
         if first is not None:
             first_run.commit(first, stores, deadline)
+        if spare:
+            _run_spare(executor, spare, shared, stores, verbose, deadline, budget_cap, ceiling)
         order = [r.run_id for r in library_spec.runs]
+        order += [r.run_id for r in library_spec.spare]
         if not writer.ok_runs(order):
             failed = writer.members(order, statuses=FAILED)
             if deadline is not None and (failed["status"] == "budget").any():
@@ -324,6 +335,63 @@ def _build(
             part.close()
         shutil.rmtree(writer.path / TRAINING_DIR, ignore_errors=True)
     return Library(PredictionStore(writer.path), _tmp=tmp)
+
+
+def _spare_ids(library_spec: LibrarySpec) -> set[str]:
+    """Ids of the spare tier's runs (a run the main tier also has is fitted there)."""
+    return {r.run_id for r in library_spec.spare}
+
+
+def _run_spare(
+    executor: Executor,
+    spare: list,
+    shared,
+    stores: dict,
+    verbose: int,
+    deadline: float | None,
+    budget_cap: float | None,
+    ceiling: int | None,
+) -> None:
+    """Fit the spare tier's runs after the main ones: under a time budget only those the
+    build's planner (:func:`ensel.library.planned.plan_build`, its estimates of each run on
+    this table) says end within the time left, on its subsample where it planned one; the
+    others are recorded with status ``left_out`` and the planner's note (a later build into
+    the same store tries them again). Runs of a family whose package is not installed
+    (catboost, torch) are skipped, not failed: the tier takes the stronger members that are
+    available."""
+    data, contexts = shared[0], shared[1]
+    absent = [run for _, run in spare if missing_requirements(get_family(run.family, run.task))]
+    if absent:  # optional members: a spare tier uses the packages that are installed
+        log.info(
+            "spare tier: %d run(s) skipped, their packages are not installed (%s)",
+            len(absent),
+            ", ".join(sorted({r.family for r in absent})),
+        )
+        spare = [t for t in spare if t[1] not in absent]
+    notes: dict[str, str] = {}
+    todo = spare
+    if deadline is not None and spare:
+        left = deadline - time.monotonic()
+        # planned as model runs: the planner estimates the section "families" only
+        planned = plan_build(
+            [("families", run) for _, run in spare],
+            data,
+            left,
+            getattr(executor, "n_workers", 1),
+        )
+        todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes
+        for _, run, why in planned.left_out:
+            stores[SPARE].write_failure(run, "left_out", f"spare tier: {why}", 0.0)
+        if planned.subsample:
+            contexts[SPARE] = {"subsample": planned.subsample}
+        if planned.left_out:
+            log.info(
+                "spare tier: %d of %d runs left out, estimated not to end within the %.0f s left",
+                len(planned.left_out),
+                len(spare),
+                max(left, 0.0),
+            )
+    _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
 
 
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
@@ -391,13 +459,16 @@ def _run_all(
     budget_cap: float | None = None,
     ceiling: int | None = None,
     notes: dict[str, str] | None = None,
+    pace: Pace | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
     store of its section (``notes``: run id -> the note kept beside a trained run).
     ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
     recorded as ``budget`` (built again by a later build), not ``timeout``.
     ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
-    :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak."""
+    :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak. ``pace``: the
+    plan's estimates against the runs' real seconds; a run that would end after the deadline
+    at that pace is not started."""
     if not todo:
         return
     options = {}
@@ -413,7 +484,7 @@ def _run_all(
         """Under a budget, a run is not started when a run of its family that costs no more
         was already cut short by the budget: it would not finish either."""
         section, run = todo[index]
-        if deadline is None or section != "families":
+        if deadline is None or section not in ("families", SPARE):
             return None
         limit = cut.get((section, run.family))
         if limit is not None and _cost(run) >= limit:
@@ -421,6 +492,8 @@ def _run_all(
                 "not started: a run of its family that costs no more did not finish within "
                 "the time budget"
             )
+        if pace is not None:
+            return pace.too_late(run.run_id, deadline - time.monotonic())
         return None
 
     try:
@@ -435,10 +508,16 @@ def _run_all(
                     f"stopped after {budget_cap:g} s: under a time budget no run may take more "
                     f"than {MAX_RUN_SHARE:.0%} of it"
                 )
-            if outcome.status == "budget" and outcome.seconds > 0 and section == "families":
+            if (
+                outcome.status == "budget"
+                and outcome.seconds > 0
+                and section in ("families", SPARE)
+            ):
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             if outcome.status == "ok":
+                if pace is not None:
+                    pace.finished(run.run_id, outcome.seconds)
                 note = (notes or {}).get(run.run_id, "")
                 store.write_run(run, outcome.value, outcome.seconds, note=note)
             else:

@@ -15,7 +15,7 @@ from .estimate import FIT_MODELS
 from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
 
-__all__ = ["BuildPlan", "plan_build"]
+__all__ = ["BuildPlan", "Pace", "plan_build"]
 
 
 @dataclass
@@ -30,6 +30,46 @@ class BuildPlan:
     subsample: dict[str, int] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     table: pd.DataFrame | None = None
+
+
+class Pace:
+    """The plan's estimates against the build's own clock: after each finished run, the wall
+    seconds of the finished runs over their estimated seconds. A run is not started when, at
+    that pace, it would end after the deadline, so that a machine slower than the cost model's
+    (another load, another CPU) leaves runs out instead of cutting them at the deadline."""
+
+    def __init__(self, estimates: dict[str, float]) -> None:
+        self.estimates = {k: float(v) for k, v in estimates.items() if v and v > 0}
+        self.spent = self.planned = 0.0
+
+    @classmethod
+    def of(cls, plan: BuildPlan | None) -> Pace:
+        """The pace of ``plan``'s kept runs (none known without a plan)."""
+        table = None if plan is None else plan.table
+        if table is None or table.empty or not {"run", "seconds"} <= set(table.columns):
+            return cls({})
+        return cls(dict(zip(table["run"], table["seconds"], strict=True)))
+
+    @property
+    def ratio(self) -> float:
+        """Wall over estimated seconds of the finished runs (1 before any has finished)."""
+        return self.spent / self.planned if self.planned > 0 else 1.0
+
+    def finished(self, run_id: str, seconds: float) -> None:
+        if run_id in self.estimates and seconds > 0:
+            self.spent += seconds
+            self.planned += self.estimates[run_id]
+
+    def too_late(self, run_id: str, seconds_left: float) -> str | None:
+        """Why ``run_id`` should not start with ``seconds_left`` to the deadline, or None."""
+        estimate = self.estimates.get(run_id)
+        if estimate is None or estimate * self.ratio <= seconds_left:
+            return None
+        return (
+            f"not started: ~{estimate * self.ratio:.0f} s at the pace of the runs so far "
+            f"({self.ratio:.1f}x their estimates) would end after the budget "
+            f"({seconds_left:.0f} s left)"
+        )
 
 
 def view_width(data: TrainingData) -> int:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
 from ..data import stratified_rows
+from . import encoding  # noqa: F401 - registers the view "te"
 from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
 from .kinds import run_seed
@@ -191,10 +192,11 @@ def fit_run(
         train = np.flatnonzero(data.folds != k)
         if max_train_rows is not None:
             train = train[stratified_rows(data.y[train], max_train_rows, seed + k)]
-        view = make_view(run.view, data.columns, family.native_missing).fit(data.X.iloc[train])
+        view = make_view(run.view, data.columns, family.native_missing)
+        train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], _label_classes(data))
         fitted = wrap(
             family.fit(
-                transform(view, data.X.iloc[train]),
+                train_matrix,
                 y_fit[train],
                 n_classes=data.n_classes,
                 params=params,
@@ -235,6 +237,12 @@ def fit_run(
         raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
     fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
     return RunResult(predictions, fitted, costs)
+
+
+def _label_classes(data: TrainingData) -> int:
+    """What a view that learns from the labels is told of them: the classes, 0 for a real
+    target."""
+    return 0 if data.task == "regression" else data.n_classes
 
 
 def view_key(kind: str, view, n_siblings: int, k: int) -> tuple:
@@ -334,10 +342,11 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     # early stopping on or off as the siblings had it (decided by their training rows)
     extra = fit_extra(family, run, data, min(int((data.folds != 0).sum()), rows.size))
     X_fit = data.X.iloc[rows]
-    view = make_view(run.view, data.columns, family.native_missing).fit(X_fit)
+    view = make_view(run.view, data.columns, family.native_missing)
+    train_matrix = view.fit_transform(X_fit, data.y[rows], _label_classes(data))
     model = wrap(
         family.fit(
-            transform(view, X_fit),
+            train_matrix,
             y_fit[rows],
             n_classes=data.n_classes,
             params=params,

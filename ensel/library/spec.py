@@ -18,6 +18,12 @@ A spec looks like::
         samples: 20                          # 20 draws, quasi-Monte Carlo by default
         stages: [16, 64, 256]
 
+A ``spare:`` section (entries as in ``families``) is the spare-time tier: runs the builder fits
+only after every run of ``families`` is done, and under a ``time_limit`` only those the
+planner's estimates (:mod:`ensel.library.plan`) say will end before the deadline; without a
+``time_limit`` they are built like any other runs. Their members carry ``tier == "spare"`` in
+``Library.members``.
+
 A regression spec says ``task: regression``; its families are the regressors registered beside
 each algorithm's classifier (by the same plain names), it has no calibration variants, and an
 entry may declare ``target: [none, log1p]`` (runs that learn ``log1p(y)`` and predict back).
@@ -29,7 +35,7 @@ import hashlib
 import itertools
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -40,9 +46,28 @@ from ..errors import SpecError
 from .families import VIEWS, Family, get_family
 from .kinds import get_kind, kinds
 
-__all__ = ["BUILTIN_SPECS", "LibrarySpec", "RunSpec", "SpecError", "load_spec", "parse_families"]
+__all__ = [
+    "BUILTIN_SPECS",
+    "SPARE",
+    "LibrarySpec",
+    "RunSpec",
+    "SpecError",
+    "load_spec",
+    "parse_families",
+    "parse_spare",
+]
 
-BUILTIN_SPECS = ("tiny", "default", "modern", "caruana2006", "regression", "tiny_regression")
+BUILTIN_SPECS = (
+    "tiny",
+    "default",
+    "default_spare",
+    "modern",
+    "caruana2006",
+    "regression",
+    "tiny_regression",
+)
+SPARE = "spare"
+"""The section (and the ``tier`` of its runs) of the spare-time tier."""
 CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")
@@ -69,6 +94,9 @@ class RunSpec:
     calibrations: tuple[str, ...]
 
     task: str = "classification"
+    tier: str = field(default="main", compare=False)
+    """``"main"`` or ``"spare"`` (the spec section it came from); not part of the run's
+    identity: the same run in both tiers is one run."""
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -109,6 +137,12 @@ class LibrarySpec:
     def runs(self) -> tuple[RunSpec, ...]:
         """The model runs (the ``families`` section)."""
         return self.section("families")
+
+    @property
+    def spare(self) -> tuple[RunSpec, ...]:
+        """The spare-time tier (the ``spare`` section), without the runs ``families`` has."""
+        main = {r.run_id for r in self.runs}
+        return tuple(r for r in self.section(SPARE) if r.run_id not in main)
 
     @property
     def detectors(self) -> tuple:
@@ -186,15 +220,28 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
     )
 
 
-def parse_families(entries: Any, source: str, seed: int, task: str) -> tuple[RunSpec, ...]:
+def parse_families(
+    entries: Any, source: str, seed: int, task: str, section: str = "families"
+) -> tuple[RunSpec, ...]:
     """The runs of a ``families`` section: every entry expanded (grids as cartesian products,
     ranges sampled with seed ``seed + i`` for entry ``i``), duplicates dropped."""
     if not isinstance(entries, list) or not entries:
-        raise SpecError(f"{source}: key 'families' must be a non-empty list of family entries")
+        raise SpecError(f"{source}: key {section!r} must be a non-empty list of family entries")
     runs: list[RunSpec] = []
     for i, entry in enumerate(entries):
-        runs.extend(_expand(entry, f"{source}: families[{i}]", seed + i, task))
+        runs.extend(_expand(entry, f"{source}: {section}[{i}]", seed + i, task))
     return tuple(dict.fromkeys(runs))
+
+
+SPARE_SEED_OFFSET = 1000
+"""The spare tier's range samplers draw from ``seed + SPARE_SEED_OFFSET + i``, not the seeds of
+the ``families`` entries."""
+
+
+def parse_spare(entries: Any, source: str, seed: int, task: str) -> tuple[RunSpec, ...]:
+    """The runs of a ``spare`` section (entries as in ``families``), marked ``tier="spare"``."""
+    runs = parse_families(entries, source, seed + SPARE_SEED_OFFSET, task, section=SPARE)
+    return tuple(replace(r, tier=SPARE) for r in runs)
 
 
 def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> list[RunSpec]:

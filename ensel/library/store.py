@@ -287,10 +287,11 @@ class PredictionStore:
                         "fit_seconds": rec["fit_seconds"],
                         "predict_ms": alone,
                         "note": rec.get("note", ""),
+                        "tier": rec.get("tier", "main"),
                     }
                 )
         columns = ["id", "run", "family", "params", "view", "calibration", "stage", "status"]
-        extra = ["error", "fit_seconds", "predict_ms", "note"]
+        extra = ["error", "fit_seconds", "predict_ms", "note", "tier"]
         frame = pd.DataFrame(rows, columns=[*columns, *extra])
         return frame.astype({"stage": "Int64"})
 
@@ -357,7 +358,7 @@ def _record(
 ) -> dict:
     costs = dict(costs or {})
     timed = costs.pop("timed", None)  # the builder's timing, a report only
-    return {
+    record = {
         "run": run.run_id,
         "family": run.family,
         "params": run.param_dict,
@@ -370,6 +371,10 @@ def _record(
         "predict_ms": costs or None,
         "predict_ms_timed": timed or None,
     }
+    tier = getattr(run, "tier", "main")
+    if tier != "main":  # main runs' records stay as they were
+        record["tier"] = tier
+    return record
 
 
 def _member_predict_ms(record: dict, stage: int | None) -> float:

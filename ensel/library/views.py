@@ -1,5 +1,7 @@
 """Preprocessing views (App. 4.A): SVMs, neural nets, KNN and logistic regression see one-hot,
-standardised features; trees and naive Bayes see the native features (categoricals as codes).
+standardised features; trees and naive Bayes see the native features (categoricals as codes);
+a run may choose ``view: te``, the native features plus target encodings for boosted trees
+(:mod:`ensel.library.encoding`).
 A view is fitted on a training fold only, so nothing it learns (medians, scales, frequent
 levels) comes from the fold's hillclimb rows.
 
@@ -92,6 +94,11 @@ class View:
                 self.missing_level.append(bool(text.isna().any()))
         return self
 
+    def fit_transform(self, X: pd.DataFrame, y=None, n_classes: int = 0) -> np.ndarray:
+        """Fit on a fold's training rows and return their matrix (``y``, ``n_classes``: for
+        views that learn from the labels, such as ``te``; this one does not)."""
+        return self.fit(X).transform(X)
+
     def transform(self, X: pd.DataFrame) -> np.ndarray:
         blocks = []
         numeric = _numeric(X, self.columns)
@@ -141,7 +148,10 @@ VIEW_KINDS: dict[str, Callable[[Columns, bool], View]] = {
     "standardized": lambda columns, native_missing: View("standardized", columns, native_missing),
     "native": lambda columns, native_missing: View("native", columns, native_missing),
 }
-"""View name -> factory ``(columns, native_missing) -> unfitted View``."""
+"""View name -> factory ``(columns, native_missing) -> unfitted view``. ``te`` (the native view
+plus out-of-fold target and count encodings and numeric crosses, for boosted trees) registers
+itself here from :mod:`ensel.library.encoding`; it is fitted with the labels
+(``fit_transform(X, y, n_classes)``)."""
 
 
 def make_view(view: str, columns: Columns, native_missing: bool = False) -> View:

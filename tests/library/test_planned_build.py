@@ -189,3 +189,17 @@ def test_the_builder_asks_for_early_stopping_only_on_large_tables(monkeypatch):
     monkeypatch.setattr(runs, "EARLY_STOP_ROWS", 500)
     large = build_library(X, y, spec=spec, cv=3, n_jobs=1, verbose=0)
     assert all(b is not None and b < 256 for b in best_rounds(large))
+
+
+def test_the_pace_of_finished_runs_keeps_a_run_that_would_end_late_from_starting():
+    from ensel.library.planned import Pace
+
+    pace = Pace({"a": 10.0, "b": 10.0, "c": 30.0})
+    assert pace.too_late("c", 35.0) is None  # nothing finished yet: the plan is trusted
+    pace.finished("a", 20.0)  # twice its estimate
+    pace.finished("unplanned", 100.0)  # runs without an estimate do not move the pace
+    assert pace.ratio == 2.0
+    why = pace.too_late("c", 35.0)  # 30 s at twice the estimate is 60 s > 35 s
+    assert why is not None and "2.0x" in why and "35 s left" in why
+    assert pace.too_late("b", 35.0) is None  # 20 s fits
+    assert pace.too_late("unknown", 0.0) is None

@@ -31,10 +31,11 @@ __all__ = [
     "stratified_rows",
 ]
 
-VIEWS = ("standardized", "native")
+VIEWS = ("standardized", "native", "te")
 """standardized: one-hot categoricals, numeric columns scaled to mean 0, sd 1 (SVM, ANN, KNN,
 LOGREG in App. 4.A/4.B); native: numeric columns as given, categoricals as integer codes (trees,
-naive Bayes)."""
+naive Bayes); te: native plus out-of-fold target and count encodings and numeric crosses (a
+spec entry's ``view: te``, for boosted trees; ``ensel.library.encoding``)."""
 
 
 class Run(Protocol):
