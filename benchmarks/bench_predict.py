@@ -40,7 +40,7 @@ SEED = 0
 BUDGETS = (0.25, 0.05)
 """Latency budgets as fractions of the unconstrained ensemble's estimated predict cost."""
 AUTOGLUON_SECONDS = 120
-SECTION = "## Prediction speed and model size (issue 15)"
+SECTION = "## Prediction speed and model size"
 
 
 def problem(name: str, quick: bool):

@@ -192,7 +192,7 @@ def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, in
         *[f"| {m} | {s:.1f} |" for m, s in bagged.items()],
         "",
     ]
-    write_section(SECTION + (" — rank metrics (issue 17)" if partial else ""), lines)
+    write_section(SECTION + (" — rank metrics" if partial else ""), lines)
 
 
 if __name__ == "__main__":

@@ -178,31 +178,44 @@ def clean_columns(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
             dropped[name] = "missing in every row"
         elif n_missing == 0 and col.nunique(dropna=True) == 1:
             dropped[name] = "constant"
-    if len(dropped) == frame.shape[1]:
-        dropped = {}
-    empty = [c for c, why in dropped.items() if why == "missing in every row"]
-    if empty:
-        warnings.warn(
-            f"column(s) {empty[:10]} are missing in every training row; they are left out",
-            UserWarning,
-            stacklevel=3,
-        )
-    constant = [c for c, why in dropped.items() if why == "constant"]
-    if constant:
-        log.info("constant column(s) %s are left out", constant[:10])
+    dropped = left_out(dropped, frame.shape[1], stacklevel=3)
     frame = frame.drop(columns=list(dropped))
     if n >= ID_MIN_ROWS:
         for name in frame.columns:
             col = frame[name]
             integer = pd.api.types.is_integer_dtype(col) and not pd.api.types.is_bool_dtype(col)
             if (integer or _is_categorical(col)) and col.nunique(dropna=True) == n:
-                warnings.warn(
-                    f"column {name!r} has a distinct value in every row: it looks like an id; "
-                    "drop it unless it carries information (an id that follows the label leaks)",
-                    UserWarning,
-                    stacklevel=3,
-                )
+                warn_id(name, stacklevel=3)
     return frame, dropped
+
+
+def left_out(dropped: dict[str, str], n_columns: int, stacklevel: int) -> dict[str, str]:
+    """The columns ``clean_columns`` leaves out, ``{name: why}``, once said: a warning for those
+    missing in every row, a log note for the constant ones; none when all ``n_columns`` would
+    go (the caller's other checks then speak). ``stacklevel`` as the caller would warn."""
+    if len(dropped) == n_columns:
+        return {}
+    empty = [c for c, why in dropped.items() if why == "missing in every row"]
+    if empty:
+        warnings.warn(
+            f"column(s) {empty[:10]} are missing in every training row; they are left out",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+    constant = [c for c, why in dropped.items() if why == "constant"]
+    if constant:
+        log.info("constant column(s) %s are left out", constant[:10])
+    return dropped
+
+
+def warn_id(name: str, stacklevel: int) -> None:
+    """The warning for a column with a distinct value in every row (a likely id, kept)."""
+    warnings.warn(
+        f"column {name!r} has a distinct value in every row: it looks like an id; "
+        "drop it unless it carries information (an id that follows the label leaks)",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def named(X, columns, *, who: str):
@@ -268,26 +281,29 @@ def check_columns(
 
 def stratified_rows(y: np.ndarray, n: int, random_state) -> np.ndarray:
     """Sorted indices of ``n`` of the rows of ``y`` (all when there are no more), drawn without
-    replacement and stratified: each class keeps its share (at least one row of each class
-    present, rounding by largest remainders). The same ``y``, ``n`` and seed give the same
-    rows. For a real ``y`` (regression) a plain random sample."""
+    replacement and stratified, so a model or detector trained on fewer rows (a kernel SVM,
+    k-NN, a detector's sample) sees the classes as the whole table has them: each class keeps
+    its share (largest remainders round up; a class present keeps a row while ``n`` allows).
+    For a real ``y`` (regression) the strata are ten quantile bins. The same ``y``, ``n`` and
+    seed give the same rows."""
     y = np.asarray(y)
     if n >= y.size:
         return np.arange(y.size)
-    rng = np.random.default_rng(random_state)
-    if y.dtype.kind == "f":
-        return np.sort(rng.choice(y.size, n, replace=False))
-    classes, codes = np.unique(y, return_inverse=True)
-    counts = np.bincount(codes)
-    exact = counts * n / y.size
-    take = np.maximum(np.floor(exact).astype(int), 1)
-    while take.sum() > n:  # the floors of one row each may overshoot a tiny n
+    labels = y
+    if labels.dtype.kind == "f":
+        labels = np.searchsorted(np.quantile(labels, np.linspace(0, 1, 11)[1:-1]), labels)
+    strata, codes = np.unique(labels, return_inverse=True)
+    counts = np.bincount(codes, minlength=strata.size)
+    quota = counts * n / y.size
+    take = np.minimum(np.maximum(np.floor(quota).astype(int), 1), counts)
+    while take.sum() > n:  # the one row of each stratum may overshoot a tiny n
         take[np.argmax(take)] -= 1
-    order = np.argsort(-(exact - np.floor(exact)), kind="stable")
-    for c in order[: n - take.sum()]:
-        take[c] += 1
-    chosen = [
-        rng.choice(np.flatnonzero(codes == c), min(take[c], counts[c]), replace=False)
-        for c in range(classes.size)
+    for j in np.argsort(-(quota - np.floor(quota)), kind="stable"):
+        if take.sum() >= n:
+            break
+        take[j] = min(take[j] + 1, counts[j])
+    rng = np.random.default_rng(random_state)
+    picked = [
+        rng.choice(np.flatnonzero(codes == j), take[j], replace=False) for j in range(strata.size)
     ]
-    return np.sort(np.concatenate(chosen))
+    return np.sort(np.concatenate(picked))

@@ -1,4 +1,4 @@
-"""Prediction speed features of the estimator (issue 15): refit on all rows, a predict-time
+"""Prediction speed features of the estimator: refit on all rows, a predict-time
 budget, compact saved models and one-line errors for broken model files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Selection over a memory-mapped matrix larger than the memory budget (issue 7): it reads a
+"""Selection over a memory-mapped matrix larger than the memory budget: it reads a
 block of members at a time, holds far less than the matrix, and selects exactly what the
 in-memory path selects."""
 

@@ -1,4 +1,4 @@
-"""Latency-aware selection (issue 15): a predict-cost budget over members that share work."""
+"""Latency-aware selection: a predict-cost budget over members that share work."""
 
 from __future__ import annotations
 

@@ -20,6 +20,8 @@ from ..data import (
     _is_categorical,
     _is_missing,
     _warn_tokens,
+    left_out,
+    warn_id,
 )
 
 __all__ = ["PartSummary", "Plan", "apply_plan", "merge", "row_hashes", "summarize"]
@@ -219,28 +221,12 @@ def merge(parts: list[PartSummary], stacklevel: int = 4) -> Plan:
             distinct = len(values[name]) if name in values else _n_distinct_numeric(low, high, name)
             if distinct == 1:
                 dropped[name] = "constant"
-    if len(dropped) == len(names):
-        dropped = {}
-    empties = [c for c, why in dropped.items() if why == "missing in every row"]
-    if empties:
-        warnings.warn(
-            f"column(s) {empties[:10]} are missing in every training row; they are left out",
-            UserWarning,
-            stacklevel=stacklevel - 1,
-        )
-    constant = [c for c, why in dropped.items() if why == "constant"]
-    if constant:
-        log.info("constant column(s) %s are left out", constant[:10])
+    dropped = left_out(dropped, len(names), stacklevel=stacklevel - 1)
     kept = [c for c in names if c not in dropped]
     if n >= ID_MIN_ROWS:
         for name in kept:
             if _is_id(cols[name], values.get(name), n, name in coerced):
-                warnings.warn(
-                    f"column {name!r} has a distinct value in every row: it looks like an id; "
-                    "drop it unless it carries information (an id that follows the label leaks)",
-                    UserWarning,
-                    stacklevel=stacklevel - 1,
-                )
+                warn_id(name, stacklevel=stacklevel - 1)
     cat_names = tuple(c for c in kept if categorical[c] and c not in coerced)
     columns = Columns(
         tuple(c for c in kept if c not in cat_names),

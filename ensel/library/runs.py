@@ -19,13 +19,14 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import CALIBRATORS, ColumnCalibrator, cross_fit
+from ..data import stratified_rows
 from . import encoding  # noqa: F401 - registers the view "te"
 from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
 from .kinds import run_seed
 from .predict_work import PREDICT_WORK
 from .spec import RunSpec
-from .training import TrainingData, stratified_rows
+from .training import TrainingData
 from .views import make_view, transform
 
 __all__ = [
@@ -190,7 +191,7 @@ def fit_run(
     for k in range(data.n_siblings):
         train = np.flatnonzero(data.folds != k)
         if max_train_rows is not None:
-            train = stratified_rows(train, data.y, max_train_rows, seed + k)
+            train = train[stratified_rows(data.y[train], max_train_rows, seed + k)]
         view = make_view(run.view, data.columns, family.native_missing)
         train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], _label_classes(data))
         fitted = wrap(
@@ -337,7 +338,7 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     limit = getattr(fitted, "max_train_rows", None)  # a planned subsample stays one
     rows = np.arange(len(data.y))
     if limit is not None:
-        rows = stratified_rows(rows, data.y, limit, run_seed(run, random_state))
+        rows = stratified_rows(data.y, limit, run_seed(run, random_state))
     # early stopping on or off as the siblings had it (decided by their training rows)
     extra = fit_extra(family, run, data, min(int((data.folds != 0).sum()), rows.size))
     X_fit = data.X.iloc[rows]

@@ -25,7 +25,7 @@ from sklearn.utils.validation import _num_samples
 
 from .._imports import optional
 from .partitions import Plan, apply_plan, merge, row_hashes, summarize
-from .training import TrainingData, prepare
+from .training import TrainingData, canonical_frame, prepare
 
 __all__ = [
     "ParquetParts",
@@ -186,13 +186,15 @@ class SourcedData(TrainingData):
 
 
 def _materialize(parts, plan: Plan, fields: tuple) -> TrainingData:
-    """The plain TrainingData of a SourcedData: every part read and cleaned by the plan."""
+    """The plain TrainingData of a SourcedData: every part read and cleaned by the plan, its
+    float columns laid out as ``prepare`` lays out a frame in memory (``canonical_frame``), so
+    both compute the same numbers."""
     if isinstance(parts, ParquetParts):
         frames = [apply_plan(parts.read(i), plan) for i in range(len(parts))]
     else:  # a dask frame's partitions, resolved to pandas frames by the executor
         frames = [apply_plan(p, plan) for p in parts]
     X = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    return TrainingData(X, *fields)
+    return TrainingData(canonical_frame(X), *fields)
 
 
 def n_rows(X) -> int:

@@ -38,7 +38,6 @@ __all__ = [
     "read_frame",
     "resolve_cv",
     "share_frame",
-    "stratified_rows",
 ]
 
 HOLDOUT = -1
@@ -239,33 +238,6 @@ def _assemble(block: np.ndarray, floats: list, order: list, others: pd.DataFrame
         if name in others.columns:
             frame.insert(position, name, others[name])
     return frame
-
-
-def stratified_rows(rows: np.ndarray, y: np.ndarray, m: int, random_state: int) -> np.ndarray:
-    """A seeded stratified subsample of ``m`` of ``rows`` (indices into ``y``), sorted: each
-    class keeps its share (largest remainders round up; a class present keeps a row), so a run
-    planned onto fewer rows (a kernel SVM, k-NN) sees the classes as the whole table has them.
-    For a real target the strata are ten quantile bins. All of ``rows`` where ``m`` is not
-    smaller."""
-    rows = np.asarray(rows)
-    if m >= rows.size:
-        return rows
-    labels = y[rows]
-    if labels.dtype.kind == "f":
-        labels = np.searchsorted(np.quantile(labels, np.linspace(0, 1, 11)[1:-1]), labels)
-    strata, codes = np.unique(labels, return_inverse=True)
-    counts = np.bincount(codes, minlength=strata.size)
-    quota = counts * m / rows.size
-    take = np.minimum(np.maximum(np.floor(quota).astype(int), 1), counts)
-    for j in np.argsort(-(quota - np.floor(quota)), kind="stable"):
-        if take.sum() >= m:
-            break
-        take[j] = min(take[j] + 1, counts[j])
-    rng = np.random.default_rng(random_state)
-    picked = [
-        rng.choice(np.flatnonzero(codes == j), take[j], replace=False) for j in range(strata.size)
-    ]
-    return np.sort(rows[np.concatenate(picked)])
 
 
 def _hash(*arrays: np.ndarray) -> str:

@@ -301,8 +301,19 @@ def test_an_empty_library_is_an_error(cancer):
         (np.ones((10, 2)), np.zeros(10), {}, "single class"),
         (np.array([[np.inf, 1.0]] * 10), np.arange(10) % 2, {}, "infinite values"),
         (np.ones((10, 2)), np.arange(10) % 2, {"cv": 6}, "fewer than cv=6 folds"),
-        (np.ones((10, 2)), np.arange(10) % 2, {"cv": 1}, "'cv' parameter of build_library"),
-        (np.ones((10, 2)), np.arange(10) % 2, {"n_jobs": 0}, "'n_jobs' parameter of build_library"),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"cv": 1},
+            r"^The 'cv' parameter of build_library must be an int in the range \[2, inf\), a str "
+            r"among \{'auto'\} or None\. Got 1 instead\.$",
+        ),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"n_jobs": 0},
+            r"^The 'n_jobs' parameter of build_library must be .*\[1, inf\) or None\. Got 0 inst",
+        ),
         (np.ones((10, 2)), np.arange(10) % 2, {"backend": "ray"}, "backend='ray'"),
     ],
 )

@@ -1,4 +1,4 @@
-"""Predict costs recorded by the builder and the cost of sets of members (issue 15)."""
+"""Predict costs recorded by the builder and the cost of sets of members."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The dask backend (issue 7): a LocalCluster build equals the local build; a worker killed
+"""The dask backend: a LocalCluster build equals the local build; a worker killed
 mid-build loses nothing; a member that kills its workers fails with the reason; a time limit stops
 a run; a restarted client resumes from the store."""
 

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from ensel import EnsembleSelectionClassifier
+from ensel.data import stratified_rows
 from ensel.library import build_library, planned
 from ensel.library.families import get_family
-from ensel.library.training import stratified_rows
 
 SPEC = {
     "families": [
@@ -127,15 +127,19 @@ def test_without_a_time_limit_nothing_is_planned(monkeypatch):
 
 def test_stratified_rows_keeps_class_shares_and_is_seeded():
     y = np.r_[np.zeros(900, int), np.ones(100, int)]
-    rows = np.arange(1000)
-    pick = stratified_rows(rows, y, 200, random_state=3)
+    pick = stratified_rows(y, 200, random_state=3)
     assert pick.size == 200 and np.unique(pick).size == 200
     assert np.bincount(y[pick]).tolist() == [180, 20]
-    np.testing.assert_array_equal(pick, stratified_rows(rows, y, 200, random_state=3))
-    assert not np.array_equal(pick, stratified_rows(rows, y, 200, random_state=4))
-    assert stratified_rows(rows[:50], y, 200, 0).size == 50
+    np.testing.assert_array_equal(pick, stratified_rows(y, 200, random_state=3))
+    assert not np.array_equal(pick, stratified_rows(y, 200, random_state=4))
+    assert stratified_rows(y[:50], 200, 0).size == 50
     rare = np.r_[np.zeros(999, int), 1]
-    assert 1 in rare[stratified_rows(rows, rare, 10, 0)]  # a present class keeps a row
+    assert 1 in rare[stratified_rows(rare, 10, 0)]  # a present class keeps a row
+    many = np.arange(30) % 15  # 15 classes, fewer rows asked: never more rows than asked
+    assert stratified_rows(many, 10, 0).size == 10
+    real = np.linspace(0.0, 1.0, 1000)  # a real target: ten quantile bins keep their share
+    deciles = np.minimum((real[stratified_rows(real, 100, 0)] * 10).astype(int), 9)
+    assert np.bincount(deciles, minlength=10).tolist() == [10] * 10
 
 
 @pytest.mark.parametrize("name", ["xgboost", "lightgbm", "hist_gbdt"])

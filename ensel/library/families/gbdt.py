@@ -103,6 +103,43 @@ class _CategoricalRun:
         return self.inner.predict(categorical_codes(X, self.columns), stages=stages)
 
 
+def _xgboost_options(params: dict, rounds: int, random_state: int) -> dict:
+    """XGBoost's options both tasks read from their parameters: histogram trees, one thread."""
+    return {
+        "n_estimators": rounds,
+        "max_depth": params["max_depth"],
+        "learning_rate": params["learning_rate"],
+        "subsample": params["subsample"],
+        "colsample_bytree": params["colsample_bytree"],
+        "min_child_weight": params["min_child_weight"],
+        "reg_lambda": params["reg_lambda"],
+        "tree_method": "hist",
+        "n_jobs": 1,
+        "verbosity": 0,
+        "random_state": random_state,
+    }
+
+
+def _lightgbm_options(params: dict, rounds: int, random_state: int) -> dict:
+    """LightGBM's options both tasks read from their parameters: bagging redrawn every round,
+    one thread, deterministic row-wise histograms."""
+    return {
+        "n_estimators": rounds,
+        "num_leaves": params["num_leaves"],
+        "learning_rate": params["learning_rate"],
+        "subsample": params["subsample"],
+        "subsample_freq": 1,
+        "colsample_bytree": params["colsample_bytree"],
+        "min_child_samples": params["min_child_samples"],
+        "reg_lambda": params["reg_lambda"],
+        "n_jobs": 1,
+        "verbosity": -1,
+        "random_state": random_state % (2**31 - 1),  # LightGBM seeds are C ints
+        "deterministic": True,
+        "force_row_wise": True,
+    }
+
+
 def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0):
     """XGBoost with the histogram tree method, ``max(stages)`` rounds, one thread; the native
     view's categorical columns are split natively (``enable_categorical``); ``early_stop``: see
@@ -117,22 +154,12 @@ def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=No
     X = categorical_codes(X, columns)
     feature_types = ["c" if j in set(columns) else "q" for j in range(X.shape[1])]
     model = XGBClassifier(
-        n_estimators=max(stages),
-        max_depth=params["max_depth"],
-        learning_rate=params["learning_rate"],
-        subsample=params["subsample"],
-        colsample_bytree=params["colsample_bytree"],
-        min_child_weight=params["min_child_weight"],
-        reg_lambda=params["reg_lambda"],
+        **_xgboost_options(params, max(stages), random_state),
         reg_alpha=params["reg_alpha"],
         gamma=params["gamma"],
         feature_types=feature_types if columns else None,
         enable_categorical=bool(columns),
         max_cat_to_onehot=4,
-        tree_method="hist",
-        n_jobs=1,
-        verbosity=0,
-        random_state=random_state,
         early_stopping_rounds=STOP_ROUNDS if early_stop else None,
     )
     best = None
@@ -162,21 +189,9 @@ def fit_lightgbm(
     X = categorical_codes(X, columns)
 
     model = LGBMClassifier(
-        n_estimators=max(stages),
-        num_leaves=params["num_leaves"],
-        learning_rate=params["learning_rate"],
-        subsample=params["subsample"],
-        subsample_freq=1,
-        colsample_bytree=params["colsample_bytree"],
-        min_child_samples=params["min_child_samples"],
-        reg_lambda=params["reg_lambda"],
+        **_lightgbm_options(params, max(stages), random_state),
         reg_alpha=params["reg_alpha"],
         min_split_gain=params["min_split_gain"],
-        n_jobs=1,
-        verbosity=-1,
-        random_state=random_state % (2**31 - 1),  # LightGBM seeds are C ints
-        deterministic=True,
-        force_row_wise=True,
     )
     features = columns if columns else "auto"
     best = None
@@ -238,17 +253,7 @@ def fit_xgboost_regression(X, y, *, n_classes, params, stages, random_state):
     from xgboost import XGBRegressor
 
     model = XGBRegressor(
-        n_estimators=max(check_stages(stages, "xgboost rounds")),
-        max_depth=params["max_depth"],
-        learning_rate=params["learning_rate"],
-        subsample=params["subsample"],
-        colsample_bytree=params["colsample_bytree"],
-        min_child_weight=params["min_child_weight"],
-        reg_lambda=params["reg_lambda"],
-        tree_method="hist",
-        n_jobs=1,
-        verbosity=0,
-        random_state=random_state,
+        **_xgboost_options(params, max(check_stages(stages, "xgboost rounds")), random_state)
     ).fit(X, y)
     return _RoundsRegressionRun(model, "xgboost", stages)
 
@@ -258,19 +263,7 @@ def fit_lightgbm_regression(X, y, *, n_classes, params, stages, random_state):
     from lightgbm import LGBMRegressor
 
     model = LGBMRegressor(
-        n_estimators=max(check_stages(stages, "lightgbm rounds")),
-        num_leaves=params["num_leaves"],
-        learning_rate=params["learning_rate"],
-        subsample=params["subsample"],
-        subsample_freq=1,
-        colsample_bytree=params["colsample_bytree"],
-        min_child_samples=params["min_child_samples"],
-        reg_lambda=params["reg_lambda"],
-        n_jobs=1,
-        verbosity=-1,
-        random_state=random_state % (2**31 - 1),
-        deterministic=True,
-        force_row_wise=True,
+        **_lightgbm_options(params, max(check_stages(stages, "lightgbm rounds")), random_state)
     ).fit(X, y)
     return _RoundsRegressionRun(model, "lightgbm", stages)
 

@@ -59,14 +59,6 @@ def fit_linear(X, y, *, n_classes, params, stages, random_state):
 
 
 register(
-    Family(
-        name="logreg",
-        fit=fit_logreg,
-        params={"ridge": None, "max_iter": 1000},
-        test_params={"ridge": 1.0},
-    )
-)
-register(
     Family(name="linear", fit=fit_linear, params={"ridge": None}, test_params={"ridge": 1.0}),
     task="regression",
 )

@@ -209,6 +209,16 @@ def sgd_backprop(
     return snaps
 
 
+def _sgd_options(params: dict) -> dict:
+    """The options of ``sgd_backprop`` both nets read from their parameters."""
+    return {
+        "hidden": int(params["hidden"]),
+        "batch": int(params["batch_size"]),
+        "lr": float(params["lr"]),
+        "momentum": float(params["momentum"]),
+    }
+
+
 def fit_mlp(X, y, *, n_classes, params, stages, random_state):
     """Train one classification net (``sgd_backprop``: a sigmoid output unit for two classes, a
     softmax otherwise) and snapshot it after each epoch in ``stages``."""
@@ -222,12 +232,9 @@ def fit_mlp(X, y, *, n_classes, params, stages, random_state):
         output="sigmoid" if binary else "softmax",
         loss=params["loss"],
         activation=params["activation"],
-        hidden=int(params["hidden"]),
-        batch=int(params["batch_size"]),
-        lr=float(params["lr"]),
-        momentum=float(params["momentum"]),
         epochs=epochs,
         random_state=random_state,
+        **_sgd_options(params),
     )
     return _MLPRun([snaps[e] for e in epochs], params["activation"], n_classes)
 
@@ -295,12 +302,9 @@ def fit_mlp_regression(X, y, *, n_classes, params, stages, random_state):
         output="linear",
         loss="squared",
         activation="tanh",
-        hidden=int(params["hidden"]),
-        batch=int(params["batch_size"]),
-        lr=float(params["lr"]),
-        momentum=float(params["momentum"]),
         epochs=epochs,
         random_state=random_state,
+        **_sgd_options(params),
     )
     flat = [(w1.T.copy(), b1, w2[0].copy(), float(b2[0])) for w1, b1, w2, b2 in snaps.values()]
     return _NetRegressionRun([flat[sorted(snaps).index(e)] for e in epochs], scale)

@@ -514,6 +514,22 @@ def _validate_bagged_regression(params: dict, stages: tuple[int, ...] | None) ->
 
 
 _NATIVE = {"view": "native", "native_missing": True}
+
+
+def _forest_family(name: str, fit, params: dict, test_max_features) -> Family:
+    """A regression forest: native view, members after the first ``s`` trees of ``stages``."""
+    return Family(
+        name=name,
+        fit=fit,
+        params=params,
+        stages="trees",
+        test_params={"max_features": test_max_features},
+        test_stages=(4, 8),
+        validate=staged(f"{name} stages (numbers of trees)"),
+        **_NATIVE,
+    )
+
+
 for _family in (
     Family(
         name="tree",
@@ -533,26 +549,10 @@ for _family in (
         validate=_validate_bagged_regression,
         **_NATIVE,
     ),
-    Family(
-        name="random_forest",
-        fit=fit_random_forest_regression,
-        params={**FOREST_PARAMS, "max_features": 0.33},
-        stages="trees",
-        test_params={"max_features": 2},
-        test_stages=(4, 8),
-        validate=staged("random_forest stages (numbers of trees)"),
-        **_NATIVE,
+    _forest_family(
+        "random_forest", fit_random_forest_regression, {**FOREST_PARAMS, "max_features": 0.33}, 2
     ),
-    Family(
-        name="extra_trees",
-        fit=fit_extra_trees_regression,
-        params=FOREST_PARAMS,
-        stages="trees",
-        test_params={"max_features": 1.0},
-        test_stages=(4, 8),
-        validate=staged("extra_trees stages (numbers of trees)"),
-        **_NATIVE,
-    ),
+    _forest_family("extra_trees", fit_extra_trees_regression, FOREST_PARAMS, 1.0),
     Family(
         name="adaboost",
         fit=fit_adaboost_regression,
