@@ -126,6 +126,8 @@ def dask_blocks(path: Path, features: list[str], n_rows: int, args) -> tuple[lis
             ).fit(str(path), "label")
         rows.append(fit.row("fit from parquet (dask, 2 workers)", n_rows))
         ddf = dd.read_parquet(str(path), columns=features)
+        client.wait_for_workers(2)  # the end of the budget restarts the workers it stops
+        pids = client.run(os.getpid)
         with Phase(pids) as score:
             scored = sum(len(block) for block in iter_blocks(model.predict_proba(ddf), client))
         assert scored == n_rows, (scored, n_rows)
