@@ -192,30 +192,6 @@ def test_predict_checks_the_number_of_features(fitted):
         fitted.predict(np.zeros((2, 5)))
 
 
-@pytest.mark.slow
-def test_passes_scikit_learn_check_estimator():
-    """Every check passes; check_array_api_input is skipped by scikit-learn itself unless
-    SCIPY_ARRAY_API is set (ensel converts input to numpy/pandas, it has no array-API path)."""
-    import warnings
-
-    from sklearn.utils.estimator_checks import check_estimator
-
-    spec = {"families": [{"family": "logreg"}, {"family": "tree", "params": {"max_depth": 3}}]}
-    # max_predict_ms=None: the idempotence checks fit twice from scratch, and the default
-    # "auto" budget reads predict costs timed by each build (tested on one library elsewhere)
-    model = EnsembleSelectionClassifier(
-        library=spec, n_jobs=1, cv=3, n_bags=2, n_iter=10, max_predict_ms=None
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        results = check_estimator(model, on_fail=None)
-    failed = [
-        (r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"
-    ]
-    assert not failed
-    assert len(results) > 40
-
-
 def test_combine_equals_predict_proba(cancer):
     X_train, X_test, y_train, _ = cancer
     lib = build_library(X_train, y_train, spec=SMALL, cv=3, verbose=0)

@@ -343,19 +343,29 @@ def test_two_default_fits_predict_bit_identically(cls, cancer, diabetes):
     assert first.predict_budget_ == second.predict_budget_
 
 
+SMALL_CLASSIFICATION = {
+    "families": [{"family": "logreg"}, {"family": "tree", "params": {"max_depth": 3}}]
+}
+SMALL_REGRESSION = {
+    "task": "regression",
+    "families": [{"family": "linear"}, {"family": "tree", "params": {"max_depth": 3}}],
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "model",
     [
-        EnsembleSelectionClassifier(library="tiny"),
-        EnsembleSelectionRegressor(library="tiny_regression"),
+        EnsembleSelectionClassifier(library=SMALL_CLASSIFICATION),
+        EnsembleSelectionRegressor(library=SMALL_REGRESSION),
     ],
     ids=["classifier", "regressor"],
 )
 def test_check_estimator_passes_as_constructed(model):
-    """scikit-learn's own checks on the estimator as a user makes it (a small library, the
-    default ``max_predict_ms="auto"``, every core); ``check_array_api_input`` is skipped by
-    scikit-learn itself unless SCIPY_ARRAY_API is set."""
+    """scikit-learn's own checks on the estimator as a user makes it (a small library of two
+    families, every other parameter at its default: ``max_predict_ms="auto"``, ``cv="auto"``,
+    every core); ``check_array_api_input`` is skipped by scikit-learn itself unless
+    SCIPY_ARRAY_API is set. The checks fit about a hundred times, so the library is small."""
     import warnings
 
     from sklearn.utils.estimator_checks import check_estimator
