@@ -65,11 +65,19 @@ def structural_predict_ms(
     stages asked. Deterministic: no timing."""
     work = predict_work(family, family_run, params, stages, width, outputs, skips_stages)
     kind = getattr(view, "kind", "native")
+    if f"view/{kind}" not in cost_constants()["predict"]:
+        kind = VIEW_RATE_OF.get(kind, kind)
     return {
         "view": _ms(f"view/{kind}", *view_work(view, width)),
         "stages": [_ms(f"{task}/{family}", c, u) for c, u in work],
         "cumulative": bool(getattr(family_run, "cumulative", False)) or not skips_stages,
     }
+
+
+VIEW_RATE_OF = {"te": "native"}
+"""Views priced at another view's calibrated rate until the calibration script times them:
+``te`` is the native view plus encoded columns (its work, the columns it writes, is counted
+all the same)."""
 
 
 def predict_cost(

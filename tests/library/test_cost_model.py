@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ensel.data import Columns
-from ensel.library.cost import cost_constants, structural_predict_ms
+from ensel.library.cost import VIEW_RATE_OF, cost_constants, structural_predict_ms
 from ensel.library.estimate import FIT_MODELS, FitShape, estimate_run
 from ensel.library.families import FAMILIES, REGRESSORS, VIEWS, missing_requirements
 from ensel.library.predict_work import PREDICT_WORK, predict_work
@@ -65,7 +65,8 @@ def test_every_registered_family_has_work_functions_and_constants():
         assert f"{task}/{name}" in constants["predict"], f"{task}/{name}: no predict constants"
         assert f"{task}/{name}" in constants["fit"], f"{task}/{name}: no fit constants"
     for view in VIEWS:
-        assert f"view/{view}" in constants["predict"]
+        rate = view if f"view/{view}" in constants["predict"] else VIEW_RATE_OF.get(view)
+        assert f"view/{rate}" in constants["predict"], f"view {view}: no predict constants"
     measured = constants["measured"]
     assert {"date", "machine", "load_average_1m", "command"} <= set(measured)
     # no stale entries: every work function belongs to a registered family
