@@ -89,9 +89,7 @@ def test_budget_errors_are_one_line():
         EnsembleSelection(max_cost=0.5).fit(P, y, cost=np.ones(5))
     with pytest.raises(ValueError, match="cost must describe the 5 members"):
         EnsembleSelection().fit(P, y, cost=np.ones(4))
-    with pytest.raises(
-        ValueError, match=r"^The 'max_cost' parameter of .*Got -1"
-    ):
+    with pytest.raises(ValueError, match=r"^The 'max_cost' parameter of .*Got -1"):
         EnsembleSelection(max_cost=-1).fit(P, y, cost=np.ones(5))
 
 
