@@ -158,17 +158,10 @@ def fit_random_forest(X, y, *, n_classes, params, stages, random_state):
     """Breiman's random forest; ``max_features`` features tried per split (clipped to the
     number of features), trees of at most ``leaf_cap`` leaves, members after the first ``s``
     trees."""
-    forest = RandomForestClassifier(
-        n_estimators=max(stages),
-        max_features=min(int(params["max_features"]), X.shape[1]),
-        criterion=params["criterion"],
-        min_samples_leaf=params["min_samples_leaf"],
-        max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
-        n_jobs=1,
-        random_state=random_state,
-    ).fit(X, y)
-    trees = [_ForestTree(t, forest.classes_, n_classes) for t in forest.estimators_]
-    return _StagedRun(trees, stages)
+    max_features = min(int(params["max_features"]), X.shape[1])
+    return _staged_forest(
+        RandomForestClassifier, max_features, X, y, n_classes, params, stages, random_state
+    )
 
 
 class ResamplingTree(ClassifierMixin, BaseEstimator):
@@ -275,9 +268,17 @@ def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
 def fit_extra_trees(X, y, *, n_classes, params, stages, random_state):
     """ExtraTreesClassifier (no bootstrap, random thresholds), members after the first ``s``
     trees; ``max_features`` is a fraction of the columns, ``"sqrt"`` or ``"log2"``."""
-    forest = ExtraTreesClassifier(
+    return _staged_forest(
+        ExtraTreesClassifier, params["max_features"], X, y, n_classes, params, stages, random_state
+    )
+
+
+def _staged_forest(cls, max_features, X, y, n_classes, params, stages, random_state):
+    """A scikit-learn forest classifier ``cls`` of ``max(stages)`` trees of at most
+    ``leaf_cap`` leaves, on one thread; members after the first ``s`` trees."""
+    forest = cls(
         n_estimators=max(stages),
-        max_features=params["max_features"],
+        max_features=max_features,
         criterion=params["criterion"],
         min_samples_leaf=params["min_samples_leaf"],
         max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
