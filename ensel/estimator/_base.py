@@ -116,14 +116,11 @@ class EnsembleSelectionBase(BaseEstimator):
         metric, source = self._check_before_work()
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
-        speed = None
-        if self.time_limit is not None:
-            speed = budget.Background(budget.selection_speed, self.strategy, metric, options)
         lib = self._library(X, y, groups, started, source, seed)
         P = np.asarray(lib.predictions)
         if self.strategy == "es":  # selection's copies of P stay under the ceiling too
             options["memory_budget"] = selection_memory(self.max_memory)
-        deadline, options = self._fit_selection_in_time(lib, P, options, speed, started)
+        deadline, options = self._fit_selection_in_time(lib, P, metric, options, started)
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started
@@ -199,14 +196,14 @@ class EnsembleSelectionBase(BaseEstimator):
             "random_state": seed,
         }
 
-    def _fit_selection_in_time(self, lib, P, options, speed, started):
+    def _fit_selection_in_time(self, lib, P, metric, options, started):
         """``(deadline, options)``: under ``time_limit``, the moment selection must end by and
-        the selection options that fit the time the build left (``budget_`` says what
-        changed); without one, ``(None, options)``."""
+        the selection options that fit the time the build left at the speed a pilot selection
+        on ``P`` measures (``budget_`` says what changed); without one, ``(None, options)``."""
         self.budget_ = {}
-        if speed is None:
+        if self.time_limit is None:
             return None, options
-        speed = speed.result(default=budget.SELECTION_SPEED)
+        speed = budget.selection_speed(self.strategy, metric, options, P, lib.y)
         after = 0.5 + 0.02 * self.time_limit  # detectors' combination, members, report
         deadline = started + self.time_limit - after
         left = deadline - time.monotonic()

@@ -4,7 +4,6 @@ left after the build."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -12,7 +11,6 @@ import numpy as np
 from ..strategies import STRATEGIES
 
 __all__ = [
-    "Background",
     "build_seconds",
     "fit_reserve",
     "plan_summary",
@@ -33,8 +31,8 @@ UNUSED_SHARE = 0.1
 """A fit that ends with more than this share of its ``time_limit`` left says so
 (``budget_["unused_seconds"]`` and an INFO note with the reason)."""
 SELECTION_SPEED = 5e-8
-"""Seconds per unit of selection work assumed before it is measured (``selection_speed``
-measured 3.7e-8 to 4.6e-8 on a shared 2-core machine under load)."""
+"""Seconds per unit of selection work assumed before the build, to reserve time for selection
+(deliberately slow: ``selection_speed`` measures 4e-9 to 1.5e-8 after the build on 2 cores)."""
 STEP_SECONDS = 3e-4
 """Seconds of overhead per selection step (one bag, one step), whatever the library's size."""
 
@@ -46,42 +44,26 @@ def selection_units(n_members: int, n_rows: int, n_classes: int, options: dict) 
     return n_members * n_rows * columns * max(options["n_bags"], 1) * options["n_iter"] * share
 
 
-class Background:
-    """``fn(*args)`` run in a thread; ``result`` waits for it (``default`` if it raised)."""
-
-    def __init__(self, fn, *args) -> None:
-        self._out: list = []
-        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn, *args) -> None:
-        try:
-            self._out.append(fn(*args))
-        except Exception:
-            pass
-
-    def result(self, default):
-        self._thread.join()
-        return self._out[0] if self._out else default
-
-
 def selection_seconds(units: float, options: dict, speed: float) -> float:
     """Estimated seconds of a selection of ``units`` work (``selection_units``)."""
     return speed * units + STEP_SECONDS * max(options["n_bags"], 1) * options["n_iter"]
 
 
-def selection_speed(strategy: str, metric, options: dict) -> float:
+def selection_speed(strategy: str, metric, options: dict, P: np.ndarray, y) -> float:
     """Seconds per unit of selection work (``selection_units``) on this machine now, from a
-    small selection after a tiny one that compiles or loads the selection kernels (paid once
-    per process anyway). ``fit`` runs it in a thread beside the library build."""
-    rng = np.random.default_rng(0)
-    P = (0.01 + 0.98 * rng.random((32, 2000))).astype(np.float32)
-    y = rng.integers(0, 2, 2000)
-    small = {**options, "n_bags": 2, "n_iter": 10, "prune_fraction": 1.0}
-    STRATEGIES[strategy](P[:4, :100], y[:100], metric, {**small, "n_iter": 2})  # warm up
+    short pilot of the selection itself (2 bags, 10 steps: about 1% of the default's work) on
+    the library's own predictions ``P`` once the build has ended, after a tiny one that
+    compiles or loads the selection kernels (paid once per process anyway). Timed while the
+    build's workers run, or on a small synthetic matrix, the pilot overstated the work of a
+    real selection three- to tenfold, and selection was pruned to a few members for nothing."""
+    pilot = {**options, "n_bags": 2, "n_iter": min(10, options["n_iter"]), "prune_fraction": 1.0}
+    STRATEGIES[strategy](P[: min(4, len(P))], y, metric, {**pilot, "n_iter": 2})
     start = time.monotonic()
-    STRATEGIES[strategy](P, y, metric, small)
-    return (time.monotonic() - start) / selection_units(32, 2000, 2, small)
+    STRATEGIES[strategy](P, y, metric, pilot)
+    seconds = time.monotonic() - start - STEP_SECONDS * pilot["n_bags"] * pilot["n_iter"]
+    n_classes = P.shape[2] if P.ndim == 3 else 2
+    units = selection_units(P.shape[0], P.shape[1], n_classes, pilot)
+    return max(seconds, 1e-6) / max(units, 1.0)
 
 
 def fit_reserve(time_limit: float, selection: float) -> float:
