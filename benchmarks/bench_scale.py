@@ -21,8 +21,10 @@ skipped when already there, so a block resumes) holds the commit, the versions, 
 average before and after, the fit's wall seconds, the peak memory of this process and all its
 children (resident sets summed, sampled every 0.2 s by a background thread), the saved
 model's size, predict microseconds per row (the whole test set in one call), test AUC and log
-loss, and for ensel the runs finished, cut at the deadline and left out by the plan, and the
-families with weight. AutoGluon runs in its own venv with ray, as users install it
+loss, and for ensel the runs finished, cut by the budget once started, not started (the pace
+of the finished runs said they would end late) and left out by the plan, and the families with
+weight (``ENSEL_SCALE_STORE=dir`` keeps ensel's library there, its plan and each run's
+seconds beside it). AutoGluon runs in its own venv with ray, as users install it
 (``benchmarks._peers.run_autogluon_files``), and measures its own process tree.
 """
 
@@ -165,7 +167,10 @@ def _saved_mb(save) -> float:
 def run_ensel(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
     from ensel import EnsembleSelectionClassifier
 
-    clf = EnsembleSelectionClassifier(time_limit=budget, n_jobs=n_jobs, random_state=seed)
+    store = os.environ.get("ENSEL_SCALE_STORE")  # keep the library there, to read its plan
+    clf = EnsembleSelectionClassifier(
+        time_limit=budget, n_jobs=n_jobs, random_state=seed, store=store
+    )
     with PeakMemory() as memory:
         start = time.perf_counter()
         clf.fit(X, y)
@@ -180,7 +185,8 @@ def run_ensel(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> di
         "predict_us_per_row": us,
         **_scores(y_test, proba),
         "runs_finished": clf.budget_.get("runs_ok"),
-        "runs_cut": int(not_finished.get("budget", 0)),
+        "runs_cut": clf.budget_.get("runs_cut"),  # started, then stopped by the budget
+        "runs_not_started": int(not_finished.get("budget", 0)) - clf.budget_.get("runs_cut", 0),
         "runs_left_out": int(not_finished.get("left_out", 0)),
         "runs_failed": int(not_finished.get("failed", 0) + not_finished.get("timeout", 0)),
         "runs_subsampled": len(plan.get("subsampled", {})),

@@ -268,6 +268,7 @@ def _build(
                 deadline - time.monotonic(),
                 getattr(executor, "n_workers", 1),
                 max_memory=ceiling,
+                standby=executor.asks_skip,
             )
             tasks, notes = planned.tasks, planned.notes
             for section, run, why in planned.left_out:
@@ -380,20 +381,25 @@ def _run_spare(
             data,
             left,
             getattr(executor, "n_workers", 1),
+            standby=executor.asks_skip,
         )
         todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes
         for _, run, why in planned.left_out:
             stores[SPARE].write_failure(run, "left_out", f"spare tier: {why}", 0.0)
         if planned.subsample:
             contexts[SPARE] = {"subsample": planned.subsample}
-        if planned.left_out:
+    pace = Pace.of(planned, label="spare tier: ") if deadline is not None and spare else None
+    _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace)
+    if deadline is not None and spare:
+        records = stores[SPARE].records
+        out = sum(records.get(r.run_id, {}).get("status") == "left_out" for _, r in spare)
+        if out:
             log.info(
                 "spare tier: %d of %d runs left out, estimated not to end within the %.0f s left",
-                len(planned.left_out),
+                out,
                 len(spare),
                 max(left, 0.0),
             )
-    _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes)
 
 
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
@@ -517,6 +523,9 @@ def _run_all(
             ):
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
+            standby = pace.left_out(run.run_id, outcome.error) if pace is not None else None
+            if outcome.status == "budget" and outcome.seconds == 0 and standby:
+                outcome.status, outcome.error = "left_out", standby
             if outcome.status == "ok":
                 if pace is not None:
                     pace.finished(run.run_id, outcome.seconds)
@@ -524,7 +533,7 @@ def _run_all(
                 store.write_run(run, outcome.value, outcome.seconds, note=note)
             else:
                 store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
-                if outcome.status != "budget":
+                if outcome.status not in ("budget", "left_out"):
                     log.warning("run %s %s: %s", run.run_id, outcome.status, outcome.error)
             done += 1
             if progress is not None:

@@ -137,6 +137,8 @@ class DaskExecutor(Executor):
     """Runs tasks on the workers of ``client`` (a ``distributed.Client``, a scheduler address,
     or None for the current client). ``time_limit`` is per task, in seconds of running time."""
 
+    asks_skip = False  # every task is submitted at once
+
     def __init__(self, client=None, time_limit: float | None = None) -> None:
         self.client, self._owned = connect(client)
         self.time_limit = time_limit

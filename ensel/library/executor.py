@@ -68,6 +68,10 @@ class Outcome:
 
 
 class Executor(ABC):
+    asks_skip = True
+    """Whether ``run`` asks ``skip`` before each task starts (False where all tasks are sent
+    at once): a build queues standby runs (:mod:`ensel.library.planned`) only where it does."""
+
     @abstractmethod
     def run(
         self,

@@ -39,7 +39,9 @@ class PlannedRun:
     """One run's fate: ``decision`` (``"kept"``, ``"subsampled"`` or ``"left out"``), the rows
     each of its fits trains on (``rows``; 0 when left out), its estimated seconds (all fits)
     and peak bytes (one fit), its estimated start and end on the schedule (seconds from the
-    build's start; None when left out), and a ``note`` that says why."""
+    build's start; None when left out), and a ``note`` that says why. ``standby``: left out
+    only because the schedule ran past the budget (not for memory, not a quadratic learner),
+    so a build that runs faster than estimated may still start it."""
 
     section: str
     run: Any
@@ -50,6 +52,7 @@ class PlannedRun:
     start: float | None
     end: float | None
     note: str
+    standby: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,12 @@ class Plan:
     def kept(self) -> list[tuple[str, Any]]:
         """``(section, run)`` of the runs to train, in the order to start them."""
         return [(p.section, p.run) for p in self.runs if p.decision != LEFT_OUT]
+
+    @property
+    def standby(self) -> list[tuple[str, Any]]:
+        """``(section, run)`` of the runs left out only by the schedule's end, in anytime order:
+        worth starting if the build runs ahead of its estimates."""
+        return [(p.section, p.run) for p in self.runs if p.standby]
 
     @property
     def subsample(self) -> dict[str, int]:
@@ -194,6 +203,7 @@ def plan_library(
                 peak,
                 f"~{seconds:.0f} s would end after the budget "
                 f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)",
+                standby=True,
             )
             continue
         heapq.heapreplace(workers, (free + seconds, w))
@@ -234,8 +244,8 @@ def plan_library(
     return Plan(tuple(ordered), float(budget_seconds), int(n_workers))
 
 
-def _left(section, run, seconds, peak, note) -> PlannedRun:
-    return PlannedRun(section, run, LEFT_OUT, 0, seconds, peak, None, None, note)
+def _left(section, run, seconds, peak, note, standby: bool = False) -> PlannedRun:
+    return PlannedRun(section, run, LEFT_OUT, 0, seconds, peak, None, None, note, standby)
 
 
 def _quadratic(run) -> bool:

@@ -3,7 +3,12 @@
 which runs to train, which on a stratified subsample of their rows (learners quadratic in the
 rows: kernel SVMs, k-NN) and which to leave out, so that no run is cut at the deadline and
 the cheap strong runs are not starved. This module turns its plan into the builder's work:
-the tasks to run, the subsample of each, the notes the store keeps, and the plan's table."""
+the tasks to run, the subsample of each, the notes the store keeps, and the plan's table.
+
+The estimates are for planning and err both ways: runs the plan leaves out only because its
+schedule ran past the budget wait on standby after the planned ones, and :class:`Pace` starts
+each only if, at the pace of the runs finished so far, it would end before the deadline (where
+the executor asks before each start; dask's sends every task at once and gets none)."""
 
 from __future__ import annotations
 
@@ -23,10 +28,14 @@ class BuildPlan:
     """``tasks``: the ``(section, run)`` pairs to run, in the order to start them;
     ``left_out``: ``(section, run, why)`` of the runs the plan drops; ``subsample``: run id ->
     rows each fit trains on; ``notes``: run id -> what the store notes beside a trained run;
-    ``table``: the plan, one row per run (run, family, decision, rows, seconds, ...)."""
+    ``table``: the plan, one row per run (run, family, decision, rows, seconds, ...).
+    ``tasks`` ends with the standby runs, left out by the schedule's end but started if the
+    build runs ahead of its estimates (``left_out`` does not hold them; ``standby``: run id ->
+    the plan's note on each)."""
 
     tasks: list
     left_out: list = field(default_factory=list)
+    standby: dict[str, str] = field(default_factory=dict)
     subsample: dict[str, int] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     table: pd.DataFrame | None = None
@@ -38,17 +47,28 @@ class Pace:
     that pace, it would end after the deadline, so that a machine slower than the cost model's
     (another load, another CPU) leaves runs out instead of cutting them at the deadline."""
 
-    def __init__(self, estimates: dict[str, float]) -> None:
+    def __init__(
+        self, estimates: dict[str, float], standby: dict[str, str] | None = None, label: str = ""
+    ) -> None:
         self.estimates = {k: float(v) for k, v in estimates.items() if v and v > 0}
+        self.standby = dict(standby or {})  # run id -> why the plan left it out
+        self.label = label  # what a standby run's note starts with
         self.spent = self.planned = 0.0
 
     @classmethod
-    def of(cls, plan: BuildPlan | None) -> Pace:
-        """The pace of ``plan``'s kept runs (none known without a plan)."""
+    def of(cls, plan: BuildPlan | None, label: str = "") -> Pace:
+        """The pace of ``plan``'s runs (none known without a plan)."""
         table = None if plan is None else plan.table
+        standby = getattr(plan, "standby", None)
         if table is None or table.empty or not {"run", "seconds"} <= set(table.columns):
-            return cls({})
-        return cls(dict(zip(table["run"], table["seconds"], strict=True)))
+            return cls({}, standby, label)
+        return cls(dict(zip(table["run"], table["seconds"], strict=True)), standby, label)
+
+    def left_out(self, run_id: str, why: str) -> str | None:
+        """For a standby run not started (``why``, from ``too_late``): what the store records
+        as its ``left_out`` note; None for a planned run."""
+        plan = self.standby.get(run_id)
+        return None if plan is None else f"{self.label}left out by the plan: {plan}; {why}"
 
     @property
     def ratio(self) -> float:
@@ -84,11 +104,13 @@ def plan_build(
     n_workers: int,
     planner=None,
     max_memory: float | None = None,
+    standby: bool = True,
 ) -> BuildPlan:
     """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
     ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
     :func:`~ensel.library.plan.plan_library`).
-    Each run is fitted once per sibling (``data.n_siblings``)."""
+    Each run is fitted once per sibling (``data.n_siblings``). ``standby``: queue the runs
+    left out by the schedule's end after the others (see the module docstring)."""
     planner = planner or plan_library
     # a family registered without a cost model is not planned: it runs after the planned ones
     unplanned = [t for t in tasks if t[0] == "families" and t[1].family not in FIT_MODELS]
@@ -109,10 +131,13 @@ def plan_build(
         n_held=max(data.hillclimb.size // data.n_siblings, 1),
     )
     n_rows = len(data.y)
-    out = BuildPlan([*plan.kept, *unplanned], table=plan.frame())
+    waiting = plan.standby if standby else []
+    out = BuildPlan([*plan.kept, *unplanned, *waiting], table=plan.frame())
     out.subsample = dict(plan.subsample)
     for p in plan.runs:
-        if p.decision == LEFT_OUT:
+        if p.decision == LEFT_OUT and standby and p.standby:
+            out.standby[p.run.run_id] = p.note
+        elif p.decision == LEFT_OUT:
             out.left_out.append((p.section, p.run, f"left out by the plan: {p.note}"))
         elif p.run.run_id in out.subsample:
             rows = out.subsample[p.run.run_id]

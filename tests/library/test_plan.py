@@ -62,6 +62,11 @@ def test_a_run_that_cannot_fit_is_left_out_with_the_reason(runs):
     # the kept runs come first, in the order to start them
     decisions = [p.decision == LEFT_OUT for p in plan.runs]
     assert decisions == sorted(decisions)
+    # runs left out by the schedule's end wait on standby; quadratic learners do not
+    standby = [p for p in left if p.standby]
+    assert standby and all("would end after the budget" in p.note for p in standby)
+    assert plan.standby == [(p.section, p.run) for p in standby]
+    assert not any(p.standby for p in left if "quadratic" in p.note)
 
 
 def test_memory_limit_leaves_out_what_a_worker_cannot_hold(runs):
@@ -73,6 +78,7 @@ def test_memory_limit_leaves_out_what_a_worker_cannot_hold(runs):
             continue
         assert p.peak_bytes <= 64e6
     assert any("GB per fit" in p.note for p in plan.runs if p.decision == LEFT_OUT)
+    assert not any(p.standby for p in plan.runs if "GB per fit" in p.note)
 
 
 def test_subsample_rows_fit_the_share(runs):

@@ -31,6 +31,8 @@ class _Planned:  # the planner's PlannedRun, as far as the builder reads it
     decision: str
     rows: int
     note: str
+    standby: bool = False
+    seconds: float = 1.0
 
 
 @dataclass
@@ -42,6 +44,10 @@ class _Plan:
         return [(p.section, p.run) for p in self.runs if p.decision != "left out"]
 
     @property
+    def standby(self):
+        return [(p.section, p.run) for p in self.runs if p.standby]
+
+    @property
     def subsample(self):
         return {p.run.run_id: p.rows for p in self.runs if p.decision == "subsampled"}
 
@@ -49,14 +55,15 @@ class _Plan:
         return pd.DataFrame(
             [
                 {"run": p.run.run_id, "family": p.run.family, "decision": p.decision,
-                 "rows": p.rows, "end": 1.0, "note": p.note}
+                 "rows": p.rows, "seconds": p.seconds, "end": 1.0, "note": p.note}
                 for p in self.runs
             ]
         )  # fmt: skip
 
 
-def stand_in_planner(calls: list):
-    """Keeps logreg, subsamples knn to 120 rows, leaves the tree out."""
+def stand_in_planner(calls: list, tree_standby: float | None = None):
+    """Keeps logreg, subsamples knn to 120 rows, leaves the tree out (on standby, estimated
+    at ``tree_standby`` seconds, where given)."""
 
     def plan(tasks, n_rows, n_cols, n_classes, **kw):
         calls.append((n_rows, n_cols, n_classes, kw))
@@ -64,6 +71,9 @@ def stand_in_planner(calls: list):
         for section, run in tasks:
             if run.family == "knn":
                 runs.append(_Planned(section, run, "subsampled", 120, "~1 s on 120 rows"))
+            elif run.family == "tree" and tree_standby is not None:
+                note = f"~{tree_standby:.0f} s would end after the budget"
+                runs.append(_Planned(section, run, "left out", 0, note, True, tree_standby))
             elif run.family == "tree":
                 runs.append(_Planned(section, run, "left out", 0, "~900 s would end late"))
             else:
@@ -100,6 +110,21 @@ def test_a_budgeted_build_follows_the_plan(monkeypatch):
     fitted = lib.subset(knn["id"]).runs[knn["run"].iloc[0]]
     assert fitted.max_train_rows == 120
     assert [model.y.size for _, model in fitted.siblings] == [120, 120, 120]
+
+
+@pytest.mark.parametrize("estimate", [0.5, 1e6])
+def test_a_standby_run_starts_only_if_the_pace_says_it_ends_in_time(monkeypatch, estimate):
+    monkeypatch.setattr(planned, "plan_library", stand_in_planner([], tree_standby=estimate))
+    X, y = _table(400, seed=3)
+    lib = build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
+    if estimate < 1:  # the planner's estimate was pessimistic: the tree is built after all
+        assert "tree" in set(lib.members["family"]) and lib.failures.empty
+    else:
+        tree = lib.failures.drop_duplicates("run")
+        assert list(tree["family"]) == ["tree"] and list(tree["status"]) == ["left_out"]
+        why = tree["error"].iloc[0]
+        assert why.startswith("left out by the plan: ~1000000 s would end after the budget")
+        assert "at the pace of the runs so far" in why and tree["fit_seconds"].iloc[0] == 0
 
 
 def test_the_estimator_reports_the_plan(monkeypatch):
