@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ._base import tree_input, tree_leaves, tree_values
+
 __all__ = ["PrefixRun", "SingleRun", "TargetScale", "column"]
 
 
@@ -59,10 +61,10 @@ class PrefixRun:
     stages: tuple[int, ...]
 
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        X = np.ascontiguousarray(X, dtype=np.float32)  # what the trees read: one copy, not one each
+        X = tree_input(X)  # one copy for every tree
         out, total = [], np.zeros(X.shape[0])
         for i, tree in enumerate(self.trees, start=1):
-            total += tree.predict(X, check_input=False)
+            total += tree_values(tree)[tree_leaves(tree, X), 0]
             if i in self.stages:
                 out.append(total / i)
         out.extend([total / len(self.trees)] * (len(self.stages) - len(out)))

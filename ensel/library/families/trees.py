@@ -17,7 +17,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.ensemble import AdaBoostClassifier, ExtraTreesClassifier, RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from ._base import Family, check_stages, full_proba, register, staged
+from ._base import (
+    Family,
+    check_stages,
+    full_proba,
+    register,
+    staged,
+    tree_input,
+    tree_leaves,
+    tree_values,
+)
 from ._regression import PrefixRun, SingleRun, column
 
 SMOOTHING = ("none", "laplace", "bayes")
@@ -98,7 +107,7 @@ class SmoothedTree:
         return cls(tree, table)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self.table[self.tree.apply(X)]
+        return self.table[tree_leaves(self.tree, tree_input(X))]
 
 
 @dataclass
@@ -116,6 +125,7 @@ class _StagedRun:
         sizes = [min(self.stages[i], len(self.trees)) for i in wanted]
         out: list = [None] * len(sizes)
         total = 0.0
+        X = tree_input(X)
         for i, tree in enumerate(self.trees[: max(sizes)], start=1):
             total = total + tree.predict_proba(X)
             for j, size in enumerate(sizes):
@@ -151,7 +161,8 @@ class _ForestTree:
     n_classes: int
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return full_proba(self.tree.predict_proba(X), self.classes, self.n_classes)
+        proba = tree_values(self.tree)[tree_leaves(self.tree, tree_input(X))]
+        return full_proba(proba, self.classes, self.n_classes)
 
 
 def fit_random_forest(X, y, *, n_classes, params, stages, random_state):
@@ -225,8 +236,11 @@ class _BoostRun:
         rows = np.arange(X.shape[0])
         staged: list = [votes.copy() if size == 0 else None for size in sizes]
         steps = zip(self.estimators[: max(sizes)], self.weights, strict=False)
+        X = tree_input(X)
         for i, (est, w) in enumerate(steps, start=1):
-            votes[rows, est.predict(X).astype(np.intp)] += w
+            tree = getattr(est, "tree_model_", est)  # a ResamplingTree holds its fitted tree
+            labels = tree.classes_.take(np.argmax(tree_values(tree), axis=1))
+            votes[rows, labels[tree_leaves(tree, X)].astype(np.intp)] += w
             for j, size in enumerate(sizes):
                 if size == i:
                     staged[j] = votes.copy()
@@ -473,7 +487,10 @@ class _MedianRun:
 
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
         n_used = min(max(self.stages), len(self.estimators))
-        preds = np.stack([e.predict(X) for e in self.estimators[:n_used]], axis=1)  # (n, T)
+        X = tree_input(X)
+        preds = np.stack(
+            [tree_values(e)[tree_leaves(e, X), 0] for e in self.estimators[:n_used]], axis=1
+        )  # (n, T)
         rows = np.arange(preds.shape[0])
         out = []
         for s in self.stages:
