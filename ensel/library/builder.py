@@ -269,6 +269,7 @@ def _build(
                 getattr(executor, "n_workers", 1),
                 max_memory=ceiling,
                 standby=executor.asks_skip,
+                run_limit=getattr(executor, "time_limit", None),
             )
             tasks, notes = planned.tasks, planned.notes
             for section, run, why in planned.left_out:
@@ -382,6 +383,7 @@ def _run_spare(
             left,
             getattr(executor, "n_workers", 1),
             standby=executor.asks_skip,
+            run_limit=getattr(executor, "time_limit", None),
         )
         todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes
         for _, run, why in planned.left_out:
@@ -501,7 +503,8 @@ def _run_all(
                 "the time budget"
             )
         if pace is not None:
-            return pace.too_late(run.run_id, deadline - time.monotonic())
+            limit = getattr(executor, "time_limit", None)
+            return pace.too_late(run.run_id, deadline - time.monotonic(), limit)
         return None
 
     try:
@@ -581,6 +584,7 @@ class _InProcessRun:
 
     def __init__(self, fn, task, shared) -> None:
         self.outcome: tuple | None = None
+        self.seconds: float | None = None  # the fit's own seconds, once it has ended
         self._thread = threading.Thread(target=self._run, args=(fn, task, shared), daemon=True)
         self._start = time.perf_counter()
         self._thread.start()
@@ -590,10 +594,12 @@ class _InProcessRun:
             self.outcome = ("ok", fn(task, shared), "")
         except Exception as exc:  # recorded like a failed run
             self.outcome = ("failed", None, describe(exc))
+        self.seconds = time.perf_counter() - self._start
 
     def commit(self, task: tuple, stores: dict, deadline: float) -> None:
         self._thread.join(timeout=max(deadline - time.monotonic(), 0.5))
-        seconds = time.perf_counter() - self._start
+        ended = self.seconds
+        seconds = ended if ended is not None else time.perf_counter() - self._start
         section, run = task
         if self._thread.is_alive():  # left to end on its own; its result is not kept
             status, value, error = "budget", None, budget_message(seconds)

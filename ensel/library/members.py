@@ -123,7 +123,8 @@ def _shared_views(runs, frame: pd.DataFrame, pool) -> dict:
         if siblings is None or not hasattr(fitted, "member_keys"):
             continue
         for k, (view, _) in enumerate(siblings):
-            todo.setdefault(view_key(fitted.run.view, view, len(siblings), k), view)
+            key = view_key(fitted.run.view, view, len(siblings), k, fitted.own_rows)
+            todo.setdefault(key, view)
     keys = list(todo)
     map_ = pool.map if pool is not None else map
     return dict(zip(keys, map_(lambda key: transform(todo[key], frame), keys), strict=True))

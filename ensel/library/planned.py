@@ -80,13 +80,25 @@ class Pace:
             self.spent += seconds
             self.planned += self.estimates[run_id]
 
-    def too_late(self, run_id: str, seconds_left: float) -> str | None:
-        """Why ``run_id`` should not start with ``seconds_left`` to the deadline, or None."""
+    def too_late(
+        self, run_id: str, seconds_left: float, run_limit: float | None = None
+    ) -> str | None:
+        """Why ``run_id`` should not start with ``seconds_left`` to the deadline and runs
+        stopped after ``run_limit`` seconds, or None."""
         estimate = self.estimates.get(run_id)
-        if estimate is None or estimate * self.ratio <= seconds_left:
+        if estimate is None:
+            return None
+        expected = estimate * self.ratio
+        if run_limit is not None and expected > run_limit < seconds_left:
+            return (
+                f"not started: ~{expected:.0f} s at the pace of the runs so far "
+                f"({self.ratio:.1f}x their estimates) is more than the {run_limit:.0f} s a run "
+                "may take"
+            )
+        if expected <= seconds_left:
             return None
         return (
-            f"not started: ~{estimate * self.ratio:.0f} s at the pace of the runs so far "
+            f"not started: ~{expected:.0f} s at the pace of the runs so far "
             f"({self.ratio:.1f}x their estimates) would end after the budget "
             f"({seconds_left:.0f} s left)"
         )
@@ -105,12 +117,14 @@ def plan_build(
     planner=None,
     max_memory: float | None = None,
     standby: bool = True,
+    run_limit: float | None = None,
 ) -> BuildPlan:
     """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
     ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
     :func:`~ensel.library.plan.plan_library`).
     Each run is fitted once per sibling (``data.n_siblings``). ``standby``: queue the runs
-    left out by the schedule's end after the others (see the module docstring)."""
+    left out by the schedule's end after the others (see the module docstring); ``run_limit``:
+    the seconds the executor lets one run take (None: no limit)."""
     planner = planner or plan_library
     # a family registered without a cost model is not planned: it runs after the planned ones
     unplanned = [t for t in tasks if t[0] == "families" and t[1].family not in FIT_MODELS]
@@ -129,6 +143,7 @@ def plan_build(
         view_width=view_width(data),
         task=data.task,
         n_held=max(data.hillclimb.size // data.n_siblings, 1),
+        run_limit=run_limit,
     )
     n_rows = len(data.y)
     waiting = plan.standby if standby else []

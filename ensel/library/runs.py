@@ -73,6 +73,11 @@ class FittedRun:
     max_train_rows: int | None = None  # a plan's subsample: rows each fit trained on at most
 
     @property
+    def own_rows(self) -> str | None:
+        """This run's id where it trained on a subsample of its own (its views are its own)."""
+        return self.run.run_id if getattr(self, "max_train_rows", None) is not None else None
+
+    @property
     def member_keys(self) -> list[tuple[int, str]]:
         """``(stage index, calibration)`` of each member, in ``run.members`` order."""
         stages = self.run.stages or (None,)
@@ -91,7 +96,7 @@ class FittedRun:
         at = {s: i for i, s in enumerate(stage_idx)}
         raw = []
         for k, (view, family_run) in enumerate(self.siblings):
-            key = view_key(self.run.view, view, len(self.siblings), k)
+            key = view_key(self.run.view, view, len(self.siblings), k, self.own_rows)
             if views is None:
                 matrix = transform(view, X)
             elif key in views:
@@ -245,10 +250,12 @@ def _label_classes(data: TrainingData) -> int:
     return 0 if data.task == "regression" else data.n_classes
 
 
-def view_key(kind: str, view, n_siblings: int, k: int) -> tuple:
+def view_key(kind: str, view, n_siblings: int, k: int, own_rows: str | None = None) -> tuple:
     """What identifies a fitted view among the runs of one library: its kind, how it treats
-    missing values, and the sibling (fold) it was fitted for."""
-    return (kind, getattr(view, "native_missing", None), n_siblings, k)
+    missing values, the sibling (fold) it was fitted for, and ``own_rows``: the run id of a run
+    trained on its own subsample of the fold (its view saw other rows: other levels, other
+    missing-value indicators, so it is never shared)."""
+    return (kind, getattr(view, "native_missing", None), n_siblings, k, own_rows)
 
 
 def predict_stages(family_run, X: np.ndarray, stages: list[int]) -> dict[str, np.ndarray]:

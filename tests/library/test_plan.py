@@ -106,3 +106,24 @@ def test_stratified_subsample_keeps_class_shares():
     assert np.bincount(y[idx]).tolist() == [90, 9, 1]
     assert np.array_equal(idx, stratified_subsample(y, 100, random_state=0))
     assert len(stratified_subsample(y, 5_000)) == len(y)
+
+
+def test_runs_near_the_per_run_limit_wait_on_standby(runs):
+    free = plan_library(runs, N, D, C, budget_seconds=10_000, n_workers=2)
+    limited = plan_library(runs, N, D, C, budget_seconds=10_000, n_workers=2, run_limit=60.0)
+    near = [p for p in limited.runs if "a run may take" in p.note]
+    assert near and all(p.decision == LEFT_OUT and p.standby for p in near)
+    assert all(p.seconds * 1.5 > 60.0 for p in near)
+    kept = [p for p in limited.runs if p.decision != LEFT_OUT and p.run.family != "knn"]
+    assert all(p.seconds * 1.5 <= 60.0 for p in kept if p.end is not None and p.rows == N)
+    assert len(limited.kept) < len(free.kept)
+
+
+def test_kernel_naive_bayes_is_planned_as_quadratic_in_rows(runs):
+    plan = plan_library(runs, N, D, C, budget_seconds=600, n_workers=2)
+    kernel = [p for p in plan.runs if p.run.family == "naive_bayes"
+              and dict(p.run.params).get("kind") == "kernel"]  # fmt: skip
+    assert kernel and all(p.decision in (SUBSAMPLED, LEFT_OUT) and p.rows < N for p in kernel)
+    small = estimate_run("naive_bayes", {"kind": "kernel"}, None, 1_000, D, C, n_held=250)
+    large = estimate_run("naive_bayes", {"kind": "kernel"}, None, 100_000, D, C, n_held=25_000)
+    assert large.fit_seconds > 1_000 * small.fit_seconds  # 100x the rows, ~10,000x the work

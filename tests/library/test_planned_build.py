@@ -228,3 +228,24 @@ def test_the_pace_of_finished_runs_keeps_a_run_that_would_end_late_from_starting
     assert why is not None and "2.0x" in why and "35 s left" in why
     assert pace.too_late("b", 35.0) is None  # 20 s fits
     assert pace.too_late("unknown", 0.0) is None
+    # a run limit stops a run that the deadline alone would allow
+    capped = pace.too_late("b", 1_000.0, run_limit=15.0)
+    assert capped is not None and "more than the 15 s a run may take" in capped
+    assert pace.too_late("b", 1_000.0, run_limit=25.0) is None
+
+
+def test_a_subsampled_run_keeps_its_own_view_at_predict_time(monkeypatch):
+    """A run trained on a subsample fits its view on those rows: a column with a few missing
+    cells may get no missing-value indicator there, so its matrix is narrower than the shared
+    one of the runs trained on every row, and must not be shared with them."""
+    monkeypatch.setattr(planned, "plan_library", stand_in_planner([]))
+    X, y = _table(600, seed=4)
+    X.loc[[5, 300], "a"] = np.nan  # 2 of 600 rows: a 120-row subsample likely has neither
+    lib = build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
+    knn = lib.members[lib.members["family"] == "knn"]
+    assert knn["note"].str.contains("subsample of 120").all()
+    together = lib.subset(lib.members["id"]).predict(X)
+    for family in ("logreg", "knn"):
+        ids = lib.members.loc[lib.members["family"] == family, "id"]
+        rows = np.flatnonzero(lib.members["family"].to_numpy() == family)
+        np.testing.assert_allclose(together[rows], lib.subset(ids).predict(X))
