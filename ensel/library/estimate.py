@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cost import cost_constants
+from .families.trees import leaf_cap
 
 __all__ = ["FIT_MODELS", "FitShape", "RunEstimate", "estimate_run", "fit_work"]
 
@@ -101,6 +102,9 @@ def _tree_nodes(s: FitShape, max_depth: Any, min_leaf: int = 1) -> float:
     leaves = s.n / max(min_leaf, 1)
     if max_depth:
         leaves = min(leaves, 2.0 ** float(max_depth))
+    cap = leaf_cap(s.params.get("max_leaves"), s.n)  # "auto": 1,024 leaves on large folds
+    if cap is not None:
+        leaves = min(leaves, float(cap))
     return 2.0 * max(leaves, 1.0)
 
 

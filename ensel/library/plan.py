@@ -31,10 +31,7 @@ MIN_SUBSAMPLE = 500
 """Fewest rows a quadratic learner is trained on; below, it is left out."""
 QUADRATIC_SHARE = 0.2
 """Share of the budget kernel SVMs, k-NN and kernel naive Bayes get at most, together."""
-LIMIT_MARGIN = 1.5
-"""A run is planned only if its estimate times this margin is within the per-run time limit:
-estimates err by a small factor (up to 1.8x under at 100k rows for adaboost), and a run stopped
-at its limit is work lost."""
+
 KEPT, SUBSAMPLED, LEFT_OUT = "kept", "subsampled", "left out"
 
 
@@ -200,14 +197,13 @@ def plan_library(
             )
             continue
         free, w = workers[0]
-        if run_limit is not None and seconds * LIMIT_MARGIN > run_limit:
+        if run_limit is not None and seconds > run_limit:
             planned[i] = _left(
                 section,
                 run,
                 seconds,
                 peak,
-                f"~{seconds:.0f} s is within {LIMIT_MARGIN}x of the {run_limit:.0f} s a run may "
-                "take: it would likely be stopped there",
+                f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take",
                 standby=True,
             )
             continue
@@ -233,6 +229,7 @@ def plan_library(
         free, w = heapq.heappop(left)
         remaining = (budget_seconds - free) + sum(budget_seconds - f for f, _ in left)
         share = min(budget_seconds - free, remaining / (len(quadratic) - q))
+        share = share if run_limit is None else min(share, run_limit)
         rows = _largest_rows(lambda m, run=run: cost(run, m), n_rows, share, per_worker_memory)
         if rows < min(min_subsample, n_rows):
             seconds, peak = cost(run, n_rows)

@@ -19,6 +19,7 @@ import pandas as pd
 from .estimate import FIT_MODELS
 from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
+from .views import MAX_LEVELS
 
 __all__ = ["BuildPlan", "Pace", "plan_build"]
 
@@ -105,8 +106,12 @@ class Pace:
 
 
 def view_width(data: TrainingData) -> int:
-    """Columns of the one-hot view: numeric columns plus one per category level."""
-    return len(data.columns.numeric) + sum(len(c) for c in data.columns.categories)
+    """Columns of the one-hot view: numeric columns plus, per categorical column, its levels as
+    the view keeps them (at most ``MAX_LEVELS``, the rest pooled into one column) and one for a
+    missing cell (a bound: some columns have none)."""
+    kept = [min(len(c), MAX_LEVELS) + (len(c) > MAX_LEVELS) + 1 for c in data.columns.categories]
+    levels = sum(kept)
+    return len(data.columns.numeric) + levels
 
 
 def plan_build(

@@ -98,7 +98,7 @@ def test_a_budgeted_build_follows_the_plan(monkeypatch):
     lib = build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
     n_rows, n_cols, n_classes, kw = calls[0]
     assert (n_rows, n_cols, n_classes) == (600, 4, 2)
-    assert kw["n_fits_per_run"] == 3 and kw["view_width"] == 3 + 3 and kw["budget_seconds"] > 0
+    assert kw["n_fits_per_run"] == 3 and kw["view_width"] == 3 + 3 + 1 and kw["budget_seconds"] > 0
     assert set(lib.members["family"]) == {"logreg", "knn"}
     left = lib.failures.drop_duplicates("run")
     assert list(left["status"]) == ["left_out"] and list(left["family"]) == ["tree"]
@@ -249,3 +249,14 @@ def test_a_subsampled_run_keeps_its_own_view_at_predict_time(monkeypatch):
         ids = lib.members.loc[lib.members["family"] == family, "id"]
         rows = np.flatnonzero(lib.members["family"].to_numpy() == family)
         np.testing.assert_allclose(together[rows], lib.subset(ids).predict(X))
+
+
+def test_the_one_hot_width_counts_the_levels_the_view_keeps():
+    from ensel.data import Columns
+    from ensel.library.views import MAX_LEVELS
+
+    wide = [f"l{i}" for i in range(6_000)]
+    columns = Columns(("x",), ("c", "d"), (("a", "b"), tuple(wide)))
+    data = type("Data", (), {"columns": columns})()
+    # x; c: 2 levels + missing; d: MAX_LEVELS kept + the pool + missing (not 6,000)
+    assert planned.view_width(data) == 1 + 3 + MAX_LEVELS + 2
