@@ -211,12 +211,11 @@ class EnsembleSelectionBase(BaseEstimator):
         left = left / 2 if self._auto_budget() and self.strategy == "es" else left
         options, self.budget_ = budget.selection_within(options, left, speed, P.shape)
         runs = lib.failures.drop_duplicates("run")
-        started_runs = runs.get("fit_seconds", pd.Series(0.0, index=runs.index)).fillna(0) > 0
         self.budget_.update(
             build_seconds=time.monotonic() - started,
             runs_ok=int(lib.members["run"].nunique()),
             runs_not_finished=runs["status"].value_counts().to_dict(),
-            runs_cut=int(((runs["status"] == "budget") & started_runs).sum()),
+            runs_cut=int(((runs["status"] == "budget") & (runs["fit_seconds"] > 0)).sum()),
         )
         if lib.plan is not None:
             self.budget_["plan"] = budget.plan_summary(lib.plan)

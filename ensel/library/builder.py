@@ -268,8 +268,7 @@ def _build(
                 deadline - time.monotonic(),
                 getattr(executor, "n_workers", 1),
                 max_memory=ceiling,
-                standby=executor.asks_skip,
-                run_limit=getattr(executor, "time_limit", None),
+                **_plan_options(executor),
             )
             tasks, notes = planned.tasks, planned.notes
             for section, run, why in planned.left_out:
@@ -346,6 +345,12 @@ def _spare_ids(library_spec: LibrarySpec) -> set[str]:
     return {r.run_id for r in library_spec.spare}
 
 
+def _plan_options(executor: Executor) -> dict:
+    """What a plan needs of the executor: whether it asks before each start (standby runs
+    need that) and the seconds it lets one run take."""
+    return {"standby": executor.asks_skip, "run_limit": getattr(executor, "time_limit", None)}
+
+
 def _run_spare(
     executor: Executor,
     spare: list,
@@ -382,8 +387,7 @@ def _run_spare(
             data,
             left,
             getattr(executor, "n_workers", 1),
-            standby=executor.asks_skip,
-            run_limit=getattr(executor, "time_limit", None),
+            **_plan_options(executor),
         )
         todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes
         for _, run, why in planned.left_out:
@@ -486,6 +490,7 @@ def _run_all(
         data = shared[0]
         options["memory"] = MemoryGate(ceiling, [run_peak(run, data) for _, run in todo])
     progress = _progress(todo, verbose, deadline)
+    run_limit = getattr(executor, "time_limit", None)
     start = time.monotonic()
     done = 0
     cut: dict[tuple[str, str], float] = {}  # (section, family) -> cost of a run cut short
@@ -503,8 +508,7 @@ def _run_all(
                 "the time budget"
             )
         if pace is not None:
-            limit = getattr(executor, "time_limit", None)
-            return pace.too_late(run.run_id, deadline - time.monotonic(), limit)
+            return pace.too_late(run.run_id, deadline - time.monotonic(), run_limit)
         return None
 
     try:
@@ -598,8 +602,7 @@ class _InProcessRun:
 
     def commit(self, task: tuple, stores: dict, deadline: float) -> None:
         self._thread.join(timeout=max(deadline - time.monotonic(), 0.5))
-        ended = self.seconds
-        seconds = ended if ended is not None else time.perf_counter() - self._start
+        seconds = self.seconds if self.seconds is not None else time.perf_counter() - self._start
         section, run = task
         if self._thread.is_alive():  # left to end on its own; its result is not kept
             status, value, error = "budget", None, budget_message(seconds)

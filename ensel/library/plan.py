@@ -186,37 +186,25 @@ def plan_library(
             )
             continue
         seconds, peak = cost(run, n_rows)
-        if per_worker_memory is not None and peak > per_worker_memory:
-            planned[i] = _left(
-                section,
-                run,
-                seconds,
-                peak,
-                f"needs ~{peak / 1e9:.2f} GB per fit, more than the "
-                f"{per_worker_memory / 1e9:.2f} GB a worker has",
-            )
-            continue
         free, w = workers[0]
-        if run_limit is not None and seconds > run_limit:
-            planned[i] = _left(
-                section,
-                run,
-                seconds,
-                peak,
-                f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take",
-                standby=True,
+        why, standby = None, True  # left out by time alone: on standby
+        if per_worker_memory is not None and peak > per_worker_memory:
+            why, standby = (
+                (
+                    f"needs ~{peak / 1e9:.2f} GB per fit, more than the "
+                    f"{per_worker_memory / 1e9:.2f} GB a worker has"
+                ),
+                False,
             )
-            continue
-        if free + seconds > horizon:
-            planned[i] = _left(
-                section,
-                run,
-                seconds,
-                peak,
+        elif run_limit is not None and seconds > run_limit:
+            why = f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take"
+        elif free + seconds > horizon:
+            why = (
                 f"~{seconds:.0f} s would end after the budget "
-                f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)",
-                standby=True,
+                f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)"
             )
+        if why is not None:
+            planned[i] = _left(section, run, seconds, peak, why, standby)
             continue
         heapq.heapreplace(workers, (free + seconds, w))
         planned[i] = PlannedRun(

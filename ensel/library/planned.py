@@ -90,18 +90,17 @@ class Pace:
         if estimate is None:
             return None
         expected = estimate * self.ratio
-        if run_limit is not None and expected > run_limit < seconds_left:
-            return (
-                f"not started: ~{expected:.0f} s at the pace of the runs so far "
-                f"({self.ratio:.1f}x their estimates) is more than the {run_limit:.0f} s a run "
-                "may take"
-            )
-        if expected <= seconds_left:
+        if run_limit is not None and run_limit < seconds_left:  # the limit binds first
+            if expected <= run_limit:
+                return None
+            why = f"is more than the {run_limit:.0f} s a run may take"
+        elif expected <= seconds_left:
             return None
+        else:
+            why = f"would end after the budget ({seconds_left:.0f} s left)"
         return (
             f"not started: ~{expected:.0f} s at the pace of the runs so far "
-            f"({self.ratio:.1f}x their estimates) would end after the budget "
-            f"({seconds_left:.0f} s left)"
+            f"({self.ratio:.1f}x their estimates) {why}"
         )
 
 
@@ -109,9 +108,8 @@ def view_width(data: TrainingData) -> int:
     """Columns of the one-hot view: numeric columns plus, per categorical column, its levels as
     the view keeps them (at most ``MAX_LEVELS``, the rest pooled into one column) and one for a
     missing cell (a bound: some columns have none)."""
-    kept = [min(len(c), MAX_LEVELS) + (len(c) > MAX_LEVELS) + 1 for c in data.columns.categories]
-    levels = sum(kept)
-    return len(data.columns.numeric) + levels
+    levels = (min(len(c), MAX_LEVELS) + (len(c) > MAX_LEVELS) + 1 for c in data.columns.categories)
+    return len(data.columns.numeric) + sum(levels)
 
 
 def plan_build(
