@@ -247,7 +247,10 @@ def _build(
             if not specs:
                 continue
             if kind.store is None:
-                stores[section], contexts[section] = writer, None
+                # the library's own runs: the executor's per-run limit, so that a family that
+                # stops in time ends with the stages it reached instead of being stopped
+                limit = getattr(executor, "time_limit", None)
+                stores[section], contexts[section] = writer, {"run_limit": limit}
             else:
                 contexts[section], header = kind.prepare(
                     data, _header(data, cv, hillclimb_fraction), random_state
@@ -274,7 +277,7 @@ def _build(
             for section, run, why in planned.left_out:
                 stores[section].write_failure(run, "left_out", why, 0.0)
             if planned.subsample:
-                contexts["families"] = {"subsample": planned.subsample}
+                contexts["families"]["subsample"] = planned.subsample
             if planned.table is not None:
                 writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
@@ -393,7 +396,7 @@ def _run_spare(
         for _, run, why in planned.left_out:
             stores[SPARE].write_failure(run, "left_out", f"spare tier: {why}", 0.0)
         if planned.subsample:
-            contexts[SPARE] = {"subsample": planned.subsample}
+            contexts[SPARE]["subsample"] = planned.subsample
     pace = Pace.of(planned, label="spare tier: ") if deadline is not None and spare else None
     _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace)
     if deadline is not None and spare:

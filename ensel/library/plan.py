@@ -6,7 +6,10 @@ robin over families, strongest first, each family's cheapest runs first), and ea
 time and memory are estimated from the table's shape (:func:`ensel.library.estimate.estimate_run`).
 A list schedule over ``n_workers`` keeps a run only when it ends before the budget, so no run is
 cut at the deadline, and every family's cheapest run comes up in the first round. Stages are
-never cut: a kept boosting run or forest keeps its whole stage ladder. Learners whose fit grows
+never cut by the plan: a kept boosting run or forest keeps its whole stage ladder, except that
+a run of a family that stops in time (boosting, :attr:`Family.stops_in_time`) estimated past
+the per-run limit is kept *capped*: planned at the limit, it ends with the rounds it reached
+(on a million rows the default's boosting would otherwise never start). Learners whose fit grows
 with the square of the rows (kernel SVMs, k-NN) come last and get at most ``quadratic_share``
 of the budget: each trains on a stratified subsample sized so that it fits its share, or is
 left out with a note, so they never starve the rest.
@@ -23,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .estimate import estimate_run
+from .families import get_family
 from .schedule import anytime_order
 
 __all__ = ["MIN_SUBSAMPLE", "Plan", "PlannedRun", "plan_library", "stratified_subsample"]
@@ -54,6 +58,8 @@ class PlannedRun:
     end: float | None
     note: str
     standby: bool = False
+    capped: bool = False  # planned at the per-run limit, where it stops adding stages
+    stops_in_time: bool = False  # of a family that stops adding stages at a time cap
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,9 @@ class Plan:
         return max((p.end for p in self.runs if p.end is not None), default=0.0)
 
     def frame(self) -> pd.DataFrame:
-        """One row per run: run id, family, decision, rows, seconds, peak MB, start, end, note."""
+        """One row per run: run id, family, decision, rows, seconds, peak MB, start, end, note,
+        whether it is planned capped at the per-run limit and whether its family stops in
+        time."""
         return pd.DataFrame(
             [
                 {
@@ -100,6 +108,8 @@ class Plan:
                     "start": p.start,
                     "end": p.end,
                     "note": p.note,
+                    "capped": p.capped,
+                    "stops_in_time": p.stops_in_time,
                 }
                 for p in self.runs
             ]
@@ -186,6 +196,9 @@ def plan_library(
             )
             continue
         seconds, peak = cost(run, n_rows)
+        in_time = get_family(run.family, getattr(run, "task", "classification")).stops_in_time
+        full, capped = seconds, in_time and run_limit is not None and seconds > run_limit
+        seconds = run_limit if capped else seconds
         free, w = workers[0]
         why, standby = None, True  # left out by time alone: on standby
         if per_worker_memory is not None and peak > per_worker_memory:
@@ -204,11 +217,24 @@ def plan_library(
                 f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)"
             )
         if why is not None:
-            planned[i] = _left(section, run, seconds, peak, why, standby)
+            planned[i] = _left(section, run, seconds, peak, why, standby, in_time)
             continue
         heapq.heapreplace(workers, (free + seconds, w))
+        note = f"~{seconds:.1f} s"
+        if capped:
+            note = f"~{seconds:.0f} s: stops adding stages at the limit (~{full:.0f} s for all)"
         planned[i] = PlannedRun(
-            section, run, KEPT, n_rows, seconds, peak, free, free + seconds, f"~{seconds:.1f} s"
+            section,
+            run,
+            KEPT,
+            n_rows,
+            seconds,
+            peak,
+            free,
+            free + seconds,
+            note,
+            capped=capped,
+            stops_in_time=in_time,
         )
     # quadratic learners: what the budget has left, shared equally
     left = sorted(workers)
@@ -245,8 +271,20 @@ def plan_library(
     return Plan(tuple(ordered), float(budget_seconds), int(n_workers))
 
 
-def _left(section, run, seconds, peak, note, standby: bool = False) -> PlannedRun:
-    return PlannedRun(section, run, LEFT_OUT, 0, seconds, peak, None, None, note, standby)
+def _left(section, run, seconds, peak, note, standby=False, in_time=False) -> PlannedRun:
+    return PlannedRun(
+        section,
+        run,
+        LEFT_OUT,
+        0,
+        seconds,
+        peak,
+        None,
+        None,
+        note,
+        standby,
+        stops_in_time=in_time,
+    )
 
 
 def _quadratic(run) -> bool:

@@ -49,11 +49,18 @@ class Pace:
     (another load, another CPU) leaves runs out instead of cutting them at the deadline."""
 
     def __init__(
-        self, estimates: dict[str, float], standby: dict[str, str] | None = None, label: str = ""
+        self,
+        estimates: dict[str, float],
+        standby: dict[str, str] | None = None,
+        label: str = "",
+        capped: set[str] | frozenset[str] = frozenset(),
+        in_time: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         self.estimates = {k: float(v) for k, v in estimates.items() if v and v > 0}
         self.standby = dict(standby or {})  # run id -> why the plan left it out
         self.label = label  # what a standby run's note starts with
+        self.capped = set(capped)  # runs planned at the per-run limit (not paced by it)
+        self.in_time = set(in_time) | self.capped  # runs that stop adding stages at the limit
         self.spent = self.planned = 0.0
 
     @classmethod
@@ -63,7 +70,12 @@ class Pace:
         standby = getattr(plan, "standby", None)
         if table is None or table.empty or not {"run", "seconds"} <= set(table.columns):
             return cls({}, standby, label)
-        return cls(dict(zip(table["run"], table["seconds"], strict=True)), standby, label)
+
+        def runs(column: str) -> set[str]:
+            return set(table["run"][table[column].astype(bool)]) if column in table else set()
+
+        estimates = dict(zip(table["run"], table["seconds"], strict=True))
+        return cls(estimates, standby, label, runs("capped"), runs("stops_in_time"))
 
     def left_out(self, run_id: str, why: str) -> str | None:
         """For a standby run not started (``why``, from ``too_late``): what the store records
@@ -77,7 +89,7 @@ class Pace:
         return self.spent / self.planned if self.planned > 0 else 1.0
 
     def finished(self, run_id: str, seconds: float) -> None:
-        if run_id in self.estimates and seconds > 0:
+        if run_id in self.estimates and run_id not in self.capped and seconds > 0:
             self.spent += seconds
             self.planned += self.estimates[run_id]
 
@@ -85,11 +97,14 @@ class Pace:
         self, run_id: str, seconds_left: float, run_limit: float | None = None
     ) -> str | None:
         """Why ``run_id`` should not start with ``seconds_left`` to the deadline and runs
-        stopped after ``run_limit`` seconds, or None."""
+        stopped after ``run_limit`` seconds, or None. A run that stops in time takes the
+        limit at most."""
         estimate = self.estimates.get(run_id)
         if estimate is None:
             return None
         expected = estimate * self.ratio
+        if run_id in self.in_time and run_limit is not None:
+            expected = min(expected, run_limit)
         if run_limit is not None and run_limit < seconds_left:  # the limit binds first
             if expected <= run_limit:
                 return None

@@ -91,11 +91,14 @@ def _booster_depth(params: dict) -> float:
 
 def _boosting(run, params, stages, width, outputs) -> StageWork:
     """Boosting libraries: one call, ``rounds x trees per round x depth`` node visits (a tree per
-    class and round for more than two classes)."""
+    class and round for more than two classes); a stage past the rounds the run kept (early
+    stopping, a time cap) costs those rounds."""
     per_round = outputs if outputs > 2 else 1
     depth = _booster_depth(params)
     top = max((s for s in stages if s is not None), default=1)
-    return [(1.0, float(top if s is None else s) * per_round * depth) for s in stages]
+    kept = getattr(_unwrap(run), "best", None) or math.inf
+    rounds = [min(float(top if s is None else s), kept) for s in stages]
+    return [(1.0, r * per_round * depth) for r in rounds]
 
 
 def _margin_model(run: Any) -> Any:

@@ -52,6 +52,9 @@ lightgbm, hist_gbdt) is given ``early_stop=EARLY_STOP_FRACTION``: it holds that 
 training rows out and stops adding rounds once they stop improving (see the families). Below,
 runs train exactly as the spec says, so small-table results do not change."""
 EARLY_STOP_FRACTION = 0.1
+TIME_CAP_SHARE = 0.8
+"""Share of a run's time limit its fits may spend adding stages (``time_cap``); the rest is
+left for its views, its out-of-fold predictions and its calibrators."""
 
 
 def native_categorical(data: TrainingData) -> dict[int, int]:
@@ -161,7 +164,7 @@ def _target_transform(params: dict, y: np.ndarray, run: RunSpec):
 def fit_extra(family, run: RunSpec, data: TrainingData, n_train: int) -> dict:
     """Keyword arguments of a family's fit beyond the spec's parameters: the native view's
     categorical columns, and ``early_stop`` on large tables (``EARLY_STOP_ROWS``) for the
-    families whose fit takes it."""
+    families whose fit takes it (``time_cap`` is added per fit by :func:`fit_run`)."""
     extra = {"categorical": native_categorical(data)} if family.categorical else {}
     if extra and run.view != "native":
         extra["categorical"] = {}
@@ -171,12 +174,20 @@ def fit_extra(family, run: RunSpec, data: TrainingData, n_train: int) -> dict:
 
 
 def fit_run(
-    run: RunSpec, data: TrainingData, random_state: int, max_train_rows: int | None = None
+    run: RunSpec,
+    data: TrainingData,
+    random_state: int,
+    max_train_rows: int | None = None,
+    time_limit: float | None = None,
 ) -> RunResult:
     """Fit ``run`` on every fold and return its out-of-fold hillclimb predictions.
     ``max_train_rows``: each fit trains on a seeded stratified subsample of at most that many
     of its training rows (a plan's choice for learners quadratic in the rows); every
-    hillclimb row is still predicted."""
+    hillclimb row is still predicted. ``time_limit``: seconds the run may take in all (its
+    executor stops it after them); a family that stops in time
+    (:attr:`~ensel.library.families.Family.stops_in_time`) gets each fit an equal share of
+    ``TIME_CAP_SHARE`` of what is left, so the run ends with the stages it reached."""
+    started = time.monotonic()
     family = get_family(run.family, run.task)
     missing = missing_requirements(family)
     if missing:
@@ -199,6 +210,9 @@ def fit_run(
             train = train[stratified_rows(data.y[train], max_train_rows, seed + k)]
         view = make_view(run.view, data.columns, family.native_missing)
         train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], _label_classes(data))
+        if time_limit is not None and family.stops_in_time:
+            left = TIME_CAP_SHARE * time_limit - (time.monotonic() - started)
+            extra["time_cap"] = max(left / (data.n_siblings - k), 0.0)
         fitted = wrap(
             family.fit(
                 train_matrix,

@@ -393,9 +393,9 @@ def test_resume_after_a_killed_build_loses_and_refits_nothing(tmp_path, monkeypa
     fitted = []
     real_fit_run = models_kind.fit_run
 
-    def counting_fit_run(run, data, random_state):
+    def counting_fit_run(run, data, random_state, **options):
         fitted.append(run.run_id)
-        return real_fit_run(run, data, random_state)
+        return real_fit_run(run, data, random_state, **options)
 
     monkeypatch.setattr(models_kind, "fit_run", counting_fit_run)
     X, y = load_breast_cancer(return_X_y=True)

@@ -116,7 +116,11 @@ def test_runs_estimated_past_the_per_run_limit_wait_on_standby(runs):
     assert all(p.seconds > 60.0 for p in over)
     kept = [p for p in limited.runs if p.decision != LEFT_OUT and p.rows == N]
     assert kept and all(p.seconds <= 60.0 for p in kept)
-    assert len(limited.kept) < len(free.kept)
+    # runs of families that stop in time are kept, capped at the limit, instead
+    assert not any(p.stops_in_time for p in over)
+    capped = [p for p in limited.runs if p.capped]
+    assert capped and all(p.decision != LEFT_OUT and p.seconds == 60.0 for p in capped)
+    assert not any(p.capped for p in free.runs)  # no limit, nothing capped
 
 
 def test_kernel_naive_bayes_is_planned_as_quadratic_in_rows(runs):

@@ -4,6 +4,8 @@ reports the plan; and boosting stops early on its own rows where the builder ask
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,3 +262,125 @@ def test_the_one_hot_width_counts_the_levels_the_view_keeps():
     data = type("Data", (), {"columns": columns})()
     # x; c: 2 levels + missing; d: MAX_LEVELS kept + the pool + missing (not 6,000)
     assert planned.view_width(data) == 1 + 3 + MAX_LEVELS + 2
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
+def test_boosting_stops_adding_rounds_at_its_time_cap(name, task):
+    pytest.importorskip(name)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 5))
+    signal = X[:, 0] + rng.normal(size=3000)
+    y = signal if task == "regression" else (signal > 0).astype(int)
+    family = get_family(name, task)
+    assert family.stops_in_time
+    stages = (4, 100_000)  # far more rounds than the cap lets it train
+    run = family.fit(X, y, n_classes=2, params=dict(family.params), stages=stages,
+                     random_state=0, time_cap=0.3)  # fmt: skip
+    assert run.best is not None and 4 < run.best < 100_000
+    p = run.predict(X[:50])["none"]
+    reached = family.fit(X, y, n_classes=2, params=dict(family.params), stages=(run.best,),
+                         random_state=0)  # fmt: skip
+    # the last stage is the model with the rounds reached, exactly
+    np.testing.assert_allclose(p[1], reached.predict(X[:50])["none"][0], atol=1e-6)
+    pickle.loads(pickle.dumps(run))  # no callback left in the fitted model
+    assert not get_family("adaboost", task).stops_in_time
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("name", ["random_forest", "extra_trees", "bagged_trees"])
+def test_a_forest_under_a_time_cap_keeps_the_trees_it_reached(name, task):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 4))
+    signal = X[:, 0] + rng.normal(size=400)
+    y = signal if task == "regression" else (signal > 0).astype(int)
+    family = get_family(name, task)
+    assert family.stops_in_time
+    params = dict(family.test_params) or dict(family.params)
+    params = {**family.params, **params}
+
+    def fit(stages, cap=None):
+        return family.fit(X, y, n_classes=2, params=params, stages=stages, random_state=3,
+                          time_cap=cap)  # fmt: skip
+
+    whole = fit((8, 12)).predict(X[:30])["none"]
+    chunked = fit((8, 12), cap=1e6).predict(X[:30])["none"]  # grown 4 trees at a time
+    np.testing.assert_allclose(chunked, whole)  # the very trees of one fit
+    short = fit((2, 100_000), cap=1e-9)  # one chunk, then the clock says stop
+    p = short.predict(X[:30])["none"]
+    assert 1 <= len(short.trees) < 100_000
+    np.testing.assert_allclose(p[1], fit((len(short.trees),)).predict(X[:30])["none"][0])
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_a_net_under_a_time_cap_keeps_the_epochs_it_reached(task):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    signal = X[:, 0] + rng.normal(size=300)
+    y = signal if task == "regression" else (signal > 0).astype(int)
+    family = get_family("mlp", task)
+    params = {**family.params, **family.test_params}
+
+    def fit(stages, cap=None):
+        return family.fit(X, y, n_classes=2, params=params, stages=stages, random_state=3,
+                          time_cap=cap)  # fmt: skip
+
+    short = fit((1, 3, 100_000), cap=1e-9).predict(X[:20])["none"]  # stops after epoch 1
+    np.testing.assert_allclose(short[2], short[0])  # epochs not reached: the last one reached
+    np.testing.assert_allclose(short[0], fit((1,)).predict(X[:20])["none"][0])
+    whole = fit((1, 3)).predict(X[:20])["none"]
+    np.testing.assert_allclose(fit((1, 3), cap=1e6).predict(X[:20])["none"], whole)
+
+
+def test_a_run_under_a_time_limit_gives_its_fits_a_time_cap(monkeypatch):
+    from ensel.library import runs
+    from ensel.library.spec import load_spec
+    from ensel.library.training import prepare
+
+    seen = []
+    family = get_family("logreg")
+
+    def fit(X, y, *, n_classes, params, stages, random_state, time_cap=None):
+        seen.append(time_cap)
+        return family.fit(X, y, n_classes=n_classes, params=params, stages=stages,
+                          random_state=random_state)  # fmt: skip
+
+    capped = dataclasses.replace(family, fit=fit)
+    monkeypatch.setattr(runs, "get_family", lambda name, task="classification": capped)
+    X, y = _table(600, seed=4)
+    data = prepare(X, y, cv=3, random_state=0)
+    run = next(r for r in load_spec("default").runs if r.family == "logreg")
+    runs.fit_run(run, data, 0)
+    assert seen == [None, None, None]  # no limit: no cap
+    seen.clear()
+    runs.fit_run(run, data, 0, time_limit=30.0)
+    share = runs.TIME_CAP_SHARE * 30.0  # 24 s for three fits: 8 s each at most at first
+    assert len(seen) == 3 and 0 < seen[0] <= share / 3
+    # what a fit leaves unused goes to the ones after it: the last may take all that is left
+    assert seen[0] < seen[1] <= share / 2 < seen[2] <= share
+
+
+def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
+    from ensel.library.plan import plan_library
+    from ensel.library.planned import Pace
+    from ensel.library.spec import load_spec
+
+    runs_ = [r for r in load_spec("default").runs if r.family in ("lightgbm", "adaboost")]
+    plan = plan_library(runs_, 1_000_000, 26, 2, budget_seconds=10_000, n_workers=2,
+                        n_fits_per_run=1, run_limit=60.0)  # fmt: skip
+    boosting = [p for p in plan.runs if p.run.family == "lightgbm"]
+    adaboost = [p for p in plan.runs if p.run.family == "adaboost"]
+    assert boosting and all(p.capped and p.decision == "kept" for p in boosting)
+    assert all(p.seconds == 60.0 and "stops adding stages" in p.note for p in boosting)
+    # AdaBoost cannot stop in time: past the limit it waits on standby as before
+    assert any(p.decision == "left out" and p.standby for p in adaboost)
+    assert not any(p.capped for p in adaboost)
+    pace = Pace.of(planned.BuildPlan([], table=plan.frame()))
+    run = boosting[0].run.run_id
+    pace.finished("other", 1.0)  # an unplanned run does not move the pace
+    pace.estimates["slow"] = 10.0
+    pace.finished("slow", 30.0)  # the build runs at 3x its estimates
+    assert pace.too_late(run, 1_000.0, run_limit=60.0) is None  # capped: ends at the limit
+    assert pace.too_late(run, 40.0, run_limit=60.0) is not None  # but not after the deadline
+    pace.finished(run, 60.0)
+    assert pace.ratio == 3.0  # a capped run's seconds say nothing of the estimates

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -94,6 +95,13 @@ class Family:
     function also receives ``categorical={column index: number of categories}`` (the codes are
     0..n-1, unseen categories -1, missing NaN)."""
     task: str = "classification"  # or "regression": fitted to a real y, runs predict (s, n, 1)
+
+    @property
+    def stops_in_time(self) -> bool:
+        """The fit takes ``time_cap`` (seconds): it stops adding stages (boosting rounds) once
+        that much time has passed and keeps the stages it reached, so a per-run time limit
+        shortens its run instead of stopping it with nothing."""
+        return "time_cap" in inspect.signature(self.fit).parameters
 
 
 FAMILIES: dict[str, Family] = {}

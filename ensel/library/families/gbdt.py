@@ -10,6 +10,10 @@ With ``early_stop=f`` (the builder passes it on large tables, see
 and boosting stops ``STOP_ROUNDS`` rounds after their log loss last improved; a stage past the
 best round predicts with the best round (the stages repeat the best model, and the rounds that
 were never trained cost nothing).
+With ``time_cap=t`` (seconds; the builder passes it under a per-run time limit, see
+``ensel.library.runs.fit_run``) boosting stops adding rounds once ``t`` seconds have passed and
+keeps the rounds it reached: a stage past them predicts with the last round, as after early
+stopping, so a run that would outlast its limit returns a shorter ladder instead of nothing.
 Both run single-threaded (the builder parallelises across runs) and are seeded by
 ``random_state``. Both split the native view's categorical columns natively (category subsets,
 not ordered codes) and learn where missing values go. xgboost and lightgbm are optional
@@ -19,6 +23,7 @@ dependencies, imported when a run trains.
 from __future__ import annotations
 
 import inspect
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +34,43 @@ from ._regression import column
 
 STOP_ROUNDS = 50
 """Rounds without improvement on the early-stopping rows after which boosting stops."""
+
+
+def _lightgbm_time_cap(seconds: float):
+    """A LightGBM callback that ends training after ``seconds``, keeping the rounds trained."""
+    from lightgbm.callback import EarlyStopException
+
+    start = time.monotonic()
+
+    def stop_in_time(env) -> None:
+        if time.monotonic() - start > seconds:
+            raise EarlyStopException(env.iteration, env.evaluation_result_list)
+
+    stop_in_time.order = 40  # after the early-stopping callback (30)
+    return stop_in_time
+
+
+def _xgboost_time_cap(seconds: float):
+    """An XGBoost callback that ends training after ``seconds``, keeping the rounds trained."""
+    from xgboost.callback import TrainingCallback
+
+    class StopInTime(TrainingCallback):
+        def before_training(self, model):
+            self.start = time.monotonic()
+            return model
+
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            return time.monotonic() - self.start > seconds
+
+    return StopInTime()
+
+
+def _best_round(evals: dict) -> int:
+    """The round (from 1) where the first validation metric of a fitted model's eval record was
+    lowest, the first of several on a tie: where early stopping keeps the model, whether its
+    own callback or the time cap ended training."""
+    losses = next(iter(next(iter(evals.values())).values()))
+    return int(np.argmin(losses)) + 1
 
 
 def __getattr__(name: str):
@@ -140,10 +182,21 @@ def _lightgbm_options(params: dict, rounds: int, random_state: int) -> dict:
     }
 
 
-def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0):
+def fit_xgboost(
+    X,
+    y,
+    *,
+    n_classes,
+    params,
+    stages,
+    random_state,
+    categorical=None,
+    early_stop=0.0,
+    time_cap=None,
+):
     """XGBoost with the histogram tree method, ``max(stages)`` rounds, one thread; the native
-    view's categorical columns are split natively (``enable_categorical``); ``early_stop``: see
-    the module docstring."""
+    view's categorical columns are split natively (``enable_categorical``); ``early_stop`` and
+    ``time_cap``: see the module docstring."""
     stages = check_stages(stages, "xgboost rounds")
     classes, codes = encode_labels(y)
     if len(classes) == 1:
@@ -161,24 +214,52 @@ def fit_xgboost(X, y, *, n_classes, params, stages, random_state, categorical=No
         enable_categorical=bool(columns),
         max_cat_to_onehot=4,
         early_stopping_rounds=STOP_ROUNDS if early_stop else None,
+        callbacks=[_xgboost_time_cap(time_cap)] if time_cap else None,
     )
-    best = None
     if early_stop:
         fit, stop = stopping_split(codes, early_stop, random_state)
         model.fit(X[fit], codes[fit], eval_set=[(X[stop], codes[stop])], verbose=False)
-        best = int(model.best_iteration) + 1
     else:
         model.fit(X, codes)
+    best = _xgboost_rounds(model, early_stop, time_cap)
     run = _BoostedRun(model, "xgboost", classes, stages, n_classes, best)
     return _CategoricalRun(run, columns) if columns else run
 
 
+def _xgboost_rounds(model, early_stop: float, time_cap) -> int | None:
+    """Rounds a fitted XGBoost model keeps (None: all it was asked for)."""
+    if time_cap:
+        model.set_params(callbacks=None)  # the fitted model need not pickle its callback
+    if early_stop:
+        return _best_round(model.evals_result())
+    return int(model.get_booster().num_boosted_rounds()) if time_cap else None
+
+
+def _lightgbm_rounds(model, early_stop: float, time_cap) -> int | None:
+    """Rounds a fitted LightGBM model keeps (None: all it was asked for)."""
+    if early_stop:
+        return _best_round(model.evals_result_)
+    if time_cap:
+        return int(model.booster_.current_iteration())
+    return None
+
+
 def fit_lightgbm(
-    X, y, *, n_classes, params, stages, random_state, categorical=None, early_stop=0.0
+    X,
+    y,
+    *,
+    n_classes,
+    params,
+    stages,
+    random_state,
+    categorical=None,
+    early_stop=0.0,
+    time_cap=None,
 ):
     """LightGBM, ``max(stages)`` rounds, one thread, deterministic row-wise histograms;
     ``subsample`` is bagging redrawn every round; the native view's categorical columns are
-    split natively (``categorical_feature``); ``early_stop``: see the module docstring."""
+    split natively (``categorical_feature``); ``early_stop`` and ``time_cap``: see the module
+    docstring."""
     stages = check_stages(stages, "lightgbm rounds")
     classes, codes = encode_labels(y)
     if len(classes) == 1:
@@ -194,7 +275,7 @@ def fit_lightgbm(
         min_split_gain=params["min_split_gain"],
     )
     features = columns if columns else "auto"
-    best = None
+    callbacks = [_lightgbm_time_cap(time_cap)] if time_cap else []
     if early_stop:
         from lightgbm import early_stopping
 
@@ -208,11 +289,11 @@ def fit_lightgbm(
             codes[fit],
             **held,
             categorical_feature=features,
-            callbacks=[early_stopping(STOP_ROUNDS, verbose=False)],
+            callbacks=[early_stopping(STOP_ROUNDS, verbose=False), *callbacks],
         )
-        best = int(model.best_iteration_) or None
     else:
-        model.fit(X, codes, categorical_feature=features)
+        model.fit(X, codes, categorical_feature=features, callbacks=callbacks)
+    best = _lightgbm_rounds(model, early_stop, time_cap)
     run = _BoostedRun(model, "lightgbm", classes, stages, n_classes, best)
     return _CategoricalRun(run, columns) if columns else run
 
@@ -237,10 +318,12 @@ class _RoundsRegressionRun:
     model: Any
     kind: str  # "xgboost" or "lightgbm"
     stages: tuple[int, ...]
+    best: int | None = None  # rounds trained within a time cap (None: all)
 
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
         out = np.empty((len(self.stages), X.shape[0]))
         for i, s in enumerate(self.stages):
+            s = s if self.best is None else min(s, self.best)
             if self.kind == "xgboost":
                 out[i] = self.model.predict(X, iteration_range=(0, s))
             else:
@@ -248,24 +331,29 @@ class _RoundsRegressionRun:
         return {"none": column(out)}
 
 
-def fit_xgboost_regression(X, y, *, n_classes, params, stages, random_state):
-    """XGBoost regression (squared error), histogram trees, ``max(stages)`` rounds, one thread."""
+def fit_xgboost_regression(X, y, *, n_classes, params, stages, random_state, time_cap=None):
+    """XGBoost regression (squared error), histogram trees, ``max(stages)`` rounds, one thread;
+    ``time_cap``: see the module docstring."""
     from xgboost import XGBRegressor
 
     model = XGBRegressor(
-        **_xgboost_options(params, max(check_stages(stages, "xgboost rounds")), random_state)
+        **_xgboost_options(params, max(check_stages(stages, "xgboost rounds")), random_state),
+        callbacks=[_xgboost_time_cap(time_cap)] if time_cap else None,
     ).fit(X, y)
-    return _RoundsRegressionRun(model, "xgboost", stages)
+    return _RoundsRegressionRun(model, "xgboost", stages, _xgboost_rounds(model, 0.0, time_cap))
 
 
-def fit_lightgbm_regression(X, y, *, n_classes, params, stages, random_state):
-    """LightGBM regression (L2), ``max(stages)`` rounds, one thread, deterministic."""
+def fit_lightgbm_regression(X, y, *, n_classes, params, stages, random_state, time_cap=None):
+    """LightGBM regression (L2), ``max(stages)`` rounds, one thread, deterministic;
+    ``time_cap``: see the module docstring."""
     from lightgbm import LGBMRegressor
 
     model = LGBMRegressor(
         **_lightgbm_options(params, max(check_stages(stages, "lightgbm rounds")), random_state)
-    ).fit(X, y)
-    return _RoundsRegressionRun(model, "lightgbm", stages)
+    )
+    model.fit(X, y, callbacks=[_lightgbm_time_cap(time_cap)] if time_cap else None)
+    best = _lightgbm_rounds(model, 0.0, time_cap)
+    return _RoundsRegressionRun(model, "lightgbm", stages, best)
 
 
 def register_boosting(

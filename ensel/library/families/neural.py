@@ -14,6 +14,7 @@ times faster per step than torch, and it needs no torch at all. A test checks it
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,9 +101,12 @@ def sgd_backprop(
     momentum: float,
     epochs: tuple[int, ...],
     random_state,
+    time_cap: float | None = None,
 ) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """Train one net with mini-batch SGD and momentum; its weights after each epoch in
-    ``epochs``, as ``(W1, b1, W2, b2)`` in torch's ``(out, in)`` layout.
+    ``epochs``, as ``(W1, b1, W2, b2)`` in torch's ``(out, in)`` layout. Under ``time_cap``
+    seconds no epoch starts that would, at the pace so far, end past it, and the weights of
+    the last epoch reached are kept too (``snapshots`` gives them to the epochs not reached).
 
     ``target`` is ``(n, n_out)``: 0/1 for ``output="sigmoid"`` (one unit, the positive class),
     one-hot for ``"softmax"``, real values for ``"linear"`` (the regressor, squared error).
@@ -146,6 +150,7 @@ def sgd_backprop(
 
     wanted = set(epochs)
     snaps = {}
+    started = time.monotonic()
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a diverging net: NaN
         for epoch in range(1, max(epochs) + 1):
             order = rng.permutation(n)
@@ -204,9 +209,20 @@ def sgd_backprop(
                 velocity += grad
                 np.multiply(velocity, lr, out=step)
                 theta -= step
-            if epoch in wanted:
+            elapsed = time.monotonic() - started
+            stop = bool(time_cap) and elapsed / epoch * (epoch + 1) > time_cap
+            if epoch in wanted or stop:
                 snaps[epoch] = _torch_layout(theta, d, hidden, n_out)
+            if stop:
+                break
     return snaps
+
+
+def snapshots(snaps: dict, epochs: tuple[int, ...]) -> list:
+    """The snapshot of each epoch in ``epochs``: its own, or, past the last epoch a time cap
+    let the net reach, that epoch's."""
+    last = max(snaps)
+    return [snaps[e] if e in snaps else snaps[last] for e in epochs]
 
 
 def _sgd_options(params: dict) -> dict:
@@ -219,9 +235,10 @@ def _sgd_options(params: dict) -> dict:
     }
 
 
-def fit_mlp(X, y, *, n_classes, params, stages, random_state):
+def fit_mlp(X, y, *, n_classes, params, stages, random_state, time_cap=None):
     """Train one classification net (``sgd_backprop``: a sigmoid output unit for two classes, a
-    softmax otherwise) and snapshot it after each epoch in ``stages``."""
+    softmax otherwise) and snapshot it after each epoch in ``stages`` (under ``time_cap``: the
+    epochs it reached)."""
     epochs = check_stages(stages, "mlp epochs")
     binary = n_classes == 2
     y = np.asarray(y, dtype=np.int64)
@@ -234,9 +251,10 @@ def fit_mlp(X, y, *, n_classes, params, stages, random_state):
         activation=params["activation"],
         epochs=epochs,
         random_state=random_state,
+        time_cap=time_cap,
         **_sgd_options(params),
     )
-    return _MLPRun([snaps[e] for e in epochs], params["activation"], n_classes)
+    return _MLPRun(snapshots(snaps, epochs), params["activation"], n_classes)
 
 
 def _torch_layout(theta, d, hidden, n_out):
@@ -290,9 +308,10 @@ class _NetRegressionRun:
         return {"none": column(out)}
 
 
-def fit_mlp_regression(X, y, *, n_classes, params, stages, random_state):
+def fit_mlp_regression(X, y, *, n_classes, params, stages, random_state, time_cap=None):
     """One hidden tanh layer, linear output, squared error on the standardised target, trained
-    by ``sgd_backprop`` (the classifier's core); snapshots after each epoch in ``stages``."""
+    by ``sgd_backprop`` (the classifier's core); snapshots after each epoch in ``stages``
+    (under ``time_cap``: the epochs it reached)."""
     epochs = check_stages(stages, "mlp epochs")
     scale = TargetScale.fit(np.asarray(y, dtype=np.float64))
     target = scale.forward(np.asarray(y, dtype=np.float64))[:, None]
@@ -304,10 +323,13 @@ def fit_mlp_regression(X, y, *, n_classes, params, stages, random_state):
         activation="tanh",
         epochs=epochs,
         random_state=random_state,
+        time_cap=time_cap,
         **_sgd_options(params),
     )
-    flat = [(w1.T.copy(), b1, w2[0].copy(), float(b2[0])) for w1, b1, w2, b2 in snaps.values()]
-    return _NetRegressionRun([flat[sorted(snaps).index(e)] for e in epochs], scale)
+    flat = {
+        e: (w1.T.copy(), b1, w2[0].copy(), float(b2[0])) for e, (w1, b1, w2, b2) in snaps.items()
+    }
+    return _NetRegressionRun(snapshots(flat, epochs), scale)
 
 
 register(

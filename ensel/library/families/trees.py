@@ -9,6 +9,7 @@ training run, for both tasks. AdaBoost.R2's member is the weighted median of its
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,28 @@ from ._base import (
     tree_values,
 )
 from ._regression import PrefixRun, SingleRun, column
+
+FOREST_CHUNK = 4
+"""Trees a forest under a time cap adds between looks at the clock."""
+
+
+def grow_forest(forest, n_trees: int, X, y, time_cap: float | None = None):
+    """``forest`` (a scikit-learn forest) fitted with ``n_trees`` trees. Under ``time_cap``
+    seconds it grows ``FOREST_CHUNK`` trees at a time by warm start (the very trees of one
+    fit: scikit-learn draws every tree's seed from the forest's) and stops before a chunk that
+    would, at the pace so far, end past the cap: the forest keeps the trees it reached."""
+    if not time_cap:
+        return forest.set_params(n_estimators=n_trees).fit(X, y)
+    start, grown = time.monotonic(), 0
+    forest.set_params(warm_start=True)
+    while grown < n_trees:
+        grown = min(grown + FOREST_CHUNK, n_trees)
+        forest.set_params(n_estimators=grown).fit(X, y)
+        elapsed = time.monotonic() - start
+        if elapsed + elapsed / grown * FOREST_CHUNK > time_cap:
+            break
+    return forest.set_params(warm_start=False)
+
 
 SMOOTHING = ("none", "laplace", "bayes")
 """Leaf estimates: raw frequencies; Laplace ``(n_c + 1) / (n + C)``; Bayesian (m-estimate with
@@ -142,11 +165,16 @@ def fit_tree(X, y, *, n_classes, params, stages, random_state):
     return _StagedRun([tree], (1,))
 
 
-def fit_bagged_trees(X, y, *, n_classes, params, stages, random_state):
-    """Bagged trees (Breiman 1996): each tree on a bootstrap sample, leaves smoothed on it."""
+def fit_bagged_trees(X, y, *, n_classes, params, stages, random_state, time_cap=None):
+    """Bagged trees (Breiman 1996): each tree on a bootstrap sample, leaves smoothed on it;
+    under ``time_cap`` seconds no tree starts that would, at the pace so far, end past it."""
     rng = np.random.default_rng(random_state)
     trees = []
+    start = time.monotonic()
     for _ in range(max(stages)):
+        elapsed = time.monotonic() - start
+        if time_cap and trees and elapsed + elapsed / len(trees) > time_cap:
+            break
         idx = rng.integers(0, y.size, y.size)
         seed = int(rng.integers(2**31 - 1))
         tree = _tree(params, seed, y.size)
@@ -165,13 +193,21 @@ class _ForestTree:
         return full_proba(proba, self.classes, self.n_classes)
 
 
-def fit_random_forest(X, y, *, n_classes, params, stages, random_state):
+def fit_random_forest(X, y, *, n_classes, params, stages, random_state, time_cap=None):
     """Breiman's random forest; ``max_features`` features tried per split (clipped to the
     number of features), trees of at most ``leaf_cap`` leaves, members after the first ``s``
-    trees."""
+    trees (under ``time_cap``: the trees it reached, see ``grow_forest``)."""
     max_features = min(int(params["max_features"]), X.shape[1])
     return _staged_forest(
-        RandomForestClassifier, max_features, X, y, n_classes, params, stages, random_state
+        RandomForestClassifier,
+        max_features,
+        X,
+        y,
+        n_classes,
+        params,
+        stages,
+        random_state,
+        time_cap,
     )
 
 
@@ -279,26 +315,27 @@ def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
     return _BoostRun(list(model.estimators_), weights, n_classes, stages)
 
 
-def fit_extra_trees(X, y, *, n_classes, params, stages, random_state):
+def fit_extra_trees(X, y, *, n_classes, params, stages, random_state, time_cap=None):
     """ExtraTreesClassifier (no bootstrap, random thresholds), members after the first ``s``
     trees; ``max_features`` is a fraction of the columns, ``"sqrt"`` or ``"log2"``."""
+    max_features = params["max_features"]
     return _staged_forest(
-        ExtraTreesClassifier, params["max_features"], X, y, n_classes, params, stages, random_state
+        ExtraTreesClassifier, max_features, X, y, n_classes, params, stages, random_state, time_cap
     )
 
 
-def _staged_forest(cls, max_features, X, y, n_classes, params, stages, random_state):
+def _staged_forest(cls, max_features, X, y, n_classes, params, stages, random_state, time_cap):
     """A scikit-learn forest classifier ``cls`` of ``max(stages)`` trees of at most
     ``leaf_cap`` leaves, on one thread; members after the first ``s`` trees."""
     forest = cls(
-        n_estimators=max(stages),
         max_features=max_features,
         criterion=params["criterion"],
         min_samples_leaf=params["min_samples_leaf"],
         max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
         n_jobs=1,
         random_state=random_state,
-    ).fit(X, y)
+    )
+    forest = grow_forest(forest, max(stages), X, y, time_cap)
     trees = [_ForestTree(t, forest.classes_, n_classes) for t in forest.estimators_]
     return _StagedRun(trees, stages)
 
@@ -427,13 +464,13 @@ def fit_tree_regression(X, y, *, n_classes, params, stages, random_state):
     return SingleRun(_regression_tree(params, random_state, len(y)).fit(X, y))
 
 
-def fit_bagged_trees_regression(X, y, *, n_classes, params, stages, random_state):
+def fit_bagged_trees_regression(X, y, *, n_classes, params, stages, random_state, time_cap=None):
     """Bagged regression trees (Breiman 1996): each on a bootstrap sample, every feature tried
-    at every split; members after the first ``s`` trees."""
+    at every split; members after the first ``s`` trees (under ``time_cap``: see
+    ``grow_forest``)."""
     from sklearn.ensemble import RandomForestRegressor
 
     forest = RandomForestRegressor(
-        n_estimators=max(stages),
         criterion=params["criterion"],
         max_depth=params["max_depth"],
         min_samples_leaf=params["min_samples_leaf"],
@@ -441,12 +478,13 @@ def fit_bagged_trees_regression(X, y, *, n_classes, params, stages, random_state
         max_features=1.0,
         n_jobs=1,
         random_state=random_state,
-    ).fit(X, y)
+    )
+    forest = grow_forest(forest, max(stages), X, y, time_cap)
     return PrefixRun(list(forest.estimators_), stages)
 
 
 def _forest_regression(cls_name: str):
-    def fit(X, y, *, n_classes, params, stages, random_state):
+    def fit(X, y, *, n_classes, params, stages, random_state, time_cap=None):
         from sklearn import ensemble
 
         cls = getattr(ensemble, cls_name)
@@ -454,19 +492,19 @@ def _forest_regression(cls_name: str):
         if isinstance(max_features, int) and not isinstance(max_features, bool):
             max_features = min(max_features, X.shape[1])
         forest = cls(
-            n_estimators=max(stages),
             max_features=max_features,
             min_samples_leaf=params["min_samples_leaf"],
             max_leaf_nodes=leaf_cap(params.get("max_leaves"), len(y)),
             n_jobs=1,
             random_state=random_state,
-        ).fit(X, y)
+        )
+        forest = grow_forest(forest, max(stages), X, y, time_cap)
         return PrefixRun(list(forest.estimators_), stages)
 
     fit.__doc__ = (
         f"scikit-learn's {cls_name}; ``max_features`` features tried per split (an integer is "
         "clipped to the number of features, a float is a fraction); members after the first "
-        "``s`` trees."
+        "``s`` trees (under ``time_cap``: the trees it reached, see ``grow_forest``)."
     )
     return fit
 
