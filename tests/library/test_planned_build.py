@@ -384,3 +384,20 @@ def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
     assert pace.too_late(run, 40.0, run_limit=60.0) is not None  # but not after the deadline
     pace.finished(run, 60.0)
     assert pace.ratio == 3.0  # a capped run's seconds say nothing of the estimates
+
+
+def test_the_pace_of_a_run_is_its_familys_where_one_of_its_runs_finished():
+    from ensel.library.planned import Pace
+
+    families = {"gbm1": "lightgbm", "gbm2": "lightgbm", "rf1": "forest", "rf2": "forest",
+                "nb": "naive_bayes"}  # fmt: skip
+    pace = Pace({r: 40.0 for r in families}, families=families)
+    pace.finished("gbm1", 10.0)  # boosting ran at a quarter of its estimate
+    pace.finished("rf1", 80.0)  # trees at twice theirs
+    assert pace.ratio == 90.0 / 80.0  # all finished runs together
+    assert pace.ratio_of("gbm2") == 0.25 and pace.ratio_of("rf2") == 2.0
+    assert pace.ratio_of("nb") == pace.ratio  # no run of its family finished yet
+    assert pace.too_late("gbm2", 15.0) is None  # ~10 s at its family's pace
+    why = pace.too_late("rf2", 60.0)  # ~80 s at its family's pace
+    assert why is not None and "2.0x" in why
+    assert pace.too_late("nb", 60.0) is None  # 45 s at the pace of all
