@@ -401,3 +401,18 @@ def test_the_pace_of_a_run_is_its_familys_where_one_of_its_runs_finished():
     why = pace.too_late("rf2", 60.0)  # ~80 s at its family's pace
     assert why is not None and "2.0x" in why
     assert pace.too_late("nb", 60.0) is None  # 45 s at the pace of all
+
+
+def test_one_short_run_far_off_its_estimate_does_not_set_the_pace_alone():
+    from ensel.library.planned import PACE_PRIOR_SHARE, BuildPlan, Pace
+
+    table = pd.DataFrame({"run": ["nb", "tree"], "family": ["naive_bayes", "tree"],
+                          "seconds": [0.4, 39.0]})  # fmt: skip
+    pace = Pace.of(BuildPlan([], table=table, seconds=400.0))
+    assert pace.prior == PACE_PRIOR_SHARE * 400.0
+    pace.finished("nb", 7.0)  # 17.5x its estimate: it spent its time reading the rows
+    assert 1.0 < pace.ratio < 1.5  # (7 + 20) / (0.4 + 20)
+    assert pace.too_late("tree", 300.0, run_limit=240.0) is None  # ~53 s, not ~680 s
+    bare = Pace({"nb": 0.4, "tree": 39.0})  # without a prior the one run sets the pace
+    bare.finished("nb", 7.0)
+    assert bare.too_late("tree", 300.0, run_limit=240.0) is not None
