@@ -155,14 +155,17 @@ def in_memory_blocks(path: Path, features: list[str], n_rows: int, args, model) 
 
 
 def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
-    """AutoGluon best_quality fitted on a 50,000-row sample within the same budget, predicting
-    every row of the table (one parquet file) in its own venv."""
+    """AutoGluon best_quality fitted on a 50,000-row sample within the same budget, its
+    throughput timed on one chunk of ``CHUNK_ROWS`` rows of the table (the first file) in its
+    own venv, as a user scores a large table chunk by chunk. Predicting every row instead ran
+    past the peer's 45-minute limit on 2 cores: the timing calls ``predict`` four times (one
+    untimed, three timed) at about 600 µs per row."""
     from benchmarks._peers import run_autogluon_files
 
     frame = pd.read_parquet(path)
     frame["label"] = frame["label"].astype(str)
     frame.sample(min(50_000, len(frame)), random_state=0).to_parquet(tmp / "ag-train.parquet")
-    frame.to_parquet(tmp / "ag-test.parquet")
+    frame.iloc[:CHUNK_ROWS].to_parquet(tmp / "ag-test.parquet")
     del frame
     run = run_autogluon_files(
         tmp / "ag-train.parquet", tmp / "ag-test.parquet", "label", args.time_limit, num_cpus=2
@@ -170,8 +173,11 @@ def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
     return [
         {
             "rows": n_rows,
-            "block": f"AutoGluon {run.version} predict (best model {run.best_model})",
-            "wall_s": run.predict_us_per_row * n_rows / 1e6,
+            "block": (
+                f"AutoGluon {run.version} predict, timed on {CHUNK_ROWS:,} rows "
+                f"(best model {run.best_model})"
+            ),
+            "wall_s": run.predict_us_per_row * n_rows / 1e6,  # at that pace, every row
             "client_peak_mb": run.peak_rss_mb,
             "worker_peaks_mb": "-",
             "rows_per_s": 1e6 / run.predict_us_per_row,
