@@ -264,14 +264,19 @@ def test_the_one_hot_width_counts_the_levels_the_view_keeps():
     assert planned.view_width(data) == 1 + 3 + MAX_LEVELS + 2
 
 
+def _signal(n: int, seed: int, task: str):
+    """``n`` rows of 5 normal columns and a noisy target on the first: real or 0/1."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    signal = X[:, 0] + rng.normal(size=n)
+    return X, signal if task == "regression" else (signal > 0).astype(int)
+
+
 @pytest.mark.parametrize("task", ["classification", "regression"])
 @pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
 def test_boosting_stops_adding_rounds_at_its_time_cap(name, task):
     pytest.importorskip(name)
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(3000, 5))
-    signal = X[:, 0] + rng.normal(size=3000)
-    y = signal if task == "regression" else (signal > 0).astype(int)
+    X, y = _signal(3000, 1, task)
     family = get_family(name, task)
     assert family.stops_in_time
     stages = (4, 100_000)  # far more rounds than the cap lets it train
@@ -290,14 +295,10 @@ def test_boosting_stops_adding_rounds_at_its_time_cap(name, task):
 @pytest.mark.parametrize("task", ["classification", "regression"])
 @pytest.mark.parametrize("name", ["random_forest", "extra_trees", "bagged_trees"])
 def test_a_forest_under_a_time_cap_keeps_the_trees_it_reached(name, task):
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(400, 4))
-    signal = X[:, 0] + rng.normal(size=400)
-    y = signal if task == "regression" else (signal > 0).astype(int)
+    X, y = _signal(400, 2, task)
     family = get_family(name, task)
     assert family.stops_in_time
-    params = dict(family.test_params) or dict(family.params)
-    params = {**family.params, **params}
+    params = {**family.params, **family.test_params}
 
     def fit(stages, cap=None):
         return family.fit(X, y, n_classes=2, params=params, stages=stages, random_state=3,
@@ -314,10 +315,7 @@ def test_a_forest_under_a_time_cap_keeps_the_trees_it_reached(name, task):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_a_net_under_a_time_cap_keeps_the_epochs_it_reached(task):
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(300, 4))
-    signal = X[:, 0] + rng.normal(size=300)
-    y = signal if task == "regression" else (signal > 0).astype(int)
+    X, y = _signal(300, 5, task)
     family = get_family("mlp", task)
     params = {**family.params, **family.test_params}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -102,6 +103,16 @@ class Family:
         that much time has passed and keeps the stages it reached, so a per-run time limit
         shortens its run instead of stopping it with nothing."""
         return "time_cap" in inspect.signature(self.fit).parameters
+
+
+def next_ends_past(time_cap, started: float, done: int, more: int = 1) -> bool:
+    """Whether ``more`` stages (trees, epochs) after the ``done`` ones trained since
+    ``started`` (``time.monotonic()``) would, at the pace so far, end past ``time_cap``
+    seconds; False without a cap or before any stage is done."""
+    if not time_cap or done < 1:
+        return False
+    elapsed = time.monotonic() - started
+    return elapsed + elapsed / done * more > time_cap
 
 
 FAMILIES: dict[str, Family] = {}

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ._base import Family, check_stages, register
+from ._base import Family, check_stages, next_ends_past, register
 from ._regression import TargetScale, column
 
 ACTIVATIONS = ("sigmoid", "tanh")
@@ -209,8 +209,7 @@ def sgd_backprop(
                 velocity += grad
                 np.multiply(velocity, lr, out=step)
                 theta -= step
-            elapsed = time.monotonic() - started
-            stop = bool(time_cap) and elapsed / epoch * (epoch + 1) > time_cap
+            stop = next_ends_past(time_cap, started, epoch)
             if epoch in wanted or stop:
                 snaps[epoch] = _torch_layout(theta, d, hidden, n_out)
             if stop:

@@ -22,6 +22,7 @@ from ._base import (
     Family,
     check_stages,
     full_proba,
+    next_ends_past,
     register,
     staged,
     tree_input,
@@ -46,8 +47,7 @@ def grow_forest(forest, n_trees: int, X, y, time_cap: float | None = None):
     while grown < n_trees:
         grown = min(grown + FOREST_CHUNK, n_trees)
         forest.set_params(n_estimators=grown).fit(X, y)
-        elapsed = time.monotonic() - start
-        if elapsed + elapsed / grown * FOREST_CHUNK > time_cap:
+        if next_ends_past(time_cap, start, grown, FOREST_CHUNK):
             break
     return forest.set_params(warm_start=False)
 
@@ -172,8 +172,7 @@ def fit_bagged_trees(X, y, *, n_classes, params, stages, random_state, time_cap=
     trees = []
     start = time.monotonic()
     for _ in range(max(stages)):
-        elapsed = time.monotonic() - start
-        if time_cap and trees and elapsed + elapsed / len(trees) > time_cap:
+        if next_ends_past(time_cap, start, len(trees)):
             break
         idx = rng.integers(0, y.size, y.size)
         seed = int(rng.integers(2**31 - 1))
