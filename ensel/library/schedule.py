@@ -5,8 +5,11 @@ So runs are taken round-robin over their families, strongest families first (gra
 forests, logistic regression, nets, ...), and within a family cheapest first: after one round
 every family has its cheapest member in the library, after two rounds two, and so on. The
 detectors of the spec take part as one more family. Kernel SVMs and k-NN, whose cost grows with
-the square of the rows, go after everything else on large data. Costs are relative estimates
-from each run's parameters (rounds, trees, epochs, hidden units), not seconds.
+the square of the rows, go after everything else on large data. Runs on a feature-engineered
+view (``te``) form a group of their own, next after their family's: they add a different kind
+of member, which should not wait behind the family's whole ladder on the native view. Costs are
+relative estimates from each run's parameters (rounds, trees, epochs, hidden units), not
+seconds.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ DETECTOR_RANK = 6.5
 LARGE_ROWS = 2_000
 """From this many training rows, kernel SVMs and k-NN are scheduled after everything else."""
 QUADRATIC = ("svm", "svr", "knn")
+ENGINEERED_VIEWS = ("te",)
+"""Views whose runs are scheduled as a group of their own (see the module docstring)."""
 
 
 def relative_cost(family: str, params: dict[str, Any], stages: tuple[int, ...] | None) -> float:
@@ -93,12 +98,16 @@ def anytime_order(tasks: Sequence[tuple[str, Any]], n_rows: int) -> list[int]:
         if _deferred(run.family, params, n_rows):
             last.append((cost, i))
         else:
-            groups.setdefault(run.family, []).append((cost, i))
+            view = getattr(run, "view", None)
+            key = f"{run.family}/{view}" if view in ENGINEERED_VIEWS else run.family
+            groups.setdefault(key, []).append((cost, i))
 
     def rank(name: str) -> tuple[float, str]:
         if name.startswith("~"):
             return DETECTOR_RANK, name
-        return (float(STRENGTH.index(name)) if name in STRENGTH else len(STRENGTH), name)
+        family, _, view = name.partition("/")
+        strength = float(STRENGTH.index(family)) if family in STRENGTH else len(STRENGTH)
+        return strength + (0.5 if view else 0.0), name
 
     queues = [sorted(groups[name]) for name in sorted(groups, key=rank)]
     order = []

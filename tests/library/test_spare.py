@@ -64,8 +64,8 @@ def test_default_spare_is_default_plus_a_spare_tier():
     assert [r.run_id for r in spare.runs] == [r.run_id for r in default.runs]
     assert len(spare.detectors) == len(default.detectors)
     families = {r.family for r in spare.spare}
-    assert {"catboost", "lightgbm", "xgboost", "tabular_mlp"} <= families
-    assert {r.view for r in spare.spare if r.family in ("lightgbm", "xgboost")} == {"te"}
+    assert {"catboost", "xgboost", "tabular_mlp"} <= families
+    assert {r.view for r in spare.spare if r.family == "xgboost"} == {"te"}
     assert sum(r.family == "tabular_mlp" for r in spare.spare) == 2
 
 
