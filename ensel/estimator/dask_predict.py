@@ -79,7 +79,9 @@ def _model_task(payload: bytes):
         client = default_client()
     except ValueError:
         return None
-    return client.submit(_load_model, payload, pure=True)
+    # scattered first: the pickled model (hundreds of MB for a large ensemble) goes to a worker
+    # as data, not inside the task graph the scheduler holds
+    return client.submit(_load_model, client.scatter(payload), pure=True)
 
 
 def predict_partitions(model, X, method: str, **kwargs):
