@@ -79,9 +79,10 @@ def _model_task(payload: bytes):
         client = default_client()
     except ValueError:
         return None
-    # scattered first: the pickled model (hundreds of MB for a large ensemble) goes to a worker
-    # as data, not inside the task graph the scheduler holds
-    return client.submit(_load_model, client.scatter(payload), pure=True)
+    # the payload travels inside the task (a "large graph" warning for a big ensemble): a
+    # scattered payload would live on one worker only and be lost with it, and a lost worker's
+    # partitions must be retried
+    return client.submit(_load_model, payload, pure=True)
 
 
 def predict_partitions(model, X, method: str, **kwargs):
