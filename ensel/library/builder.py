@@ -258,6 +258,7 @@ def _build(
                 stores[section] = PredictionStore(writer.path / kind.store, header)
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
+        tasks = _installed(tasks)
         spare_ids = _spare_ids(library_spec)
         spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in spare_ids]
         tasks = [t for t in tasks if t[0] != SPARE]
@@ -368,18 +369,8 @@ def _run_spare(
     build's planner (:func:`ensel.library.planned.plan_build`, its estimates of each run on
     this table) says end within the time left, on its subsample where it planned one; the
     others are recorded with status ``left_out`` and the planner's note (a later build into
-    the same store tries them again). Runs of a family whose package is not installed
-    (catboost, torch) are skipped, not failed: the tier takes the stronger members that are
-    available."""
+    the same store tries them again)."""
     data, contexts = shared[0], shared[1]
-    absent = [run for _, run in spare if missing_requirements(get_family(run.family, run.task))]
-    if absent:  # optional members: a spare tier uses the packages that are installed
-        log.info(
-            "spare tier: %d run(s) skipped, their packages are not installed (%s)",
-            len(absent),
-            ", ".join(sorted({r.family for r in absent})),
-        )
-        spare = [t for t in spare if t[1] not in absent]
     notes: dict[str, str] = {}
     todo = spare
     if deadline is not None and spare:
@@ -422,6 +413,26 @@ def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], 
     ok = writer.ok_runs(order)
     added = grow_runs(grow_spec, predictions, ok, data.y[data.hillclimb], fit)
     return [r for r in added if r not in order]
+
+
+def _installed(tasks: list) -> list:
+    """``tasks`` less the model runs of families whose optional package is not installed
+    (catboost, torch, ...): skipped with one log line, not failed, so that a library takes the
+    members its environment can fit (a later build where the package is installed fits them)."""
+    missing = {
+        t[1].run_id: missing_requirements(get_family(t[1].family, t[1].task))
+        for t in tasks
+        if t[0] in ("families", SPARE)
+    }
+    absent = [t for t in tasks if missing.get(getattr(t[1], "run_id", None))]
+    if absent:
+        log.info(
+            "%d run(s) skipped, their packages are not installed (%s): pip install %s",
+            len(absent),
+            ", ".join(sorted({t[1].family for t in absent})),
+            " ".join(sorted({m for t in absent for m in missing[t[1].run_id]})),
+        )
+    return [t for t in tasks if not missing.get(getattr(t[1], "run_id", None))]
 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:

@@ -272,8 +272,11 @@ def _signal(n: int, seed: int, task: str):
     return X, signal if task == "regression" else (signal > 0).astype(int)
 
 
-@pytest.mark.parametrize("task", ["classification", "regression"])
-@pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize(
+    ("name", "task"),
+    [(n, t) for n in ("xgboost", "lightgbm") for t in ("classification", "regression")]
+    + [("catboost", "classification")],
+)
 def test_boosting_stops_adding_rounds_at_its_time_cap(name, task):
     pytest.importorskip(name)
     X, y = _signal(3000, 1, task)
@@ -290,6 +293,20 @@ def test_boosting_stops_adding_rounds_at_its_time_cap(name, task):
     np.testing.assert_allclose(p[1], reached.predict(X[:50])["none"][0], atol=1e-6)
     pickle.loads(pickle.dumps(run))  # no callback left in the fitted model
     assert not get_family("adaboost", task).stops_in_time
+
+
+def test_catboost_stops_early_on_its_own_rows_and_later_stages_repeat_the_best():
+    pytest.importorskip("catboost")
+    X, y = _signal(3000, 3, "classification")
+    family = get_family("catboost")
+    params = {**family.params, "learning_rate": 0.3}
+    run = family.fit(X, y, n_classes=2, params=params, stages=(4, 5_000), random_state=0,
+                     early_stop=0.2)  # fmt: skip
+    assert run.best is not None and 4 < run.best < 5_000
+    # early stopping trains past the best round by its patience; the last stage keeps the best
+    assert run.model.tree_count_ > run.best
+    best = run.model.predict_proba(pd.DataFrame(X[:50]), ntree_end=run.best)
+    np.testing.assert_allclose(run.predict(X[:50])["none"][1], best)
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])

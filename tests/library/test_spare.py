@@ -120,6 +120,19 @@ def test_spare_runs_of_a_family_whose_package_is_missing_are_skipped(data, monke
     assert any("not installed (naive_bayes)" in r.getMessage() for r in caplog.records)
 
 
+def test_main_runs_of_a_family_whose_package_is_missing_are_skipped_too(data, monkeypatch, caplog):
+    monkeypatch.setattr(
+        builder_module,
+        "missing_requirements",
+        lambda family: ["nonexistent"] if family.name == "logreg" else [],
+    )
+    with caplog.at_level(logging.INFO, logger="ensel"):
+        lib = build_library(*data, spec=_spec(), cv=3)
+    assert set(lib.members["family"]) == {"naive_bayes"}
+    assert lib.failures.empty
+    assert any("3 run(s) skipped" in r.getMessage() for r in caplog.records)  # 2 main, 1 spare
+
+
 def _tables(statuses=()):
     failures = pd.DataFrame({"run": [f"r{i}" for i in range(len(statuses))], "status": statuses})
     return pd.DataFrame({"run": ["a"], "tier": ["main"]}), failures

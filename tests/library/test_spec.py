@@ -82,7 +82,7 @@ def test_shipped_specs_load(name):
     }  # fmt: skip
     if name == "default":
         assert spec.n_members >= 250
-        assert {r.family for r in spec.runs} == families_2006 | {"xgboost", "lightgbm"}
+        assert {r.family for r in spec.runs} == families_2006 | {"xgboost", "lightgbm", "catboost"}
     if name == "modern":
         assert spec.n_members >= 250
         assert {r.family for r in spec.runs} >= families_2006 | {

@@ -3,13 +3,18 @@ target statistics for categorical columns, oblivious trees, missing values as th
 
 An optional family (``pip install catboost``; not in the shipped specs, see
 docs/library_specs.md for the measurement behind that). One run trains ``max(stages)`` rounds
-with a fixed learning rate (CatBoost's automatic rate depends on the number of rounds), and
-stage ``s`` predicts with the first ``s`` trees (``ntree_end``), the same as an ``s``-round run.
-One thread; seeded by ``random_state``.
+with a fixed learning rate and a fixed number of Newton steps per leaf (CatBoost chooses both by
+the number of rounds: 1 step below 200 rounds, 10 from 200), and stage ``s`` predicts with the
+first ``s`` trees (``ntree_end``), the same as an ``s``-round run.
+``early_stop`` and ``time_cap`` work as for XGBoost and LightGBM (``ensel.library.families.gbdt``):
+boosting stops ``STOP_ROUNDS`` rounds after the log loss of its own held-out rows last improved,
+or once ``time_cap`` seconds have passed, and a stage past the rounds kept predicts with the
+last kept round. One thread; seeded by ``random_state``.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from .gbdt import STOP_ROUNDS, stopping_split
 
 
 def _frame(X: np.ndarray, columns: list[int]) -> pd.DataFrame:
@@ -36,21 +42,46 @@ class _CatBoostRun:
     classes: np.ndarray
     stages: tuple[int, ...]
     n_classes: int
+    best: int | None = None  # rounds kept by early stopping or a time cap (None: all)
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
-        """Members at the stages of index ``stages`` (all by default)."""
+        """Members at the stages of index ``stages`` (all by default), each with its own number
+        of trees (at most the rounds kept)."""
         frame = _frame(X, self.columns)
         wanted = range(len(self.stages)) if stages is None else stages
         out = np.empty((len(wanted), frame.shape[0], self.n_classes))
         for i, s in enumerate(self.stages[j] for j in wanted):
+            s = s if self.best is None else min(s, self.best)
             p = np.asarray(self.model.predict_proba(frame, ntree_end=s), dtype=np.float64)
             out[i] = full_proba(p / p.sum(axis=1, keepdims=True), self.classes, self.n_classes)
         return {"none": out}
 
 
-def fit_catboost(X, y, *, n_classes, params, stages, random_state, categorical=None):
+class _StopInTime:
+    """A CatBoost callback that ends training after ``seconds``, keeping the rounds trained."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.start = seconds, time.monotonic()
+
+    def after_iteration(self, info) -> bool:
+        return time.monotonic() - self.start <= self.seconds  # False ends training
+
+
+def fit_catboost(
+    X,
+    y,
+    *,
+    n_classes,
+    params,
+    stages,
+    random_state,
+    categorical=None,
+    early_stop=0.0,
+    time_cap=None,
+):
     """CatBoostClassifier, ``max(stages)`` rounds at a fixed rate, one thread, the native
-    view's categorical columns as CatBoost categories."""
+    view's categorical columns as CatBoost categories; ``early_stop`` and ``time_cap``: see
+    the module docstring."""
     stages = check_stages(stages, "catboost rounds")
     classes, codes = encode_labels(y)
     if len(classes) == 1:
@@ -63,6 +94,7 @@ def fit_catboost(X, y, *, n_classes, params, stages, random_state, categorical=N
         learning_rate=params["learning_rate"],
         depth=params["depth"],
         l2_leaf_reg=params["l2_leaf_reg"],
+        leaf_estimation_iterations=int(params["leaf_estimation_iterations"]),
         rsm=params["rsm"],
         random_strength=params["random_strength"],
         loss_function="Logloss" if len(classes) == 2 else "MultiClass",
@@ -71,8 +103,24 @@ def fit_catboost(X, y, *, n_classes, params, stages, random_state, categorical=N
         verbose=False,
         allow_writing_files=False,
     )
-    model.fit(_frame(X, columns), codes, cat_features=columns or None)
-    return _CatBoostRun(model, columns, classes, stages, n_classes)
+    frame = _frame(X, columns)
+    callbacks = [_StopInTime(time_cap)] if time_cap else None
+    if early_stop:
+        fit, stop = stopping_split(codes, early_stop, random_state)
+        model.fit(
+            frame.iloc[fit],
+            codes[fit],
+            cat_features=columns or None,
+            eval_set=(frame.iloc[stop], codes[stop]),
+            early_stopping_rounds=STOP_ROUNDS,
+            use_best_model=False,  # every stage keeps its own trees, capped at the best round
+            callbacks=callbacks,
+        )
+        best = int(model.get_best_iteration()) + 1
+    else:
+        model.fit(frame, codes, cat_features=columns or None, callbacks=callbacks)
+        best = int(model.tree_count_) if time_cap else None
+    return _CatBoostRun(model, columns, classes, stages, n_classes, best)
 
 
 def _validate(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
@@ -94,6 +142,7 @@ register(
             "l2_leaf_reg": 3.0,
             "rsm": 1.0,
             "random_strength": 1.0,
+            "leaf_estimation_iterations": 10,
         },
         view="native",
         native_missing=True,
