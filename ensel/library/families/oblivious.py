@@ -1,8 +1,8 @@
 """CatBoost (Prokhorenkova et al. 2018) on the native view, staged by boosting round: ordered
 target statistics for categorical columns, oblivious trees, missing values as their own split.
 
-An optional family (``pip install catboost``; not in the shipped specs, see
-docs/library_specs.md for the measurement behind that). One run trains ``max(stages)`` rounds
+An optional family (``pip install catboost``, in the ``boost`` extra): one run in the default
+spec, skipped where the package is not installed. One run trains ``max(stages)`` rounds
 with a fixed learning rate and a fixed number of Newton steps per leaf (CatBoost chooses both by
 the number of rounds: 1 step below 200 rounds, 10 from 200), and stage ``s`` predicts with the
 first ``s`` trees (``ntree_end``), the same as an ``s``-round run.
