@@ -9,8 +9,7 @@ cut at the deadline, and every family's cheapest run comes up in the first round
 never cut by the plan: a kept boosting run or forest keeps its whole stage ladder, except that
 a run of a family that stops in time (boosting, :attr:`Family.stops_in_time`) estimated past
 the per-run limit is kept *capped*: planned at the limit, it ends with the rounds it reached
-(on a million rows the default's boosting would otherwise never start). Such a run that would
-end after the budget is capped there too, where at least ``CAPPED_MIN_SHARE`` of it fits. Learners whose fit grows
+(on a million rows the default's boosting would otherwise never start). Learners whose fit grows
 with the square of the rows (kernel SVMs, k-NN) come last and get at most ``quadratic_share``
 of the budget: each trains on a stratified subsample sized so that it fits its share, or is
 left out with a note, so they never starve the rest.
@@ -30,24 +29,12 @@ from .estimate import estimate_run
 from .families import get_family
 from .schedule import anytime_order
 
-__all__ = [
-    "CAPPED_MIN_SHARE",
-    "MIN_SUBSAMPLE",
-    "Plan",
-    "PlannedRun",
-    "plan_library",
-    "stratified_subsample",
-]
+__all__ = ["MIN_SUBSAMPLE", "Plan", "PlannedRun", "plan_library", "stratified_subsample"]
 
 MIN_SUBSAMPLE = 500
 """Fewest rows a quadratic learner is trained on; below, it is left out."""
 QUADRATIC_SHARE = 0.2
 """Share of the budget kernel SVMs, k-NN and kernel naive Bayes get at most, together."""
-CAPPED_MIN_SHARE = 0.25
-"""A run that stops in time is still kept (and started) with less time left than it needs, if
-at least this share of its estimate is left: it stops with the stages it reached at the end
-(at a million rows, two boosting runs capped at the per-run limit left 139 s of the schedule
-that a third, estimated at 404 s, could not use, and only LightGBM was weighted)."""
 
 KEPT, SUBSAMPLED, LEFT_OUT = "kept", "subsampled", "left out"
 
@@ -224,8 +211,6 @@ def plan_library(
             )
         elif run_limit is not None and seconds > run_limit:
             why = f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take"
-        elif free + seconds > horizon and in_time and horizon - free >= CAPPED_MIN_SHARE * full:
-            seconds, capped = horizon - free, True  # ends at the horizon with what it reached
         elif free + seconds > horizon:
             why = (
                 f"~{seconds:.0f} s would end after the budget "
@@ -237,8 +222,7 @@ def plan_library(
         heapq.heapreplace(workers, (free + seconds, w))
         note = f"~{seconds:.1f} s"
         if capped:
-            end = "the limit" if seconds == run_limit else "the end of the budget"
-            note = f"~{seconds:.0f} s: stops adding stages at {end} (~{full:.0f} s for all)"
+            note = f"~{seconds:.0f} s: stops adding stages at the limit (~{full:.0f} s for all)"
         planned[i] = PlannedRun(
             section,
             run,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .estimate import FIT_MODELS
-from .plan import CAPPED_MIN_SHARE, LEFT_OUT, plan_library
+from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
 from .views import MAX_LEVELS
 
@@ -43,6 +43,11 @@ class BuildPlan:
     seconds: float = 0.0  # the time the plan was made for
 
 
+CAPPED_MIN_SHARE = 0.25
+"""A run that stops in time still starts with less time left than it needs, if at least this
+share of its expected seconds is left: it stops with the stages it reached before the deadline
+(at a million rows an early-stopped LightGBM run left a worker free for 130 s that a boosting
+run estimated at 240 s could not use)."""
 PACE_PRIOR_SHARE = 0.05
 """Every pace starts from this share of the plan's seconds of work at the estimates' own pace,
 so that one short run far off its estimate does not set the pace alone (at a million rows a

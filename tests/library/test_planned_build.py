@@ -467,29 +467,3 @@ def test_a_run_under_a_budget_is_limited_by_the_time_left_to_its_end(monkeypatch
     _kind.fit_models(run, None, {"run_limit": 30.0}, 0)
     _kind.fit_models(run, None, None, 0)
     assert 49.0 < seen[0] <= 50.0 and seen[1:] == [30.0, 30.0, None]
-
-
-def test_a_run_that_stops_in_time_is_planned_up_to_the_budgets_end_where_a_share_fits():
-    from ensel.library.plan import CAPPED_MIN_SHARE, plan_library
-    from ensel.library.spec import load_spec
-
-    runs_ = [r for r in load_spec("default").runs if r.family == "lightgbm"][:3]
-    common = {"n_workers": 1, "n_fits_per_run": 1}
-    full = plan_library(runs_, 100_000, 26, 2, budget_seconds=1e6, **common)
-    first, second = (p.seconds for p in full.runs[:2])
-    # the second run gets half its estimate before the budget ends: kept, capped there
-    budget = first + 0.5 * second
-    plan = plan_library(runs_, 100_000, 26, 2, budget_seconds=budget, **common)
-    kept = [p for p in plan.runs if p.decision == "kept"]
-    assert len(kept) == 2 and kept[1].capped and "end of the budget" in kept[1].note
-    assert kept[1].seconds == pytest.approx(0.5 * second)
-    # less than the share of it fits: left out (on standby), as before
-    budget = first + 0.9 * CAPPED_MIN_SHARE * second
-    plan = plan_library(runs_, 100_000, 26, 2, budget_seconds=budget, **common)
-    assert [p.decision for p in plan.runs[:2]] == ["kept", "left out"]
-    # a run that cannot stop in time is never capped
-    ada = [r for r in load_spec("default").runs if r.family == "adaboost"][:2]
-    full = plan_library(ada, 100_000, 26, 2, budget_seconds=1e6, **common)
-    budget = full.runs[0].seconds + 0.5 * full.runs[1].seconds
-    plan = plan_library(ada, 100_000, 26, 2, budget_seconds=budget, **common)
-    assert [p.decision for p in plan.runs] == ["kept", "left out"]
