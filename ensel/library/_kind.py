@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import time
-
 from .kinds import Kind, PackedRun, register_kind
 from .runs import fit_run
 from .spec import SPARE, RunSpec, parse_families, parse_spare
@@ -18,18 +16,12 @@ def fit_models(
     run: RunSpec, data: TrainingData, context: dict | None, random_state: int
 ) -> PackedRun:
     """One model run over its folds, its fitted siblings pickled on the worker. ``context``:
-    None, or ``{"subsample": {run id: rows}, "run_limit": seconds, "ends_at": time}`` from the
-    build (its plan's subsamples, its executor's per-run limit, the ``time.time()`` its runs
-    must end by under a budget): the run's time limit is the shorter of the last two."""
+    None, or ``{"subsample": {run id: rows}, "run_limit": seconds}`` from the build (its plan's
+    subsamples, its executor's per-run limit)."""
     context = context or {}
     rows = (context.get("subsample") or {}).get(run.run_id)
     extra = {} if rows is None else {"max_train_rows": rows}
-    limits = [context.get("run_limit")]
-    if context.get("ends_at") is not None:
-        limits.append(max(context["ends_at"] - time.time(), 0.0))
-    limits = [t for t in limits if t is not None]
-    time_limit = min(limits) if limits else None
-    result = fit_run(run, data, random_state, time_limit=time_limit, **extra)
+    result = fit_run(run, data, random_state, time_limit=context.get("run_limit"), **extra)
     return PackedRun.pack(result.predictions, result.fitted, result.costs)
 
 

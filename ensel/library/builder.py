@@ -251,8 +251,6 @@ def _build(
                 # stops in time ends with the stages it reached instead of being stopped
                 limit = getattr(executor, "time_limit", None)
                 stores[section], contexts[section] = writer, {"run_limit": limit}
-                if deadline is not None:  # wall-clock time, the same on every worker
-                    contexts[section]["ends_at"] = time.time() + deadline - time.monotonic()
             else:
                 contexts[section], header = kind.prepare(
                     data, _header(data, cv, hillclimb_fraction), random_state

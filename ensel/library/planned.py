@@ -43,11 +43,6 @@ class BuildPlan:
     seconds: float = 0.0  # the time the plan was made for
 
 
-CAPPED_MIN_SHARE = 0.25
-"""A run that stops in time still starts with less time left than it needs, if at least this
-share of its expected seconds is left: it stops with the stages it reached before the deadline
-(at a million rows an early-stopped LightGBM run left a worker free for 130 s that a boosting
-run estimated at 240 s could not use)."""
 PACE_PRIOR_SHARE = 0.05
 """Every pace starts from this share of the plan's seconds of work at the estimates' own pace,
 so that one short run far off its estimate does not set the pace alone (at a million rows a
@@ -136,8 +131,7 @@ class Pace:
     ) -> str | None:
         """Why ``run_id`` should not start with ``seconds_left`` to the deadline and runs
         stopped after ``run_limit`` seconds, or None. A run that stops in time takes the
-        limit at most, and the time left at most where that is ``CAPPED_MIN_SHARE`` of what
-        it needs (the builder caps it there, see :func:`ensel.library.runs.fit_run`)."""
+        limit at most."""
         estimate = self.estimates.get(run_id)
         if estimate is None:
             return None
@@ -145,8 +139,6 @@ class Pace:
         expected = estimate * ratio
         if run_id in self.in_time and run_limit is not None:
             expected = min(expected, run_limit)
-        if run_id in self.in_time and seconds_left >= CAPPED_MIN_SHARE * expected:
-            expected = min(expected, seconds_left)
         if run_limit is not None and run_limit < seconds_left:  # the limit binds first
             if expected <= run_limit:
                 return None

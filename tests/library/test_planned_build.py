@@ -396,10 +396,7 @@ def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
     pace.estimates["slow"] = 10.0
     pace.finished("slow", 30.0)  # the build runs at 3x its estimates
     assert pace.too_late(run, 1_000.0, run_limit=60.0) is None  # capped: ends at the limit
-    # with less left than the limit it starts and is capped at the deadline, where at least
-    # CAPPED_MIN_SHARE of it fits
-    assert pace.too_late(run, 40.0, run_limit=60.0) is None
-    assert pace.too_late(run, 10.0, run_limit=60.0) is not None
+    assert pace.too_late(run, 40.0, run_limit=60.0) is not None  # but not after the deadline
     pace.finished(run, 60.0)
     assert pace.ratio == 3.0  # a capped run's seconds say nothing of the estimates
 
@@ -434,36 +431,3 @@ def test_one_short_run_far_off_its_estimate_does_not_set_the_pace_alone():
     bare = Pace({"nb": 0.4, "tree": 39.0})  # without a prior the one run sets the pace
     bare.finished("nb", 7.0)
     assert bare.too_late("tree", 300.0, run_limit=240.0) is not None
-
-
-def test_a_run_that_stops_in_time_starts_capped_when_a_share_of_it_fits():
-    from ensel.library.planned import CAPPED_MIN_SHARE, Pace
-
-    pace = Pace({"boost": 100.0, "trees": 100.0}, in_time={"boost"})
-    # 40 s left of the 100 s it needs: it starts and stops at the deadline; one that cannot
-    # stop in time does not start
-    assert pace.too_late("boost", 40.0, run_limit=240.0) is None
-    assert pace.too_late("trees", 40.0, run_limit=240.0) is not None
-    # less than the share: not worth starting
-    assert pace.too_late("boost", 0.9 * CAPPED_MIN_SHARE * 100.0, run_limit=240.0) is not None
-
-
-def test_a_run_under_a_budget_is_limited_by_the_time_left_to_its_end(monkeypatch):
-    import time
-
-    from ensel.library import _kind
-
-    seen = []
-
-    def fit_run(*args, time_limit=None, **kwargs):
-        seen.append(time_limit)
-        return type("Result", (), {"predictions": None, "fitted": None, "costs": None})()
-
-    monkeypatch.setattr(_kind, "fit_run", fit_run)
-    monkeypatch.setattr(_kind.PackedRun, "pack", staticmethod(lambda *a: None))
-    run = type("Run", (), {"run_id": "r"})()
-    _kind.fit_models(run, None, {"run_limit": 240.0, "ends_at": time.time() + 50.0}, 0)
-    _kind.fit_models(run, None, {"run_limit": 30.0, "ends_at": time.time() + 50.0}, 0)
-    _kind.fit_models(run, None, {"run_limit": 30.0}, 0)
-    _kind.fit_models(run, None, None, 0)
-    assert 49.0 < seen[0] <= 50.0 and seen[1:] == [30.0, 30.0, None]
