@@ -285,11 +285,15 @@ def _versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version()}
-    for name in ("ensel", "numpy", "scikit-learn", "lightgbm", "xgboost", "pandas"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = None
+    names = ("ensel", "numpy", "scikit-learn", "lightgbm", "xgboost", "catboost", "pandas")
+    for name in names:
+        out[name] = None
+        for dist in (name, f"{name}-cpu"):  # xgboost-cpu is xgboost's CPU-only build
+            try:
+                out[name] = version(dist)
+                break
+            except PackageNotFoundError:
+                continue
     return out
 
 
