@@ -35,7 +35,6 @@ import json
 import os
 import pickle
 import platform
-import subprocess
 import sys
 import tempfile
 import threading
@@ -47,6 +46,7 @@ import pandas as pd
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from benchmarks._record import git_commit, versions
 from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks._scale_data import make_table
 
@@ -270,31 +270,11 @@ RUNNERS = {"ensel": run_ensel, "lightgbm": run_lightgbm, "hgb": run_hgb, "autogl
 # ---------------------------------------------------------------------------- bookkeeping
 
 
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    names = ("ensel", "numpy", "scikit-learn", "lightgbm", "xgboost", "catboost", "pandas")
-    for name in names:
-        out[name] = None
-        for dist in (name, f"{name}-cpu"):  # xgboost-cpu is xgboost's CPU-only build
-            try:
-                out[name] = version(dist)
-                break
-            except PackageNotFoundError:
-                continue
-    return out
+    """Python and the packages behind a row (xgboost installs as ``xgboost-cpu``)."""
+    packages = ("ensel", "numpy", "scikit-learn", "lightgbm", "xgboost", "xgboost-cpu",
+                "catboost", "pandas")  # fmt: skip
+    return {"python": platform.python_version(), **versions(packages)}
 
 
 def _done(path: Path) -> set[tuple]:
@@ -334,7 +314,7 @@ def run_block(tables, budgets, tools, seeds, n_jobs: int, path: Path) -> list[di
                     row = {
                         "tool": tool, "table": table, "rows": len(data[0]),
                         "columns": data[0].shape[1], "budget": budget, "seed": seed,
-                        "n_jobs": n_jobs, "commit": _commit(), "versions": _versions(),
+                        "n_jobs": n_jobs, "commit": git_commit(), "versions": _versions(),
                         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                         "load_before": load_before,
