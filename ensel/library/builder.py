@@ -50,6 +50,8 @@ __all__ = ["build_library"]
 log = logging.getLogger(__name__)
 
 RETRIED = ("budget", "memory", "left_out")
+MODEL_SECTIONS = ("families", SPARE)
+"""The sections whose runs are models (of a family), not detectors."""
 """Statuses of runs a later build into the same store tries again."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
@@ -419,20 +421,19 @@ def _installed(tasks: list) -> list:
     """``tasks`` less the model runs of families whose optional package is not installed
     (catboost, torch, ...): skipped with one log line, not failed, so that a library takes the
     members its environment can fit (a later build where the package is installed fits them)."""
-    missing = {
-        t[1].run_id: missing_requirements(get_family(t[1].family, t[1].task))
-        for t in tasks
-        if t[0] in ("families", SPARE)
-    }
-    absent = [t for t in tasks if missing.get(getattr(t[1], "run_id", None))]
+    missing = [
+        missing_requirements(get_family(run.family, run.task)) if section in MODEL_SECTIONS else []
+        for section, run in tasks
+    ]
+    absent = [(run, modules) for (_, run), modules in zip(tasks, missing, strict=True) if modules]
     if absent:
         log.info(
             "%d run(s) skipped, their packages are not installed (%s): pip install %s",
             len(absent),
-            ", ".join(sorted({t[1].family for t in absent})),
-            " ".join(sorted({m for t in absent for m in missing[t[1].run_id]})),
+            ", ".join(sorted({run.family for run, _ in absent})),
+            " ".join(sorted({m for _, modules in absent for m in modules})),
         )
-    return [t for t in tasks if not missing.get(getattr(t[1], "run_id", None))]
+    return [task for task, modules in zip(tasks, missing, strict=True) if not modules]
 
 
 def _missing(store: PredictionStore, specs, retry_failed: bool) -> list:
@@ -513,7 +514,7 @@ def _run_all(
         """Under a budget, a run is not started when a run of its family that costs no more
         was already cut short by the budget: it would not finish either."""
         section, run = todo[index]
-        if deadline is None or section not in ("families", SPARE):
+        if deadline is None or section not in MODEL_SECTIONS:
             return None
         limit = cut.get((section, run.family))
         if limit is not None and _cost(run) >= limit:
@@ -537,11 +538,7 @@ def _run_all(
                     f"stopped after {budget_cap:g} s: under a time budget no run may take more "
                     f"than {MAX_RUN_SHARE:.0%} of it"
                 )
-            if (
-                outcome.status == "budget"
-                and outcome.seconds > 0
-                and section in ("families", SPARE)
-            ):
+            if outcome.status == "budget" and outcome.seconds > 0 and section in MODEL_SECTIONS:
                 key = (section, run.family)
                 cut[key] = min(cut.get(key, np.inf), _cost(run))
             standby = pace.left_out(run.run_id, outcome.error) if pace is not None else None
