@@ -303,6 +303,8 @@ def test_catboost_stops_early_on_its_own_rows_and_later_stages_repeat_the_best()
     run = family.fit(X, y, n_classes=2, params=params, stages=(4, 5_000), random_state=0,
                      early_stop=0.2)  # fmt: skip
     assert run.best is not None and 4 < run.best < 5_000
+    losses = run.model.get_evals_result()["validation"]["Logloss"]
+    assert run.best == int(np.argmin(losses)) + 1  # the round its held-out loss was lowest
     # early stopping trains past the best round by its patience; the last stage keeps the best
     assert run.model.tree_count_ > run.best
     best = run.model.predict_proba(pd.DataFrame(X[:50]), ntree_end=run.best)

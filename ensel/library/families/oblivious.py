@@ -4,8 +4,9 @@ target statistics for categorical columns, oblivious trees, missing values as th
 An optional family (``pip install catboost``, in the ``boost`` extra): one run in the default
 spec, skipped where the package is not installed. One run trains ``max(stages)`` rounds
 with a fixed learning rate and a fixed number of Newton steps per leaf (CatBoost chooses both by
-the number of rounds: 1 step below 200 rounds, 10 from 200), and stage ``s`` predicts with the
-first ``s`` trees (``ntree_end``), the same as an ``s``-round run.
+the number of rounds; for Logloss with catboost 1.2.10, 1 step below 200 rounds and 10 from
+200), and stage ``s`` predicts with the first ``s`` trees (``ntree_end``), the same as an
+``s``-round run (the time-cap test checks this exactly).
 ``early_stop`` and ``time_cap`` work as for XGBoost and LightGBM (``ensel.library.families.gbdt``):
 boosting stops ``STOP_ROUNDS`` rounds after the log loss of its own held-out rows last improved,
 or once ``time_cap`` seconds have passed, and a stage past the rounds kept predicts with the
