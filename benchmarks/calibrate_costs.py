@@ -7,8 +7,12 @@ categorical columns, a few missing values) at a few sizes, and records
   work its fitted structure counts (``predict_work``): ``ms = calls x ms_per_call + units x
   ms_per_unit``, fitted by non-negative least squares per family, and the same per view kind;
 * fit: the CPU seconds of the fit against the fit work of ``estimate.fit_work``:
-  ``seconds = overhead_s + units x s_per_unit``, fitted the same way; where the pilots show no
-  linear growth above the overhead, ``seconds = s_per_unit x units ** exponent`` on logs.
+  ``seconds = overhead_s + units x s_per_unit``, fitted the same way, or ``seconds =
+  s_per_unit x units ** exponent`` on logs where that is nearer the pilot furthest off.
+
+Pilots train on 1,000 to 16,000 rows (``SIZES``; cheap fits on a multiple, ``SIZE_SCALE``;
+families quadratic in the rows on 500 to 2,000, ``QUADRATIC_SIZES``). Run it on a quiet
+machine: it takes about ten minutes on 2 cores.
 
 The file records the machine, the load average and the date, so a rerun on a quiet machine can
 replace it. Builders then count costs, never time them, so the constants must not change with
@@ -44,7 +48,14 @@ from ensel.library.views import make_view, transform
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "ensel" / "library" / "cost_constants.json"
-SIZES = (500, 1000, 2000)
+SIZES = (1000, 4000, 16000)
+"""Pilot rows: up to 16,000, because per-row costs change with size (caches, tree depth,
+LightGBM's per-round overhead): pilots of at most 2,000 rows put CatBoost at a fifth and
+LightGBM at three times what they took on 80,000 rows."""
+QUADRATIC_SIZES = (500, 1000, 2000)
+"""Pilot rows of the families whose cost grows with the square of the rows (kernel SVMs, k-NN,
+kernel naive Bayes): the planner trains them on subsamples of a few thousand rows."""
+QUADRATIC = ("svm", "svr", "knn", "naive_bayes")
 QUICK_SIZES = (200, 400)
 N_NUMERIC, N_CATEGORICAL, N_CLASSES = 10, 2, 3
 PILOT = {
@@ -148,10 +159,12 @@ def fit_two(points: list[tuple[float, float, float]]) -> tuple[float, float]:
 
 def power_law(points: list[tuple[float, float, float]]) -> tuple[float, float]:
     """``(c, e)`` with ``target ~ c * x2 ** e`` by least squares on logs, ``e`` kept within
-    [0.3, 1.5] (growth slower than linear: iterations that fall as rows grow)."""
+    [0.3, 1.2]: growth slower than linear (iterations that fall as rows grow, per-round costs
+    that do not grow with the rows) or a little faster (caches), never so fast that one
+    pilot's noise, extrapolated a hundredfold, decides a plan."""
     x = np.log([max(p[1], 1e-12) for p in points])
     t = np.log([max(p[2], 1e-9) for p in points])
-    e = float(np.clip(np.polyfit(x, t, 1)[0], 0.3, 1.5))
+    e = float(np.clip(np.polyfit(x, t, 1)[0], 0.3, 1.2))
     return float(np.exp(np.mean(t - e * x))), round(e, 3)
 
 
@@ -161,7 +174,23 @@ def worst_factor(points, a: float, b: float) -> float:
     return round(float(max(max(r, 1 / r) for r in ratios)), 2) if ratios else 1.0
 
 
-def calibrate(sizes: tuple[int, ...]) -> dict:
+def fit_seconds(points: list[tuple[float, float, float]], linear_only: bool = False) -> dict:
+    """The fit constants of one family from its ``(1, work, seconds)`` points: ``overhead +
+    per x work`` or ``per x work ** exponent``, whichever is nearer its worst point
+    (``linear_only``: the first, for the quadratic families, whose work model already holds
+    their growth and whose subsamples a power law fitted on small pilots would overstate)."""
+    overhead, per = fit_two(points)
+    linear = worst_factor(points, overhead, per) if per > 0 else np.inf
+    if linear_only and per > 0:
+        return {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
+    c, e = power_law(points)
+    power = worst_factor([(p[0], p[1] ** e, p[2]) for p in points], 0.0, c)
+    if linear <= power:
+        return {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
+    return {"overhead_s": 0.0, "s_per_unit": c, "exponent": e, "worst_factor": power}
+
+
+def calibrate(sizes: tuple[int, ...], quadratic_sizes: tuple[int, ...]) -> dict:
     predict, fit, views = {}, {}, {}
     for task, registry in (("classification", FAMILIES), ("regression", REGRESSORS)):
         for name, family in sorted(registry.items()):
@@ -173,7 +202,7 @@ def calibrate(sizes: tuple[int, ...]) -> dict:
                 pilot(family, task, params, stages, sizes[0], seed=1)
             p_points, f_points = [], []
             for params, stages in settings:
-                for n in sizes:
+                for n in quadratic_sizes if name in QUADRATIC else sizes:
                     out = pilot(family, task, params, stages, n * SIZE_SCALE.get(name, 1))
                     p_points += out["predict"]
                     work, seconds = out["fit"]
@@ -186,22 +215,12 @@ def calibrate(sizes: tuple[int, ...]) -> dict:
                 "ms_per_unit": unit,
                 "worst_factor": worst_factor(p_points, call, unit),
             }
-            overhead, per = fit_two(f_points)
-            exponent = 1.0
-            if per == 0.0:  # not linear in the work: fit seconds = c * work ** e instead
-                overhead, per, exponent = 0.0, *power_law(f_points)
-            fit[f"{task}/{name}"] = {
-                "overhead_s": overhead,
-                "s_per_unit": per,
-                "exponent": exponent,
-                "worst_factor": worst_factor(
-                    [(p[0], p[1] ** exponent, p[2]) for p in f_points], overhead, per
-                ),
-            }
+            f = fit[f"{task}/{name}"] = fit_seconds(f_points, linear_only=name in QUADRATIC)
             print(
                 f"{task}/{name}: predict {call:.4g} ms/call + {unit:.4g} ms/unit "
-                f"(worst x{predict[f'{task}/{name}']['worst_factor']}); fit {overhead:.4g} s + "
-                f"{per:.4g} s/unit (worst x{fit[f'{task}/{name}']['worst_factor']})"
+                f"(worst x{predict[f'{task}/{name}']['worst_factor']}); fit {f['overhead_s']:.4g}"
+                f" s + {f['s_per_unit']:.4g} s/unit^{f['exponent']} (worst x{f['worst_factor']})",
+                flush=True,
             )
     for kind, points in views.items():
         call, unit = fit_two(points)
@@ -219,7 +238,8 @@ def calibrate(sizes: tuple[int, ...]) -> dict:
         for k in ("ms_per_call", "ms_per_unit")
     }
     fit["default"] = {
-        k: float(np.median([v[k] for v in fit.values()])) for k in ("overhead_s", "s_per_unit")
+        k: float(np.median([v[k] for v in fit.values() if v["exponent"] == 1.0]))
+        for k in ("overhead_s", "s_per_unit")
     }
     return {"predict": predict, "fit": fit}
 
@@ -230,10 +250,11 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else SIZES
+    quadratic_sizes = QUICK_SIZES if args.quick else QUADRATIC_SIZES
     load_before = os.getloadavg()
     started = datetime.now(UTC)
     with threadpool_limits(1):  # as the builder's workers: CPU time of idle BLAS threads is noise
-        constants = calibrate(sizes)
+        constants = calibrate(sizes, quadratic_sizes)
     load_after = os.getloadavg()
     constants["measured"] = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),
@@ -241,6 +262,8 @@ def main(argv=None) -> None:
         f"{platform.processor() or 'unknown CPU'}, Python {platform.python_version()}",
         "load_average_1m": [round(load_before[0], 2), round(load_after[0], 2)],
         "sizes": list(sizes),
+        "quadratic_sizes": {"families": list(QUADRATIC), "sizes": list(quadratic_sizes)},
+        "size_scale": SIZE_SCALE,
         "timer": "CPU time of this process (time.process_time), BLAS/OpenMP limited to one thread",
         "command": "python -m benchmarks.calibrate_costs" + (" --quick" if args.quick else ""),
     }

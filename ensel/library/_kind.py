@@ -16,12 +16,20 @@ def fit_models(
     run: RunSpec, data: TrainingData, context: dict | None, random_state: int
 ) -> PackedRun:
     """One model run over its folds, its fitted siblings pickled on the worker. ``context``:
-    None, or ``{"subsample": {run id: rows}, "run_limit": seconds}`` from the build (its plan's
-    subsamples, its executor's per-run limit)."""
+    None, or ``{"subsample": {run id: rows}, "run_limit": seconds, "ends_at": time}`` from
+    the build (its plan's subsamples, its executor's per-run limit, its deadline as a
+    ``time.time()`` value)."""
     context = context or {}
     rows = (context.get("subsample") or {}).get(run.run_id)
     extra = {} if rows is None else {"max_train_rows": rows}
-    result = fit_run(run, data, random_state, time_limit=context.get("run_limit"), **extra)
+    result = fit_run(
+        run,
+        data,
+        random_state,
+        time_limit=context.get("run_limit"),
+        ends_at=context.get("ends_at"),
+        **extra,
+    )
     return PackedRun.pack(result.predictions, result.fitted, result.costs)
 
 

@@ -249,10 +249,13 @@ def _build(
             if not specs:
                 continue
             if kind.store is None:
-                # the library's own runs: the executor's per-run limit, so that a family that
-                # stops in time ends with the stages it reached instead of being stopped
+                # the library's own runs: the executor's per-run limit and the deadline, so
+                # that a family that stops in time ends with the stages it reached instead of
+                # being stopped (a wall-clock time: workers may be other processes, machines)
                 limit = getattr(executor, "time_limit", None)
-                stores[section], contexts[section] = writer, {"run_limit": limit}
+                ends_at = None if deadline is None else time.time() + deadline - time.monotonic()
+                stores[section] = writer
+                contexts[section] = {"run_limit": limit, "ends_at": ends_at}
             else:
                 contexts[section], header = kind.prepare(
                     data, _header(data, cv, hillclimb_fraction), random_state

@@ -2,18 +2,19 @@
 data (rows, columns, classes) and the run's parameters, so that a library can be planned for a
 large table within a time budget (:mod:`ensel.library.plan`).
 
-Each family has a work model (how its fit grows with rows ``n``, view width ``d``, outputs
-``K`` and its parameters: boosting ``~ n d rounds K`` on histograms, forests ``~ trees n log n
+Each family has a work model (how its fit grows with rows ``n``, view width ``d``, outputs ``K`` and
+its parameters: boosting ``~ n d rounds K log2(leaves)`` on histograms, forests ``~ trees n log n
 mtry``, kernel SVMs ``~ n^2 d``, k-NN's held-out query ``~ n_held n d``, linear models ``~ n d K``
-per iteration, nets ``~ n weights epochs``), the bytes it holds (the view matrix, the model,
-working buffers) and the predict work of its expected structure. Seconds are ``overhead +
-seconds_per_unit x work`` (``x work ** exponent`` for a family whose pilot fits grew slower
-than linearly, such as iterative solvers that converge in fewer iterations on more rows), with
-per-family constants measured once on pilot fits by ``benchmarks/calibrate_costs.py`` (shipped
-in ``cost_constants.json``); memory is counted in bytes from the same shapes (neither timed nor
-calibrated: the view matrix, the model's nodes or weights, histograms, kernel caches, distance
-blocks). Estimates are for planning, within a small factor on the pilot sizes; extrapolated to
-far larger tables they carry the error of the work model's exponent.
+per iteration, nets ``~ n weights epochs``), the bytes it holds (the view matrix, the model, working
+buffers) and the predict work of its expected structure. Seconds are ``overhead + seconds_per_unit x
+work`` (``x work ** exponent`` for a family whose pilot fits grew slower than linearly, such as
+iterative solvers that converge in fewer iterations on more rows), with per-family constants
+measured once on pilot fits of 1,000 to 16,000 rows (more for cheap fits, fewer for quadratic ones)
+by ``benchmarks/calibrate_costs.py`` (shipped in ``cost_constants.json``), each family's linear or
+power-law form whichever fits its pilots better; memory is counted in bytes from the same shapes
+(neither timed nor calibrated: the view matrix, the model's nodes or weights, histograms, kernel
+caches, distance blocks). Estimates are for planning, within a small factor on the pilot sizes;
+extrapolated to far larger tables they carry the error of the work model's exponent.
 """
 
 from __future__ import annotations
@@ -119,15 +120,21 @@ def _booster_leaves(s: FitShape) -> float:
     return min(out, 2.0 ** float(depth)) if depth else out
 
 
+def _levels(s: FitShape) -> float:
+    """Levels of a booster's tree: its depth, or about log2 of its leaves (leaf-wise)."""
+    return math.log2(max(_booster_leaves(s), 2.0))
+
+
 def _boosting() -> FitModel:
+    # a round builds histograms of the rows in each level of its tree: ~ n d per level
     return FitModel(
-        fit=lambda s: s.n * s.d * _n_trees(s) * s.per_round,
+        fit=lambda s: s.n * s.d * _n_trees(s) * s.per_round * _levels(s),
         memory=lambda s: (
             s.n * s.d
             + 2 * FLOAT * s.n * s.k  # binned matrix, gradients
             + _n_trees(s) * s.per_round * 2 * _booster_leaves(s) * NODE_BYTES
         ),
-        predict=lambda s: (1.0, _n_trees(s) * s.per_round * math.log2(_booster_leaves(s))),
+        predict=lambda s: (1.0, _n_trees(s) * s.per_round * _levels(s)),
     )
 
 

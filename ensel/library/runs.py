@@ -179,14 +179,17 @@ def fit_run(
     random_state: int,
     max_train_rows: int | None = None,
     time_limit: float | None = None,
+    ends_at: float | None = None,
 ) -> RunResult:
     """Fit ``run`` on every fold and return its out-of-fold hillclimb predictions.
     ``max_train_rows``: each fit trains on a seeded stratified subsample of at most that many
     of its training rows (a plan's choice for learners quadratic in the rows); every
     hillclimb row is still predicted. ``time_limit``: seconds the run may take in all (its
-    executor stops it after them); a family that stops in time
+    executor stops it after them); ``ends_at``: the build's deadline (a ``time.time()``
+    value), where its executor stops every run in flight. A family that stops in time
     (:attr:`~ensel.library.families.Family.stops_in_time`) gets each fit an equal share of
-    ``TIME_CAP_SHARE`` of what is left, so the run ends with the stages it reached."""
+    ``TIME_CAP_SHARE`` of what is left of either, so the run ends with the stages it reached
+    instead of being stopped with nothing."""
     started = time.monotonic()
     family = get_family(run.family, run.task)
     missing = missing_requirements(family)
@@ -210,9 +213,8 @@ def fit_run(
             train = train[stratified_rows(data.y[train], max_train_rows, seed + k)]
         view = make_view(run.view, data.columns, family.native_missing)
         train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], _label_classes(data))
-        if time_limit is not None and family.stops_in_time:
-            left = TIME_CAP_SHARE * time_limit - (time.monotonic() - started)
-            extra["time_cap"] = max(left / (data.n_siblings - k), 0.0)
+        if family.stops_in_time:
+            extra["time_cap"] = _time_cap(time_limit, ends_at, started, data.n_siblings - k)
         fitted = wrap(
             family.fit(
                 train_matrix,
@@ -256,6 +258,21 @@ def fit_run(
         raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
     fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
     return RunResult(predictions, fitted, costs)
+
+
+def _time_cap(
+    time_limit: float | None, ends_at: float | None, started: float, fits_left: int
+) -> float | None:
+    """Seconds the next of ``fits_left`` fits may spend adding stages: an equal share of
+    ``TIME_CAP_SHARE`` of what is left of the run's limit (``started``: its
+    ``time.monotonic()`` start) or of the time to the build's deadline ``ends_at``, whichever
+    ends first; None without either."""
+    left = []
+    if time_limit is not None:
+        left.append(TIME_CAP_SHARE * time_limit - (time.monotonic() - started))
+    if ends_at is not None:
+        left.append(TIME_CAP_SHARE * (ends_at - time.time()))
+    return max(min(left) / fits_left, 0.0) if left else None
 
 
 def _label_classes(data: TrainingData) -> int:

@@ -110,16 +110,16 @@ def test_stratified_subsample_keeps_class_shares():
 
 def test_runs_estimated_past_the_per_run_limit_wait_on_standby(runs):
     free = plan_library(runs, N, D, C, budget_seconds=10_000, n_workers=2)
-    limited = plan_library(runs, N, D, C, budget_seconds=10_000, n_workers=2, run_limit=60.0)
+    limited = plan_library(runs, N, D, C, budget_seconds=10_000, n_workers=2, run_limit=10.0)
     over = [p for p in limited.runs if "a run may take" in p.note]
     assert over and all(p.decision == LEFT_OUT and p.standby for p in over)
-    assert all(p.seconds > 60.0 for p in over)
+    assert all(p.seconds > 10.0 for p in over)
     kept = [p for p in limited.runs if p.decision != LEFT_OUT and p.rows == N]
-    assert kept and all(p.seconds <= 60.0 for p in kept)
+    assert kept and all(p.seconds <= 10.0 for p in kept)
     # runs of families that stop in time are kept, capped at the limit, instead
     assert not any(p.stops_in_time for p in over)
     capped = [p for p in limited.runs if p.capped]
-    assert capped and all(p.decision != LEFT_OUT and p.seconds == 60.0 for p in capped)
+    assert capped and all(p.decision != LEFT_OUT and p.seconds == 10.0 for p in capped)
     assert not any(p.capped for p in free.runs)  # no limit, nothing capped
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -292,7 +293,6 @@ def test_boosting_stops_adding_rounds_at_its_time_cap(name, task):
     # the last stage is the model with the rounds reached, exactly
     np.testing.assert_allclose(p[1], reached.predict(X[:50])["none"][0], atol=1e-6)
     pickle.loads(pickle.dumps(run))  # no callback left in the fitted model
-    assert not get_family("adaboost", task).stops_in_time
 
 
 def test_catboost_stops_early_on_its_own_rows_and_later_stages_repeat_the_best():
@@ -330,6 +330,26 @@ def test_a_forest_under_a_time_cap_keeps_the_trees_it_reached(name, task):
     p = short.predict(X[:30])["none"]
     assert 1 <= len(short.trees) < 100_000
     np.testing.assert_allclose(p[1], fit((len(short.trees),)).predict(X[:30])["none"][0])
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_adaboost_under_a_time_cap_keeps_the_steps_it_reached(task):
+    X, y = _signal(3000, 6, task)
+    family = get_family("adaboost", task)
+    assert family.stops_in_time
+    params = dict(family.params)
+
+    def fit(stages, cap=None):
+        return family.fit(X, y, n_classes=2, params=params, stages=stages, random_state=3,
+                          time_cap=cap)  # fmt: skip
+
+    whole = fit((4, 8)).predict(X[:30])["none"]
+    np.testing.assert_allclose(fit((4, 8), cap=1e6).predict(X[:30])["none"], whole)
+    short = fit((4, 100_000), cap=0.2)
+    reached = len(short.estimators)
+    assert 4 < reached < 100_000
+    p = short.predict(X[:30])["none"]  # the last stage: the AdaBoost of the steps reached
+    np.testing.assert_allclose(p[1], fit((reached,)).predict(X[:30])["none"][0])
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
@@ -375,6 +395,33 @@ def test_a_run_under_a_time_limit_gives_its_fits_a_time_cap(monkeypatch):
     assert len(seen) == 3 and 0 < seen[0] <= share / 3
     # what a fit leaves unused goes to the ones after it: the last may take all that is left
     assert seen[0] < seen[1] <= share / 2 < seen[2] <= share
+    seen.clear()  # the build's deadline binds first where it is nearer than the run's limit
+    runs.fit_run(run, data, 0, time_limit=30.0, ends_at=time.time() + 6.0)
+    assert len(seen) == 3 and 0 < seen[0] <= runs.TIME_CAP_SHARE * 6.0 / 3
+    assert seen[2] <= runs.TIME_CAP_SHARE * 6.0
+    seen.clear()
+    runs.fit_run(run, data, 0, ends_at=time.time() - 1.0)  # past the deadline: no time at all
+    assert seen == [0.0, 0.0, 0.0]
+
+
+def test_a_budgeted_build_tells_its_runs_the_deadline(monkeypatch):
+    from ensel.library import _kind
+
+    seen = []
+    fit_run = _kind.fit_run
+
+    def spy(*args, **kw):
+        seen.append(kw.get("ends_at"))
+        return fit_run(*args, **kw)
+
+    monkeypatch.setattr(_kind, "fit_run", spy)
+    X, y = _table(300)
+    spec = {"families": [{"family": "logreg", "calibration": ["none"]}]}
+    before = time.time()
+    build_library(X, y, spec=spec, cv=3, time_limit=60, n_jobs=1, verbose=0)
+    assert len(seen) == 1 and before + 50 < seen[0] <= time.time() + 60  # as a wall-clock time
+    build_library(X, y, spec=spec, cv=3, n_jobs=1, verbose=0)
+    assert seen[1] is None  # no budget, no deadline
 
 
 def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
@@ -382,24 +429,24 @@ def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
     from ensel.library.planned import Pace
     from ensel.library.spec import load_spec
 
-    runs_ = [r for r in load_spec("default").runs if r.family in ("lightgbm", "adaboost")]
+    runs_ = [r for r in load_spec("default").runs if r.family in ("lightgbm", "tree")]
     plan = plan_library(runs_, 1_000_000, 26, 2, budget_seconds=10_000, n_workers=2,
-                        n_fits_per_run=1, run_limit=60.0)  # fmt: skip
+                        n_fits_per_run=1, run_limit=10.0)  # fmt: skip
     boosting = [p for p in plan.runs if p.run.family == "lightgbm"]
-    adaboost = [p for p in plan.runs if p.run.family == "adaboost"]
+    trees = [p for p in plan.runs if p.run.family == "tree"]
     assert boosting and all(p.capped and p.decision == "kept" for p in boosting)
-    assert all(p.seconds == 60.0 and "stops adding stages" in p.note for p in boosting)
-    # AdaBoost cannot stop in time: past the limit it waits on standby as before
-    assert any(p.decision == "left out" and p.standby for p in adaboost)
-    assert not any(p.capped for p in adaboost)
+    assert all(p.seconds == 10.0 and "stops adding stages" in p.note for p in boosting)
+    # a single tree cannot stop in time: past the limit it waits on standby as before
+    assert trees and all(p.decision == "left out" and p.standby for p in trees)
+    assert not any(p.capped for p in trees)
     pace = Pace.of(planned.BuildPlan([], table=plan.frame()))
     run = boosting[0].run.run_id
     pace.finished("other", 1.0)  # an unplanned run does not move the pace
     pace.estimates["slow"] = 10.0
     pace.finished("slow", 30.0)  # the build runs at 3x its estimates
-    assert pace.too_late(run, 1_000.0, run_limit=60.0) is None  # capped: ends at the limit
-    assert pace.too_late(run, 40.0, run_limit=60.0) is not None  # but not after the deadline
-    pace.finished(run, 60.0)
+    assert pace.too_late(run, 1_000.0, run_limit=10.0) is None  # capped: ends at the limit
+    assert pace.too_late(run, 5.0, run_limit=10.0) is not None  # but not after the deadline
+    pace.finished(run, 10.0)
     assert pace.ratio == 3.0  # a capped run's seconds say nothing of the estimates
 
 

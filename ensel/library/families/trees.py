@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.ensemble import AdaBoostClassifier, ExtraTreesClassifier, RandomForestClassifier
+from sklearn.ensemble import (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    ExtraTreesClassifier,
+    RandomForestClassifier,
+)
 from sklearn.tree import DecisionTreeClassifier
 
 from ._base import (
@@ -288,15 +293,39 @@ class _BoostRun:
         return {"none": share, "logistic": logistic_correction(v)}
 
 
-def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
+class _StepsInTime:
+    """A scikit-learn AdaBoost that starts no step which would, at the pace of its steps so
+    far, end past ``time_cap`` seconds (set before ``fit``; None: no cap). scikit-learn's fit
+    loop ends where ``_boost`` returns no sample weights, as it does for a step too weak to
+    keep, so the steps reached are a whole AdaBoost of that many steps."""
+
+    time_cap: float | None = None
+
+    def fit(self, X, y, sample_weight=None):
+        self._started = time.monotonic()
+        return super().fit(X, y, sample_weight)
+
+    def _boost(self, iboost, X, y, sample_weight, random_state):
+        if next_ends_past(self.time_cap, self._started, iboost):
+            return None, None, None
+        return super()._boost(iboost, X, y, sample_weight, random_state)
+
+
+class _AdaBoostInTime(_StepsInTime, AdaBoostClassifier):
+    pass
+
+
+def fit_adaboost(X, y, *, n_classes, params, stages, random_state, time_cap=None):
     """AdaBoost (SAMME, which is AdaBoost.M1 for two classes) of trees or stumps
     (``max_depth: 1``). The uncalibrated member is the weighted vote share
     ``sum_t w_t [h_t = k] / sum_t w_t`` (for two classes ``(1 + F / sum alpha) / 2``); the
-    ``logistic`` variant is the logistic correction of §3.3.1."""
+    ``logistic`` variant is the logistic correction of §3.3.1. Under ``time_cap`` seconds no
+    step starts that would, at the pace so far, end past it: stages beyond the steps reached
+    are the last step's."""
     if np.unique(y).size < 2:
         raise ValueError("adaboost needs at least two classes in the training fold")
     base = ResamplingTree if params["resample"] else DecisionTreeClassifier
-    model = AdaBoostClassifier(
+    model = _AdaBoostInTime(
         estimator=base(
             criterion=params["criterion"],
             max_depth=params["max_depth"],
@@ -305,7 +334,9 @@ def fit_adaboost(X, y, *, n_classes, params, stages, random_state):
         n_estimators=max(stages),
         learning_rate=params["learning_rate"],
         random_state=random_state,
-    ).fit(X, y)
+    )
+    model.time_cap = time_cap
+    model.fit(X, y)
     n = len(model.estimators_)
     weights = np.asarray(model.estimator_weights_[:n], dtype=np.float64)
     # a learner with no weighted training error has alpha = inf (scikit-learn stops there and
@@ -539,19 +570,24 @@ class _MedianRun:
         return {"none": column(np.stack(out))}
 
 
-def fit_adaboost_regression(X, y, *, n_classes, params, stages, random_state):
+class _AdaBoostR2InTime(_StepsInTime, AdaBoostRegressor):
+    pass
+
+
+def fit_adaboost_regression(X, y, *, n_classes, params, stages, random_state, time_cap=None):
     """AdaBoost.R2 (Drucker 1997) of regression trees; a member per listed number of steps, the
-    weighted median of those steps' predictions."""
-    from sklearn.ensemble import AdaBoostRegressor
+    weighted median of those steps' predictions (``time_cap``: as ``fit_adaboost``)."""
     from sklearn.tree import DecisionTreeRegressor
 
-    model = AdaBoostRegressor(
+    model = _AdaBoostR2InTime(
         estimator=DecisionTreeRegressor(max_depth=params["max_depth"]),
         n_estimators=max(check_stages(stages, "adaboost steps")),
         learning_rate=params["learning_rate"],
         loss=params["loss"],
         random_state=random_state,
-    ).fit(X, y)
+    )
+    model.time_cap = time_cap
+    model.fit(X, y)
     n = len(model.estimators_)  # fewer than asked when a step fits perfectly
     weights = np.asarray(model.estimator_weights_[:n], dtype=np.float64)
     return _MedianRun(list(model.estimators_), weights, stages)
