@@ -190,6 +190,8 @@ def run_ensel(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> di
         "runs_left_out": int(not_finished.get("left_out", 0)),
         "runs_failed": int(not_finished.get("failed", 0) + not_finished.get("timeout", 0)),
         "runs_subsampled": len(plan.get("subsampled", {})),
+        "detectors_finished": clf.budget_.get("detectors_ok"),
+        "detectors_cut": clf.budget_.get("detectors_cut"),  # risk detectors stopped by the budget
         "families_with_weight": sorted(
             clf.members_.groupby("family")["weight"].sum().round(3).to_dict().items(),
             key=lambda kv: -kv[1],
@@ -331,7 +333,8 @@ def run_block(tables, budgets, tools, seeds, n_jobs: int, path: Path) -> list[di
 
 
 SHOWN = ("tool", "table", "budget", "fit_seconds", "auc", "logloss", "peak_mb", "saved_mb",
-         "predict_us_per_row", "runs_finished", "runs_cut", "error")  # fmt: skip
+         "predict_us_per_row", "runs_finished", "runs_cut", "detectors_finished",
+         "detectors_cut", "error")  # fmt: skip
 
 
 def report(path: Path) -> pd.DataFrame:
@@ -340,7 +343,8 @@ def report(path: Path) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame = frame[frame.get("error", pd.Series(index=frame.index)).isna()]
     cols = [c for c in ("fit_seconds", "auc", "logloss", "peak_mb", "saved_mb",
-                        "predict_us_per_row", "runs_finished", "runs_cut", "runs_left_out")
+                        "predict_us_per_row", "runs_finished", "runs_cut", "runs_left_out",
+                        "detectors_finished", "detectors_cut")
             if c in frame]  # fmt: skip
     return frame.groupby(["table", "budget", "tool"])[cols].mean().round(4)
 

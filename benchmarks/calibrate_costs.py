@@ -6,13 +6,16 @@ categorical columns, a few missing values) at a few sizes, and records
 * predict: the CPU milliseconds per 1,000 rows of each stage (``runs.measure_cost``) against the
   work its fitted structure counts (``predict_work``): ``ms = calls x ms_per_call + units x
   ms_per_unit``, fitted by non-negative least squares per family, and the same per view kind;
+* detectors: the CPU seconds of a detector's fit and its scoring against the rows it trains
+  on and the rows it scores (``ensel.risk._kind.detector_seconds``), so that a build under a
+  time budget plans its detectors with its models;
 * fit: the CPU seconds of the fit against the fit work of ``estimate.fit_work``:
   ``seconds = overhead_s + units x s_per_unit``, fitted the same way, or ``seconds =
   s_per_unit x units ** exponent`` on logs where that is nearer the pilot furthest off.
 
 Pilots train on 1,000 to 16,000 rows (``SIZES``; cheap fits on a multiple, ``SIZE_SCALE``;
 families quadratic in the rows on 500 to 2,000, ``QUADRATIC_SIZES``). Run it on a quiet
-machine: it takes about ten minutes on 2 cores.
+machine: it takes about five minutes on 2 cores.
 
 The file records the machine, the load average and the date, so a rerun on a quiet machine can
 replace it. Builders then count costs, never time them, so the constants must not change with
@@ -159,12 +162,12 @@ def fit_two(points: list[tuple[float, float, float]]) -> tuple[float, float]:
 
 def power_law(points: list[tuple[float, float, float]]) -> tuple[float, float]:
     """``(c, e)`` with ``target ~ c * x2 ** e`` by least squares on logs, ``e`` kept within
-    [0.3, 1.2]: growth slower than linear (iterations that fall as rows grow, per-round costs
-    that do not grow with the rows) or a little faster (caches), never so fast that one
-    pilot's noise, extrapolated a hundredfold, decides a plan."""
+    [0.5, 1.2]: growth slower than linear (iterations that fall as rows grow) or a little
+    faster (caches), never so far from linear that one pilot's noise, extrapolated a
+    hundredfold, decides a plan."""
     x = np.log([max(p[1], 1e-12) for p in points])
     t = np.log([max(p[2], 1e-9) for p in points])
-    e = float(np.clip(np.polyfit(x, t, 1)[0], 0.3, 1.2))
+    e = float(np.clip(np.polyfit(x, t, 1)[0], 0.5, 1.2))
     return float(np.exp(np.mean(t - e * x))), round(e, 3)
 
 
@@ -174,14 +177,20 @@ def worst_factor(points, a: float, b: float) -> float:
     return round(float(max(max(r, 1 / r) for r in ratios)), 2) if ratios else 1.0
 
 
+LINEAR_WORST = 1.3
+"""The linear fit form stands while no pilot is further than this factor from it."""
+
+
 def fit_seconds(points: list[tuple[float, float, float]], linear_only: bool = False) -> dict:
     """The fit constants of one family from its ``(1, work, seconds)`` points: ``overhead +
-    per x work`` or ``per x work ** exponent``, whichever is nearer its worst point
-    (``linear_only``: the first, for the quadratic families, whose work model already holds
-    their growth and whose subsamples a power law fitted on small pilots would overstate)."""
+    per x work``, or ``per x work ** exponent`` where the linear form is more than
+    ``LINEAR_WORST`` off at some pilot and the power law is nearer (``linear_only``: linear
+    always, for the quadratic families, whose work model already holds their growth). A power
+    law is the exception: fitted within a few pilots' noise, its exponent extrapolated a
+    hundredfold moved LightGBM's estimate at a million rows tenfold between two runs."""
     overhead, per = fit_two(points)
     linear = worst_factor(points, overhead, per) if per > 0 else np.inf
-    if linear_only and per > 0:
+    if per > 0 and (linear_only or linear <= LINEAR_WORST):
         return {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
     c, e = power_law(points)
     power = worst_factor([(p[0], p[1] ** e, p[2]) for p in points], 0.0, c)
@@ -244,6 +253,54 @@ def calibrate(sizes: tuple[int, ...], quadratic_sizes: tuple[int, ...]) -> dict:
     return {"predict": predict, "fit": fit}
 
 
+DETECTOR_GRID = ((1000, 2000), (1000, 20000), (5000, 2000), (5000, 20000), (2500, 8000))
+"""``(training rows, scored rows)`` of the detector pilots: a detector trains on at most
+``DETECTOR_ROWS`` (5,000) rows and scores its held-out rows and as many background points."""
+QUICK_DETECTOR_GRID = ((200, 400), (400, 400), (200, 800), (400, 800))
+
+
+def calibrate_detectors(grid) -> dict:
+    """Per detector, ``detector_seconds``'s constants (``ensel.risk._kind``): NNLS of the CPU
+    seconds of a fit plus the scoring against ``[1, d n_train, d n_scored, d n_train
+    n_scored]``, relative errors weighted equally."""
+    from ensel.risk._base import DETECTORS, load_all
+    from ensel.risk._kind import detector_seconds
+
+    load_all()
+    out = {}
+    n_max = max(t + s for t, s in grid)
+    X, y = table(n_max, "classification", seed=2)
+    d = X.shape[1]
+    for name in sorted(DETECTORS):
+        cls = DETECTORS[name]
+        points = []
+        for n_train, n_scored in (grid[0], *grid):  # the first pilot twice: a warm-up
+            det = cls()
+            if "random_state" in det.get_params():
+                det.set_params(random_state=0)
+            start = time.process_time()
+            det.fit(X.iloc[:n_train], y[:n_train] if cls.requires_y else None)
+            det.risk(X.iloc[n_max - n_scored :])
+            points.append((n_train, n_scored, time.process_time() - start))
+        points = points[1:]
+        A = np.array([[1.0, d * t, d * sc, d * t * sc] for t, sc, _ in points])
+        target = np.array([p[2] for p in points])
+        w = 1.0 / np.maximum(target, 1e-9)
+        coef, _ = nnls(A * w[:, None], target * w)
+        keys = ("overhead_s", "s_per_train", "s_per_scored", "s_per_pair")
+        constants = {k: float(c) for k, c in zip(keys, coef, strict=True)}
+        ratios = [p[2] / max(detector_seconds(constants, p[0], p[1], d), 1e-9) for p in points]
+        constants["worst_factor"] = round(float(max(max(r, 1 / r) for r in ratios)), 2)
+        out[name] = constants
+        print(
+            f"detector/{name}: "
+            + ", ".join(f"{t}x{sc}: {sec:.2f} s" for t, sc, sec in points)
+            + f" (worst x{constants['worst_factor']})",
+            flush=True,
+        )
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes, a temporary file")
@@ -255,6 +312,9 @@ def main(argv=None) -> None:
     started = datetime.now(UTC)
     with threadpool_limits(1):  # as the builder's workers: CPU time of idle BLAS threads is noise
         constants = calibrate(sizes, quadratic_sizes)
+        constants["detectors"] = calibrate_detectors(
+            QUICK_DETECTOR_GRID if args.quick else DETECTOR_GRID
+        )
     load_after = os.getloadavg()
     constants["measured"] = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),

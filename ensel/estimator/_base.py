@@ -215,8 +215,14 @@ class EnsembleSelectionBase(BaseEstimator):
             build_seconds=time.monotonic() - started,
             runs_ok=int(lib.members["run"].nunique()),
             runs_not_finished=runs["status"].value_counts().to_dict(),
-            runs_cut=int(((runs["status"] == "budget") & (runs["fit_seconds"] > 0)).sum()),
+            runs_cut=_cut(runs),
         )
+        detectors = lib.parts.get("detectors")
+        if detectors is not None:
+            self.budget_.update(
+                detectors_ok=int(detectors.members["run"].nunique()),
+                detectors_cut=_cut(detectors.failures.drop_duplicates("run")),
+            )
         if lib.plan is not None:
             self.budget_["plan"] = budget.plan_summary(lib.plan)
         return deadline, options
@@ -488,3 +494,8 @@ def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFra
         board[name] = scores
     board["weight"] = weights
     return board
+
+
+def _cut(runs) -> int:
+    """Runs of a store's failures that started and were stopped by the budget."""
+    return int(((runs["status"] == "budget") & (runs["fit_seconds"] > 0)).sum())

@@ -177,8 +177,9 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     budget_ : dict
         Under ``time_limit``: the build's seconds, the runs finished (``runs_ok``), those
         not finished by status (``runs_not_finished``; ``budget`` counts runs not started
-        and runs cut), the runs started and cut by the budget (``runs_cut``), the plan, and
-        what selection changed to fit the time left (empty otherwise).
+        and runs cut), the runs started and cut by the budget (``runs_cut``), the same of the
+        risk detectors (``detectors_ok``, ``detectors_cut``), the plan, and what selection
+        changed to fit the time left (empty otherwise).
     detectors_ : DetectorSet or None
         The library's extrapolation-risk detectors and their combination, for ``risk``.
     columns_ : list

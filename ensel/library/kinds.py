@@ -77,7 +77,11 @@ class Kind:
     runs on a worker, so it must be a module-level function. ``store`` is the sub-directory of
     the library's store that keeps this kind's runs (None: the library's own matrix), with a
     hillclimb set of its own set up by ``prepare(data, header, random_state) -> (context,
-    header)``; ``context`` goes to every ``fit``. Kinds with a lower ``order`` start first."""
+    header)``; ``context`` goes to every ``fit``. Kinds with a lower ``order`` start first.
+    ``estimate(run, n_rows, n_cols, n_held, n_fits)``: the seconds of one run (all its
+    ``n_fits`` fits, each predicting ``n_held`` rows) on a table of that shape, or None where
+    it cannot say, so that a build under a time budget plans this kind's runs with the models
+    (:mod:`ensel.library.plan`); None: the kind's runs are not estimated."""
 
     section: str
     parse: Callable[[Any, str, int, str], tuple]
@@ -85,6 +89,7 @@ class Kind:
     store: str | None = None
     prepare: Callable[[Any, dict, int], tuple[Any, dict]] | None = None
     order: int = 0
+    estimate: Callable[[Any, int, int, int, int], float | None] | None = None
 
 
 _KINDS: dict[str, Kind] = {}

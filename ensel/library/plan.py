@@ -18,7 +18,7 @@ left out with a note, so they never starve the rest.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +132,7 @@ def plan_library(
     min_subsample: int = MIN_SUBSAMPLE,
     n_held: int | None = None,
     run_limit: float | None = None,
+    estimators: Mapping[str, Callable] | None = None,
 ) -> Plan:
     """Plan a build of ``runs`` (run specs, or the builder's ``(section, run spec)`` pairs) on
     a table of ``n_rows`` rows and ``n_cols`` columns (``view_width``: its standardized view's
@@ -139,12 +140,14 @@ def plan_library(
     ``budget_seconds`` on ``n_workers`` workers. Each run is fitted ``n_fits_per_run`` times
     (the folds, K under ``cv=K``), each fit on ``n_rows (K-1)/K`` rows predicting the other
     ``n_rows/K``; ``max_memory_bytes``: memory shared by the workers (None: no limit). Runs of
-    other sections (detectors) have no cost model: they are kept, after the families' first
-    round as the anytime order puts them, at no estimated cost. ``n_held``: the rows each fit
+    other sections (detectors) are planned like the models where ``estimators`` holds their
+    kind's estimate, else kept, where the anytime order puts them (after the families' first
+    round), at no estimated cost. ``n_held``: the rows each fit
     predicts, where the builder knows them (a held-out hillclimb set, or ``n_rows/K``): a fit
     then trains on ``n_rows - n_held`` rows, or on the subsample, and always predicts
-    ``n_held`` (a subsampled k-NN still queries every hillclimb row). See the module
-    docstring."""
+    ``n_held`` (a subsampled k-NN still queries every hillclimb row). ``estimators``: section
+    -> ``estimate(run, n_rows, n_cols, n_held, n_fits)``, seconds or None (see
+    :class:`~ensel.library.kinds.Kind`). See the module docstring."""
     if budget_seconds <= 0 or n_workers < 1 or n_fits_per_run < 1:
         raise ValueError(
             f"plan_library: budget_seconds={budget_seconds}, n_workers={n_workers}, "
@@ -180,9 +183,14 @@ def plan_library(
     workers = [(0.0, w) for w in range(n_workers)]  # (free at, worker)
     heapq.heapify(workers)
     planned: dict[int, PlannedRun] = {}
+    held_rows = n_held or max(n_rows // (n_fits_per_run if n_fits_per_run > 1 else 5), 1)
     for i in main:
         section, run = tasks[i]
-        if section != "families":
+        estimate = (estimators or {}).get(section) if section != "families" else None
+        seconds = (
+            None if estimate is None else estimate(run, n_rows, n_cols, held_rows, n_fits_per_run)
+        )
+        if section != "families" and seconds is None:
             planned[i] = PlannedRun(
                 section,
                 run,
@@ -195,8 +203,11 @@ def plan_library(
                 "not estimated (no cost model for this kind of run)",
             )
             continue
-        seconds, peak = cost(run, n_rows)
-        in_time = get_family(run.family, getattr(run, "task", "classification")).stops_in_time
+        if section == "families":
+            seconds, peak = cost(run, n_rows)
+            in_time = get_family(run.family, getattr(run, "task", "classification")).stops_in_time
+        else:
+            peak, in_time = 0.0, False
         full, capped = seconds, in_time and run_limit is not None and seconds > run_limit
         seconds = run_limit if capped else seconds
         free, w = workers[0]

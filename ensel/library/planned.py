@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .estimate import FIT_MODELS
+from .kinds import get_kind
 from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
 from .views import MAX_LEVELS
@@ -161,6 +162,12 @@ def view_width(data: TrainingData) -> int:
     return len(data.columns.numeric) + sum(levels)
 
 
+def _estimators(tasks: list) -> dict:
+    """Section -> its kind's ``estimate``, for the sections of ``tasks`` that have one."""
+    kinds = {section: get_kind(section) for section, _ in tasks if section != "families"}
+    return {s: k.estimate for s, k in kinds.items() if k.estimate is not None}
+
+
 def plan_build(
     tasks: list,
     data: TrainingData,
@@ -196,6 +203,7 @@ def plan_build(
         task=data.task,
         n_held=max(data.hillclimb.size // data.n_siblings, 1),
         run_limit=run_limit,
+        estimators=_estimators(tasks),
     )
     n_rows = len(data.y)
     waiting = plan.standby if standby else []

@@ -15,11 +15,19 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
+from ..library.cost import cost_constants
 from ..library.kinds import Kind, PackedRun, register_kind, run_seed
 from ._base import FeatureSpace, get_detector
-from .combined import fit_detector
+from .combined import DETECTOR_ROWS, fit_detector
 
-__all__ = ["DETECTORS_KIND", "DetectorSpec", "fit_detector_run", "parse_detectors"]
+__all__ = [
+    "DETECTORS_KIND",
+    "DetectorSpec",
+    "detector_seconds",
+    "estimate_detector_run",
+    "fit_detector_run",
+    "parse_detectors",
+]
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,33 @@ def prepare_detectors(data, header: dict, random_state: int) -> tuple[pd.DataFra
     return background, header
 
 
+def detector_seconds(constants: dict, n_train: int, n_scored: int, n_cols: int) -> float:
+    """Seconds of one detector fit on ``n_train`` rows that then scores ``n_scored`` rows of
+    ``n_cols`` columns: ``overhead + d (a n_train + b n_scored + c n_train n_scored)``, the
+    last term for detectors that compare each scored row with the training rows (KDE, LOF)."""
+    d = float(n_cols)
+    return constants["overhead_s"] + d * (
+        constants["s_per_train"] * n_train
+        + constants["s_per_scored"] * n_scored
+        + constants["s_per_pair"] * n_train * n_scored
+    )
+
+
+def estimate_detector_run(
+    spec: DetectorSpec, n_rows: int, n_cols: int, n_held: int, n_fits: int
+) -> float | None:
+    """Seconds of one detector run (the kind's ``estimate``): each of its ``n_fits`` siblings
+    trains on at most ``DETECTOR_ROWS`` of the rows outside its fold and scores its ``n_held``
+    rows and the background (as many rows as the hillclimb set), at the constants
+    ``benchmarks/calibrate_costs.py`` measured for the detector; None for a detector it has
+    not measured."""
+    constants = cost_constants().get("detectors", {}).get(spec.family)
+    if constants is None:
+        return None
+    train = max(min(n_rows - n_held, DETECTOR_ROWS), 1)
+    return n_fits * detector_seconds(constants, train, n_held * (1 + n_fits), n_cols)
+
+
 def fit_detector_run(
     spec: DetectorSpec, data, background: pd.DataFrame, random_state: int
 ) -> PackedRun:
@@ -133,6 +168,7 @@ DETECTORS_KIND = register_kind(
         store="detectors",
         prepare=prepare_detectors,
         order=0,
+        estimate=estimate_detector_run,
     )
 )
 """Detectors start before model runs: a few long tasks, started early so no worker waits on one

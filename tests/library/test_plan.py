@@ -32,7 +32,9 @@ def test_kept_runs_end_within_the_budget_on_every_worker(runs):
 
 
 def test_each_family_gets_its_cheapest_run_and_quadratic_learners_are_bounded(runs):
-    plan = plan_library(runs, N, D, C, budget_seconds=3_600, n_workers=2)
+    # with the per-run limit a budgeted build sets (half the budget): boosting estimated
+    # past it for all its rounds is kept, capped at the limit
+    plan = plan_library(runs, N, D, C, budget_seconds=3_600, n_workers=2, run_limit=1_800.0)
     frame = plan.frame()
     kept = frame[frame["decision"] != LEFT_OUT]
     families = {r.family for r in runs}
@@ -139,3 +141,36 @@ def test_a_forest_with_capped_leaves_is_estimated_with_bounded_memory():
     capped = estimate_run("random_forest", {**shape[0], "max_leaves": "auto"}, *shape[1:])
     # 256 trees of 1,024 leaves beside the matrix, not the 20 GB of trees grown to purity
     assert capped.peak_bytes < 1e9 < 10e9 < uncapped.peak_bytes
+
+
+def test_runs_of_other_sections_are_planned_where_their_kind_estimates_them():
+    spec = load_spec("default")
+    tasks = [(section, run) for section, group in spec.sections for run in group]
+    dets = [run for section, run in tasks if section == "detectors"]
+    seconds = {run.run_id: 5.0 + i for i, run in enumerate(dets)}
+    asked = []
+
+    def estimate(run, n_rows, n_cols, n_held, n_fits):
+        asked.append((n_rows, n_cols, n_held, n_fits))
+        return seconds[run.run_id]
+
+    common = dict(n_workers=2, n_fits_per_run=1, n_held=10_000)
+    plan = plan_library(tasks, N, D, C, budget_seconds=600, estimators={"detectors": estimate},
+                        **common)  # fmt: skip
+    planned = [p for p in plan.runs if p.section == "detectors"]
+    assert asked and set(asked) == {(N, D, 10_000, 1)}
+    assert all(p.seconds == seconds[p.run.run_id] for p in planned)
+    kept = [p for p in plan.runs if p.decision != LEFT_OUT]
+    assert all(p.end <= 600 for p in kept if p.section == "detectors")
+    # they take time on the schedule: the models' runs around them start later
+    plain = plan_library(tasks, N, D, C, budget_seconds=600, **common)
+    assert all(p.seconds == 0 and p.decision != LEFT_OUT for p in plain.runs
+               if p.section == "detectors")  # fmt: skip
+    assert sum(p.section == "families" and p.decision != LEFT_OUT for p in plan.runs) <= sum(
+        p.section == "families" and p.decision != LEFT_OUT for p in plain.runs
+    )
+    # a budget too short for one leaves it out with the plan's reason, on standby
+    short = plan_library(tasks, N, D, C, budget_seconds=4, estimators={"detectors": estimate},
+                         **common)  # fmt: skip
+    out = [p for p in short.runs if p.section == "detectors"]
+    assert out and all(p.decision == LEFT_OUT and p.standby and "budget" in p.note for p in out)

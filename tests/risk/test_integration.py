@@ -171,3 +171,34 @@ def test_combined_risk_standalone_ranks_far_points_above_near_ones():
     assert list(r.columns) == ["box", "test_distance", "combined"]
     assert r["combined"].iloc[5:].min() > r["combined"].iloc[:5].max()
     assert comb.weights_.sum() == pytest.approx(1.0)
+
+
+def test_a_detector_run_is_estimated_from_its_training_cap_and_the_rows_it_scores():
+    from ensel.risk._kind import DetectorSpec, estimate_detector_run
+    from ensel.risk.combined import DETECTOR_ROWS
+
+    kde = DetectorSpec("kde", ())
+    at = estimate_detector_run(kde, 10 * DETECTOR_ROWS, 12, 10_000, 1)
+    # past DETECTOR_ROWS more training rows cost nothing more: a sibling trains on at most those
+    assert at == estimate_detector_run(kde, 100 * DETECTOR_ROWS, 12, 10_000, 1)
+    assert at > estimate_detector_run(kde, DETECTOR_ROWS, 12, 10_000, 1)  # 5,000 - 10,000 rows
+    # more rows scored (its held-out rows and as many background points) or columns cost more
+    assert estimate_detector_run(kde, 10 * DETECTOR_ROWS, 12, 20_000, 1) > at
+    assert estimate_detector_run(kde, 10 * DETECTOR_ROWS, 24, 10_000, 1) > at
+    # five fold siblings: five fits, each scoring its fold and the whole background
+    five = estimate_detector_run(kde, 10 * DETECTOR_ROWS, 12, 2_000, 5)
+    one = estimate_detector_run(kde, 10 * DETECTOR_ROWS, 12, 2_000, 1)
+    assert five > 4 * one
+    assert estimate_detector_run(DetectorSpec("test_distance", ()), 10_000, 12, 1_000, 1) is None
+
+
+def test_a_budgeted_build_plans_its_detectors_with_its_models(cancer):
+    X, y = cancer
+    spec = {"families": [{"family": "logreg", "calibration": ["none"]}],
+            "detectors": [{"detector": "box"}, {"detector": "test_distance"}]}  # fmt: skip
+    lib = build_library(X, y, spec=spec, cv=3, time_limit=60, n_jobs=1)
+    plan = lib.plan.set_index("family")
+    assert plan.loc["box", "seconds"] > 0 and plan.loc["box", "end"] is not None
+    # a detector without measured constants is kept, not estimated
+    assert plan.loc["test_distance", "seconds"] == 0
+    assert "not estimated" in plan.loc["test_distance", "note"]
