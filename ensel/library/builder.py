@@ -515,11 +515,13 @@ def _run_all(
 
     def skip(index: int) -> str | None:
         """Under a budget, a run is not started when a run of its family that costs no more
-        was already cut short by the budget: it would not finish either."""
+        was already cut short by the budget (it would not finish either), or when at the
+        pace so far it would end after the deadline (any run the plan estimated, detectors
+        too)."""
         section, run = todo[index]
-        if deadline is None or section not in MODEL_SECTIONS:
+        if deadline is None:
             return None
-        limit = cut.get((section, run.family))
+        limit = cut.get((section, run.family)) if section in MODEL_SECTIONS else None
         if limit is not None and _cost(run) >= limit:
             return (
                 "not started: a run of its family that costs no more did not finish within "

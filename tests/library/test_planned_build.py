@@ -223,18 +223,18 @@ def test_the_pace_of_finished_runs_keeps_a_run_that_would_end_late_from_starting
     from ensel.library.planned import Pace
 
     pace = Pace({"a": 10.0, "b": 10.0, "c": 30.0})
-    assert pace.too_late("c", 35.0) is None  # nothing finished yet: the plan is trusted
+    assert pace.too_late("c", 40.0) is None  # nothing finished yet: the plan is trusted
     pace.finished("a", 20.0)  # twice its estimate
     pace.finished("unplanned", 100.0)  # runs without an estimate do not move the pace
     assert pace.ratio == 2.0
-    why = pace.too_late("c", 35.0)  # 30 s at twice the estimate is 60 s > 35 s
-    assert why is not None and "2.0x" in why and "35 s left" in why
-    assert pace.too_late("b", 35.0) is None  # 20 s fits
+    why = pace.too_late("c", 40.0)  # 30 s at twice the estimate is 60 s > 40 s
+    assert why is not None and "2.0x" in why and "40 s left" in why
+    assert pace.too_late("b", 40.0) is None  # 20 s fits, with its margin
     assert pace.too_late("unknown", 0.0) is None
     # a run limit stops a run that the deadline alone would allow
     capped = pace.too_late("b", 1_000.0, run_limit=15.0)
     assert capped is not None and "more than the 15 s a run may take" in capped
-    assert pace.too_late("b", 1_000.0, run_limit=25.0) is None
+    assert pace.too_late("b", 1_000.0, run_limit=30.0) is None
 
 
 def test_a_subsampled_run_keeps_its_own_view_at_predict_time(monkeypatch):
@@ -480,3 +480,15 @@ def test_one_short_run_far_off_its_estimate_does_not_set_the_pace_alone():
     bare = Pace({"nb": 0.4, "tree": 39.0})  # without a prior the one run sets the pace
     bare.finished("nb", 7.0)
     assert bare.too_late("tree", 300.0, run_limit=240.0) is not None
+
+
+def test_a_run_that_cannot_stop_in_time_starts_only_with_a_margin_left():
+    from ensel.library.planned import PACE_MARGIN, Pace
+
+    pace = Pace({"tree": 50.0, "forest": 50.0}, in_time={"forest"})
+    left = 50.0 * (1 + PACE_MARGIN) / 2  # more than its estimate, less than the margin asks
+    why = pace.too_late("tree", left)
+    assert why is not None and "would end after the budget" in why
+    assert pace.too_late("tree", 50.0 * PACE_MARGIN) is None
+    # a run that stops in time keeps the stages it reached: it needs no margin
+    assert pace.too_late("forest", left) is None
