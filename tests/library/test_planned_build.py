@@ -492,3 +492,14 @@ def test_a_run_that_cannot_stop_in_time_starts_only_with_a_margin_left():
     assert pace.too_late("tree", 50.0 * PACE_MARGIN) is None
     # a run that stops in time keeps the stages it reached: it needs no margin
     assert pace.too_late("forest", left) is None
+
+
+def test_a_familys_pace_starts_from_its_share_of_the_prior():
+    from ensel.library.planned import Pace
+
+    families = {"lr1": "logreg", "lr2": "logreg", "gbm": "lightgbm"}
+    pace = Pace({"lr1": 1.0, "lr2": 1.0, "gbm": 98.0}, families=families, prior=10.0)
+    pace.finished("lr1", 3.0)  # three times its estimate
+    # the prior of logreg's pace is its 2% share of the 10 s: the pace says what the runs did
+    assert pace.ratio_of("lr2") == (3.0 + 0.2) / (1.0 + 0.2)
+    assert pace.ratio == (3.0 + 10.0) / (1.0 + 10.0)  # the pace of all keeps the whole prior
