@@ -125,9 +125,10 @@ def sgd_backprop(
     sigmoid = activation == "sigmoid"
     squared = loss == "squared"
     n_out = target.shape[1]
-    X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
-    Xa = np.hstack([X, np.ones((n, 1))])  # a column of ones carries the first layer's bias
+    Xa = np.empty((n, d + 1))  # float64, and a column of ones carries the first layer's bias
+    Xa[:, :d] = X
+    Xa[:, d] = 1.0
 
     # every parameter (and gradient, and velocity) in one flat vector, the layers views of it,
     # so the momentum step is three vector operations
@@ -154,9 +155,9 @@ def sgd_backprop(
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a diverging net: NaN
         for epoch in range(1, max(epochs) + 1):
             order = rng.permutation(n)
-            Xp, Tp = Xa[order], target[order]
-            for start in range(0, n, batch):
-                Xb, T = Xp[start : start + batch], Tp[start : start + batch]
+            for start in range(0, n, batch):  # each batch gathered alone: no shuffled copy
+                rows = order[start : start + batch]
+                Xb, T = Xa[rows], target[rows]
                 b = Xb.shape[0]
                 H, DH, tmp, Z, P = H_buf[:b], DH_buf[:b], tmp_buf[:b], Z_buf[:b], P_buf[:b]
                 # forward
