@@ -50,9 +50,9 @@ __all__ = ["build_library"]
 log = logging.getLogger(__name__)
 
 RETRIED = ("budget", "memory", "left_out")
+"""Statuses of runs a later build into the same store tries again."""
 MODEL_SECTIONS = ("families", SPARE)
 """The sections whose runs are models (of a family), not detectors."""
-"""Statuses of runs a later build into the same store tries again."""
 MAX_RUN_SHARE = 0.5
 """Under a time budget no run may take more than this share of it."""
 BUILD_PARAMETERS = {
