@@ -150,14 +150,18 @@ class _Shape:
         self.columns = columns
 
 
-def fit_two(points: list[tuple[float, float, float]]) -> tuple[float, float]:
-    """Non-negative ``(a, b)`` with ``target ~ a * x1 + b * x2``, relative errors weighted
-    equally (each row divided by its target)."""
-    A = np.array([[p[0], p[1]] for p in points], dtype=float)
-    t = np.array([p[2] for p in points], dtype=float)
+def relative_nnls(A, target) -> np.ndarray:
+    """Non-negative ``coef`` with ``target ~ A @ coef``, relative errors weighted equally (each
+    row divided by its target)."""
+    A, t = np.asarray(A, dtype=float), np.asarray(target, dtype=float)
     w = 1.0 / np.maximum(t, 1e-9)
-    coef, _ = nnls(A * w[:, None], t * w)
-    return float(coef[0]), float(coef[1])
+    return nnls(A * w[:, None], t * w)[0]
+
+
+def fit_two(points: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """Non-negative ``(a, b)`` with ``target ~ a * x1 + b * x2`` (``relative_nnls``)."""
+    a, b = relative_nnls([p[:2] for p in points], [p[2] for p in points])
+    return float(a), float(b)
 
 
 def power_law(points: list[tuple[float, float, float]]) -> tuple[float, float]:
@@ -173,7 +177,13 @@ def power_law(points: list[tuple[float, float, float]]) -> tuple[float, float]:
 
 def worst_factor(points, a: float, b: float) -> float:
     """The largest factor between a point's measure and the fitted model's value, either way."""
-    ratios = [max(p[2], 1e-9) / max(a * p[0] + b * p[1], 1e-9) for p in points if p[2] > 0]
+    return furthest([p[2] for p in points], [a * p[0] + b * p[1] for p in points])
+
+
+def furthest(measured, fitted) -> float:
+    """The largest factor between a measure and its fitted value, either way (positive
+    measures only)."""
+    ratios = [max(m, 1e-9) / max(f, 1e-9) for m, f in zip(measured, fitted, strict=True) if m > 0]
     return round(float(max(max(r, 1 / r) for r in ratios)), 2) if ratios else 1.0
 
 
@@ -190,12 +200,13 @@ def fit_seconds(points: list[tuple[float, float, float]], linear_only: bool = Fa
     hundredfold moved LightGBM's estimate at a million rows tenfold between two runs."""
     overhead, per = fit_two(points)
     linear = worst_factor(points, overhead, per) if per > 0 else np.inf
+    form = {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
     if per > 0 and (linear_only or linear <= LINEAR_WORST):
-        return {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
+        return form
     c, e = power_law(points)
     power = worst_factor([(p[0], p[1] ** e, p[2]) for p in points], 0.0, c)
     if linear <= power:
-        return {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
+        return form
     return {"overhead_s": 0.0, "s_per_unit": c, "exponent": e, "worst_factor": power}
 
 
@@ -283,14 +294,12 @@ def calibrate_detectors(grid) -> dict:
             det.risk(X.iloc[n_max - n_scored :])
             points.append((n_train, n_scored, time.process_time() - start))
         points = points[1:]
-        A = np.array([[1.0, d * t, d * sc, d * t * sc] for t, sc, _ in points])
-        target = np.array([p[2] for p in points])
-        w = 1.0 / np.maximum(target, 1e-9)
-        coef, _ = nnls(A * w[:, None], target * w)
+        A = [[1.0, d * t, d * sc, d * t * sc] for t, sc, _ in points]
+        coef = relative_nnls(A, [p[2] for p in points])
         keys = ("overhead_s", "s_per_train", "s_per_scored", "s_per_pair")
         constants = {k: float(c) for k, c in zip(keys, coef, strict=True)}
-        ratios = [p[2] / max(detector_seconds(constants, p[0], p[1], d), 1e-9) for p in points]
-        constants["worst_factor"] = round(float(max(max(r, 1 / r) for r in ratios)), 2)
+        fitted = [detector_seconds(constants, t, sc, d) for t, sc, _ in points]
+        constants["worst_factor"] = furthest([p[2] for p in points], fitted)
         out[name] = constants
         print(
             f"detector/{name}: "
