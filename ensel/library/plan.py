@@ -157,11 +157,17 @@ def plan_library(
     order = anytime_order(tasks, n_rows)
     per_worker_memory = None if max_memory_bytes is None else max_memory_bytes / n_workers
 
-    def cost(run, rows: int) -> tuple[float, float]:
+    def held_of(rows: int) -> int:
+        """Rows each fit predicts: ``n_held``, else a fold of ``rows`` (a fifth for one fit)."""
         if n_held is not None:
-            held, train = n_held, max(min(rows, n_rows - n_held), 1)
+            return n_held
+        return max(rows // n_fits_per_run, 1) if n_fits_per_run > 1 else max(rows // 5, 1)
+
+    def cost(run, rows: int) -> tuple[float, float]:
+        held = held_of(rows)
+        if n_held is not None:
+            train = max(min(rows, n_rows - n_held), 1)
         else:
-            held = max(rows // n_fits_per_run, 1) if n_fits_per_run > 1 else max(rows // 5, 1)
             train = rows - held if n_fits_per_run > 1 else rows
         est = estimate_run(
             run.family,
@@ -183,31 +189,28 @@ def plan_library(
     workers = [(0.0, w) for w in range(n_workers)]  # (free at, worker)
     heapq.heapify(workers)
     planned: dict[int, PlannedRun] = {}
-    held_rows = n_held or max(n_rows // (n_fits_per_run if n_fits_per_run > 1 else 5), 1)
     for i in main:
         section, run = tasks[i]
-        estimate = (estimators or {}).get(section) if section != "families" else None
-        seconds = (
-            None if estimate is None else estimate(run, n_rows, n_cols, held_rows, n_fits_per_run)
-        )
-        if section != "families" and seconds is None:
-            planned[i] = PlannedRun(
-                section,
-                run,
-                KEPT,
-                n_rows,
-                0.0,
-                0.0,
-                None,
-                None,
-                "not estimated (no cost model for this kind of run)",
-            )
-            continue
         if section == "families":
             seconds, peak = cost(run, n_rows)
             in_time = get_family(run.family, getattr(run, "task", "classification")).stops_in_time
         else:
-            peak, in_time = 0.0, False
+            estimate = (estimators or {}).get(section)
+            args = (run, n_rows, n_cols, held_of(n_rows), n_fits_per_run)
+            seconds, peak, in_time = None if estimate is None else estimate(*args), 0.0, False
+            if seconds is None:
+                planned[i] = PlannedRun(
+                    section,
+                    run,
+                    KEPT,
+                    n_rows,
+                    0.0,
+                    0.0,
+                    None,
+                    None,
+                    "not estimated (no cost model for this kind of run)",
+                )
+                continue
         full, capped = seconds, in_time and run_limit is not None and seconds > run_limit
         seconds = run_limit if capped else seconds
         free, w = workers[0]
