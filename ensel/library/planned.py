@@ -84,6 +84,11 @@ class Pace:
         self.families = dict(families or {})  # run id -> its family
         self.prior = float(prior)  # seconds of work at ratio 1 every pace starts from
         self.totals: dict[str | None, list[float]] = {}  # family (None: all) -> [wall, planned]
+        self.estimated_of: dict[str | None, float] = {None: sum(self.estimates.values())}
+        for run_id, seconds in self.estimates.items():  # family -> its estimated seconds
+            family = self.families.get(run_id)
+            if family is not None:
+                self.estimated_of[family] = self.estimated_of.get(family, 0.0) + seconds
 
     @classmethod
     def of(cls, plan: BuildPlan | None, label: str = "") -> Pace:
@@ -126,17 +131,10 @@ class Pace:
         for key in (self.families.get(run_id), None):
             wall, planned = self.totals.get(key, (0.0, 0.0))
             if planned > 0:
-                prior = self.prior * self._share(key)
+                total, own = self.estimated_of[None], self.estimated_of.get(key, 0.0)
+                prior = self.prior * (own / total if key is not None and total else 1.0)
                 return (wall + prior) / (planned + prior)
         return 1.0
-
-    def _share(self, family: str | None) -> float:
-        """The share of the estimated seconds that are ``family``'s (1 for None: all)."""
-        total = sum(self.estimates.values())
-        if family is None or total <= 0:
-            return 1.0
-        own = sum(v for r, v in self.estimates.items() if self.families.get(r) == family)
-        return own / total
 
     def finished(self, run_id: str, seconds: float) -> None:
         if run_id in self.estimates and run_id not in self.capped and seconds > 0:
