@@ -162,6 +162,12 @@ def test_runs_of_other_sections_are_planned_where_their_kind_estimates_them():
     assert all(p.seconds == seconds[p.run.run_id] for p in planned)
     kept = [p for p in plan.runs if p.decision != LEFT_OUT]
     assert all(p.end <= 600 for p in kept if p.section == "detectors")
+    # each takes its seconds of a worker: with the models, never more than 2 runs at once
+    timed = [p for p in kept if p.start is not None]
+    assert any(p.section == "detectors" for p in timed)
+    for p in timed:
+        assert p.end == pytest.approx(p.start + p.seconds)
+        assert sum(q.start <= p.start < q.end for q in timed) <= 2
     # they take time on the schedule: the models' runs around them start later
     plain = plan_library(tasks, N, D, C, budget_seconds=600, **common)
     assert all(p.seconds == 0 and p.decision != LEFT_OUT for p in plain.runs

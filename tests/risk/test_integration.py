@@ -174,7 +174,8 @@ def test_combined_risk_standalone_ranks_far_points_above_near_ones():
 
 
 def test_a_detector_run_is_estimated_from_its_training_cap_and_the_rows_it_scores():
-    from ensel.risk._kind import DetectorSpec, estimate_detector_run
+    from ensel.library.cost import cost_constants
+    from ensel.risk._kind import DetectorSpec, detector_seconds, estimate_detector_run
     from ensel.risk.combined import DETECTOR_ROWS
 
     kde = DetectorSpec("kde", ())
@@ -189,6 +190,9 @@ def test_a_detector_run_is_estimated_from_its_training_cap_and_the_rows_it_score
     five = estimate_detector_run(kde, 10 * DETECTOR_ROWS, 12, 2_000, 5)
     one = estimate_detector_run(kde, 10 * DETECTOR_ROWS, 12, 2_000, 1)
     assert five > 4 * one
+    constants = cost_constants()["detectors"]["kde"]
+    assert five == pytest.approx(5 * detector_seconds(constants, DETECTOR_ROWS, 2_000 * 6, 12))
+    assert one == pytest.approx(detector_seconds(constants, DETECTOR_ROWS, 2_000 * 2, 12))
     assert estimate_detector_run(DetectorSpec("test_distance", ()), 10_000, 12, 1_000, 1) is None
 
 
