@@ -53,8 +53,9 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "ensel" / "library" / "cost_constants.json"
 SIZES = (1000, 4000, 16000)
 """Pilot rows: up to 16,000, because per-row costs change with size (caches, tree depth,
-LightGBM's per-round overhead): pilots of at most 2,000 rows put CatBoost at a fifth and
-LightGBM at three times what they took on 80,000 rows."""
+LightGBM's per-round overhead): constants from pilots of at most 2,000 rows put CatBoost at a
+fifth and LightGBM at about three times what they took on 80,000 rows of the pilot table
+(timed one fit at a time, 2026-11-25)."""
 QUADRATIC_SIZES = (500, 1000, 2000)
 """Pilot rows of the families whose cost grows with the square of the rows (kernel SVMs, k-NN,
 kernel naive Bayes): the planner trains them on subsamples of a few thousand rows."""
@@ -197,7 +198,9 @@ def fit_seconds(points: list[tuple[float, float, float]], linear_only: bool = Fa
     ``LINEAR_WORST`` off at some pilot and the power law is nearer (``linear_only``: linear
     always, for the quadratic families, whose work model already holds their growth). A power
     law is the exception: fitted within a few pilots' noise, its exponent extrapolated a
-    hundredfold moved LightGBM's estimate at a million rows tenfold between two runs."""
+    hundredfold is fragile; one calibration run gave LightGBM the exponent 0.3, which puts a
+    512-round fit (7 leaves) on 990,000 x 22 rows at 3 s, against 72 s by the linear form; the
+    run took 105 s in the 1M benchmark at 3244d3a."""
     overhead, per = fit_two(points)
     linear = worst_factor(points, overhead, per) if per > 0 else np.inf
     form = {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
