@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import Columns
-from .views import VIEW_KINDS, View, _text
+from .views import VIEW_KINDS, View, _categories, _text
 
 __all__ = ["INNER_FOLDS", "SMOOTHING", "TOP_NUMERIC", "TargetEncodedView"]
 
@@ -123,7 +123,11 @@ def _targets(y: np.ndarray, n_classes: int) -> np.ndarray:
 
 def _levels(col: pd.Series) -> np.ndarray:
     """A categorical column's levels as strings, missing as a level of its own."""
-    return _text(col).fillna(MISSING).to_numpy(dtype=object)
+    coded = _categories(col)
+    if coded is None:
+        return _text(col).fillna(MISSING).to_numpy(dtype=object)
+    codes, categories = coded
+    return np.array([*categories, MISSING], dtype=object)[codes]  # code -1 (missing): last
 
 
 def _table(levels: np.ndarray, targets: np.ndarray, prior: np.ndarray) -> pd.DataFrame:

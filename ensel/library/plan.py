@@ -133,6 +133,7 @@ def plan_library(
     n_held: int | None = None,
     run_limit: float | None = None,
     estimators: Mapping[str, Callable] | None = None,
+    view_seconds: Mapping[tuple[str, bool], tuple[float, float]] | None = None,
 ) -> Plan:
     """Plan a build of ``runs`` (run specs, or the builder's ``(section, run spec)`` pairs) on
     a table of ``n_rows`` rows and ``n_cols`` columns (``view_width``: its standardized view's
@@ -147,7 +148,12 @@ def plan_library(
     then trains on ``n_rows - n_held`` rows, or on the subsample, and always predicts
     ``n_held`` (a subsampled k-NN still queries every hillclimb row). ``estimators``: section
     -> ``estimate(run, n_rows, n_cols, n_held, n_fits)``, seconds or None (see
-    :class:`~ensel.library.kinds.Kind`). See the module docstring."""
+    :class:`~ensel.library.kinds.Kind`). ``view_seconds``: ``(view, native_missing)`` ->
+    ``(seconds per call, seconds per row)`` of its view on this table
+    (:func:`~ensel.library.planned.view_seconds` times them): each fit pays two calls (fitted
+    on the training rows, applied to the held ones) and the rows of both, beside the
+    family's own fit (the cost constants leave the view out). See the module
+    docstring."""
     if budget_seconds <= 0 or n_workers < 1 or n_fits_per_run < 1:
         raise ValueError(
             f"plan_library: budget_seconds={budget_seconds}, n_workers={n_workers}, "
@@ -180,7 +186,10 @@ def plan_library(
             task=task,
             n_held=held,
         )
-        return n_fits_per_run * est.fit_seconds, est.peak_bytes
+        native_missing = get_family(run.family, task).native_missing
+        per_call, per_row = (view_seconds or {}).get((run.view, native_missing), (0.0, 0.0))
+        view = 2 * per_call + per_row * (train + held)
+        return n_fits_per_run * (est.fit_seconds + view), est.peak_bytes
 
     quadratic = [i for i in order if tasks[i][0] == "families" and _quadratic(tasks[i][1])]
     is_quadratic = set(quadratic)

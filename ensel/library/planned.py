@@ -12,8 +12,10 @@ the executor asks before each start; dask's sends every task at once and gets no
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .estimate import FIT_MODELS
@@ -22,7 +24,7 @@ from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
 from .views import MAX_LEVELS
 
-__all__ = ["BuildPlan", "Pace", "plan_build"]
+__all__ = ["BuildPlan", "Pace", "plan_build", "view_seconds"]
 
 
 @dataclass
@@ -183,6 +185,56 @@ def view_width(data: TrainingData) -> int:
     return len(data.columns.numeric) + sum(levels)
 
 
+VIEW_PILOT_ROWS = (8_000, 64_000)
+"""Rows each view is timed on, at two sizes, before a build is planned: what a view costs per
+call (per category of its columns, say) and what it costs per row."""
+
+
+def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tuple[float, float]]:
+    """``(view, native_missing)`` -> ``(seconds per call, seconds per row)`` of each view the
+    model runs of ``tasks`` see, timed on this table at the two sizes of ``VIEW_PILOT_ROWS``
+    (on a smaller table, all per row). A view's cost is the table's (its columns' types, the
+    levels of its categories), not the family's: at a million rows the standardized view of a
+    table with a 6,000-level column took 10 s of each fit, 84 times the estimate of the naive
+    Bayes that then read it (bench_scale at 3244d3a). On that table's 8,000 and 64,000 rows the
+    native view took 27 and 44 ms, the ``te`` view 0.22 and 0.54 s: most of a call on a small
+    sample is per call (per level of its categories). Extrapolated, the rates held at 800,000
+    rows for those two and were half the standardized view's (a 1 GB matrix written; the pace
+    of the finished runs corrects what remains)."""
+    from .families import get_family
+    from .views import make_view
+
+    kinds = {
+        (run.view, get_family(run.family, run.task).native_missing)
+        for section, run in tasks
+        if section == "families"
+    }
+    n = len(data.y)
+    small, large = (min(n, rows) for rows in VIEW_PILOT_ROWS)
+    if not kinds or large < 2:
+        return {}
+    order = np.random.default_rng(0).permutation(n)[:large]
+    classes = data.n_classes if data.task == "classification" else 0
+
+    def timed(kind: tuple[str, bool], m: int) -> float:
+        take = np.sort(order[:m])
+        start = time.perf_counter()
+        view = make_view(kind[0], data.columns, kind[1])
+        view.fit_transform(data.X.iloc[take], data.y[take], classes)
+        return time.perf_counter() - start
+
+    out = {}
+    for kind in sorted(kinds):
+        timed(kind, min(small, 200))  # the first call pays for imports and caches
+        t_small, t_large = timed(kind, small), timed(kind, large)
+        if large - small < small:  # a small table: too few rows to tell the two apart
+            out[kind] = (0.0, t_large / large)
+            continue
+        per_row = max(t_large - t_small, 0.0) / (large - small)
+        out[kind] = (max(t_small - per_row * small, 0.0), per_row)
+    return out
+
+
 def _estimators(tasks: list) -> dict:
     """Section -> its kind's ``estimate``, for the sections of ``tasks`` that have one."""
     kinds = {section: get_kind(section) for section, _ in tasks if section != "families"}
@@ -225,6 +277,7 @@ def plan_build(
         n_held=max(data.hillclimb.size // data.n_siblings, 1),
         run_limit=run_limit,
         estimators=_estimators(tasks),
+        view_seconds=view_seconds(tasks, data),
     )
     n_rows = len(data.y)
     waiting = plan.standby if standby else []

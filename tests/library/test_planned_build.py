@@ -265,6 +265,51 @@ def test_the_one_hot_width_counts_the_levels_the_view_keeps():
     assert planned.view_width(data) == 1 + 3 + MAX_LEVELS + 2
 
 
+def test_the_plan_times_each_view_on_the_table_and_charges_every_fit_for_it(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls))
+    X, y = _table(600)
+    build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
+    per_row = calls[0][3]["view_seconds"]
+    # logreg and knn see the standardized view with imputation; the tree the native one, NaN
+    assert set(per_row) == {("standardized", False), ("native", True)}
+    assert all(call >= 0 and 0 < row < 1e-3 for call, row in per_row.values())
+    # the planner adds the view's seconds per row, for the rows each fit reads, to every fit
+    from ensel.library.plan import plan_library
+    from ensel.library.spec import load_spec
+
+    runs = [run for run in load_spec(SPEC).runs if run.family == "logreg"][:1]
+    common = dict(budget_seconds=1e6, n_workers=1, n_fits_per_run=5, view_width=40)
+    plain = plan_library(runs, 100_000, 30, 2, **common).runs[0]
+    viewed = plan_library(
+        runs, 100_000, 30, 2, view_seconds={("standardized", False): (0.1, 2e-5)}, **common
+    ).runs[0]
+    # five fits, each fitting its view on 80,000 rows and applying it to 20,000: two calls
+    # and 100,000 rows
+    assert viewed.seconds == pytest.approx(plain.seconds + 5 * (2 * 0.1 + 2e-5 * 100_000))
+
+
+def test_a_view_on_many_categories_is_timed_dearer_per_row():
+    from ensel.library.spec import load_spec
+    from ensel.library.training import prepare
+
+    rng = np.random.default_rng(0)
+    n = 40_000
+    narrow = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
+    wide = narrow.assign(**{f"k{j}": pd.Categorical(rng.choice([f"l{i}" for i in range(3000)], n))
+                            for j in range(6)})  # fmt: skip
+    y = rng.integers(0, 2, n)
+    runs = [("families", run) for run in load_spec(SPEC).runs if run.family == "logreg"][:1]
+    cheap = planned.view_seconds(runs, prepare(narrow, y, cv=None))
+    dear = planned.view_seconds(runs, prepare(wide, y, cv=None))
+    # per call (the levels of its categories) and per row (six more columns to code)
+    (cheap_call, cheap_row), (dear_call, dear_row) = (
+        cheap[("standardized", False)],
+        dear[("standardized", False)],
+    )
+    assert dear_call > 3 * cheap_call + 1e-3 and dear_row > 2 * cheap_row
+
+
 def _signal(n: int, seed: int, task: str):
     """``n`` rows of 5 normal columns and a noisy target on the first: real or 0/1."""
     rng = np.random.default_rng(seed)

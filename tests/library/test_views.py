@@ -77,3 +77,40 @@ def test_a_view_learns_only_from_the_rows_it_is_fitted_on():
     frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 100.0, 200.0, np.nan]})
     view = make_view("native", Columns.infer(frame)).fit(frame.iloc[:3])
     assert view.transform(frame.iloc[5:])[0, 0] == 2.0  # median of the first three rows
+
+
+def _levels_table(n: int = 3000) -> pd.DataFrame:
+    """A wide categorical column (some levels tied in count, some rare), missing cells, and a
+    category no row has."""
+    rng = np.random.default_rng(3)
+    names = [f"v{i}" for i in range(60)]
+    values = rng.choice(names, n, p=np.r_[np.full(20, 0.045), np.full(40, 0.1 / 40)])
+    frame = pd.DataFrame({"x": rng.normal(size=n), "k": values})
+    frame.loc[rng.random(n) < 0.05, "k"] = None
+    return frame
+
+
+def test_a_categorical_column_and_the_same_column_as_text_give_one_view():
+    text = _levels_table()
+    coded = text.assign(k=pd.Categorical(text["k"], categories=[*sorted(set(text["k"].dropna())), "none"]))
+    unseen = pd.DataFrame({"x": [0.0, 1.0], "k": ["never", None]})
+    for kind in ("standardized", "native"):
+        a = make_view(kind, Columns.infer(text)).fit(text)
+        b = make_view(kind, Columns.infer(coded)).fit(coded)
+        for rows in (text, unseen):
+            as_coded = rows.assign(k=rows["k"].astype("category"))
+            np.testing.assert_array_equal(a.transform(rows), b.transform(as_coded))
+            np.testing.assert_array_equal(a.transform(rows), a.transform(as_coded))
+
+
+def test_the_one_hot_levels_do_not_depend_on_the_order_of_the_rows():
+    frame = _levels_table()
+    shuffled = frame.sample(frac=1.0, random_state=0)
+    a = make_view("standardized", Columns.infer(frame)).fit(frame)
+    b = make_view("standardized", Columns.infer(frame)).fit(shuffled)
+    counts = frame["k"].value_counts()
+    assert (counts == counts.iloc[MAX_LEVELS - 1]).sum() > 1  # a tie at the cut
+    assert a.levels == b.levels and len(a.levels[0]) == MAX_LEVELS
+    # the most frequent levels, ties broken by name
+    cut = sorted(zip(-counts.to_numpy(), counts.index))[:MAX_LEVELS]
+    assert a.levels[0] == sorted(level for _, level in cut)
