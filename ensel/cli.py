@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_predict_budget,
         default="auto",
         help="prediction-time budget in ms per 1,000 rows; 'auto' (default): the cheapest "
-        "ensemble within half a standard error of the best; 'none': no budget",
+        "ensemble within half a standard error (or 1e-4) of the best; 'none': no budget",
     )
     fit.add_argument("--seed", type=int, default=0)
 

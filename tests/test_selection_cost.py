@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ensel.selection import EnsembleSelection, PredictCost, cost_front
-from ensel.strategies import cheapest_within_noise
+from ensel.strategies import NEGLIGIBLE_LOSS, cheapest_within_noise
 
 
 def _library(rng, n_members: int = 30, n: int = 300):
@@ -137,6 +137,29 @@ def test_auto_budget_keeps_the_ensemble_when_cheaper_ones_lose_beyond_noise():
         P, y, "roc", options, cost, full.weights_, deadline=0.0
     )
     assert budget is None and tried == []
+
+
+@pytest.mark.parametrize("shrink, accepted", [(0.99995, True), (0.999, False)])
+def test_auto_budget_accepts_a_loss_too_small_to_matter_however_small_its_noise(shrink, accepted):
+    # the cheap member is the expensive one pulled slightly towards 0.5: worse on every row by
+    # a hair, so the paired standard error is far below the loss
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 5000)
+    good = np.clip(0.5 + 0.3 * (2 * y - 1) + rng.normal(0, 0.15, y.size), 0.02, 0.98)
+    dull = 1 / (1 + np.exp(-shrink * np.log(good / (1 - good))))
+    P, cost = np.stack([good, dull]), PredictCost.additive([100.0, 1.0])
+    options = {"n_iter": 10, "n_bags": 1}
+    full = EnsembleSelection("mxe", **options).fit(P, y)
+    assert full.weights_[1] == 0
+    weights, budget, tried = cheapest_within_noise(P, y, "mxe", options, cost, full.weights_)
+    assert tried and all(row["lost"] > 50 * row["se"] for row in tried)  # beyond any noise
+    score = tried[0]["score"] - tried[0]["lost"]  # the unconstrained log loss
+    if accepted:  # 1e-5 lost of a log loss of 0.25: below NEGLIGIBLE_LOSS of it
+        assert all(row["lost"] <= NEGLIGIBLE_LOSS * score for row in tried)
+        assert budget is not None and weights[0] == 0 and weights[1] > 0
+    else:  # 2e-4 lost: kept
+        assert all(row["lost"] > NEGLIGIBLE_LOSS * score for row in tried)
+        assert budget is None and weights[0] > 0
 
 
 def test_a_bag_with_no_member_within_the_budget_abstains():

@@ -61,8 +61,8 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         of the ensemble once more on all training rows and predicts with that one model.
     max_predict_ms : float > 0, "auto" or None, default="auto"
         A prediction-time budget in milliseconds per 1,000 rows for ``strategy="es"``
-        (None: none); ``"auto"``: the cheapest ensemble within half a standard error of the
-        unconstrained one's hillclimb score (see :class:`EnsembleSelectionClassifier`).
+        (None: none); ``"auto"``: the cheapest ensemble within half a standard error (or 1e-4)
+        of the unconstrained one's hillclimb score (see :class:`EnsembleSelectionClassifier`).
     store : path or None, default=None
         Directory that keeps the library (resumable); None uses a temporary one.
     n_jobs : int or None, default=-1
