@@ -194,14 +194,15 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     """``(view, native_missing)`` -> ``(seconds per call, seconds per row)`` of each view the
     model runs of ``tasks`` see, timed on this table at the two sizes of ``VIEW_PILOT_ROWS``
     (on a smaller table, all per row). A view's cost is the table's (its columns' types, the
-    levels of its categories), not the family's: at a million rows the standardized view of a
-    table with a 6,000-level column took 10 s of each fit, 84 times the estimate of the naive
-    Bayes that then read it (bench_scale at 3244d3a). On that table's 8,000 and 64,000 rows the
+    levels of its categories), not the family's: at a million rows of a table with a
+    6,000-level column a naive Bayes run estimated at 0.08 s took 7.1 s, nearly all of it its
+    view (bench_scale at 3244d3a). On that table's 8,000 and 64,000 rows the
     native view took 27 and 44 ms, the ``te`` view 0.22 and 0.54 s: most of a call on a small
     sample is per call (per level of its categories). Extrapolated, the rates held at 800,000
     rows for those two and were half the standardized view's (a 1 GB matrix written; the pace
     of the finished runs corrects what remains)."""
     from .families import get_family
+    from .runs import label_classes
     from .views import make_view
 
     kinds = {
@@ -214,7 +215,7 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     if not kinds or large < 2:
         return {}
     order = np.random.default_rng(0).permutation(n)[:large]
-    classes = data.n_classes if data.task == "classification" else 0
+    classes = label_classes(data)
 
     def timed(kind: tuple[str, bool], m: int) -> float:
         take = np.sort(order[:m])

@@ -212,7 +212,7 @@ def fit_run(
         if max_train_rows is not None:
             train = train[stratified_rows(data.y[train], max_train_rows, seed + k)]
         view = make_view(run.view, data.columns, family.native_missing)
-        train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], _label_classes(data))
+        train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], label_classes(data))
         if family.stops_in_time:
             extra["time_cap"] = _time_cap(time_limit, ends_at, started, data.n_siblings - k)
         fitted = wrap(
@@ -275,7 +275,7 @@ def _time_cap(
     return max(min(left) / fits_left, 0.0) if left else None
 
 
-def _label_classes(data: TrainingData) -> int:
+def label_classes(data: TrainingData) -> int:
     """What a view that learns from the labels is told of them: the classes, 0 for a real
     target."""
     return 0 if data.task == "regression" else data.n_classes
@@ -381,7 +381,7 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     extra = fit_extra(family, run, data, min(int((data.folds != 0).sum()), rows.size))
     X_fit = data.X.iloc[rows]
     view = make_view(run.view, data.columns, family.native_missing)
-    train_matrix = view.fit_transform(X_fit, data.y[rows], _label_classes(data))
+    train_matrix = view.fit_transform(X_fit, data.y[rows], label_classes(data))
     model = wrap(
         family.fit(
             train_matrix,

@@ -112,8 +112,8 @@ class View:
         ]
         indicators = self.indicators if not self.native_missing else np.zeros(0, int)
         p = numeric.shape[1]
-        # one matrix written in place: no block is copied again by a final hstack (at a
-        # million rows the standardized view's hstack alone took a second)
+        # one matrix written in place: no block is copied again by a final hstack (on 80,000
+        # rows of a 154-column one-hot view the hstack took 0.20 of its 0.98 s, profiled)
         out = np.zeros((n, p + sum(widths) + indicators.size))
         if p:
             if not self.native_missing:
