@@ -91,9 +91,9 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         extra stage; a view is transformed once per fold); costs come from
         :mod:`ensel.library.cost`, per sibling times K, or once with ``refit="full"``.
         ``"auto"``: the cheapest ensemble whose hillclimb score is within half a standard
-        error of the unconstrained one's, or within 1e-4 of it (budgets of 1/2 to 1/64 of its cost, bisected;
-        ``predict_budget_`` shows what was tried), so predictions get faster only where the
-        hillclimb rows cannot tell the difference; the other strategies ignore it.
+        error of the unconstrained one's, or within 1e-4 of it (budgets of 1/2 to 1/64 of its
+        cost, bisected; ``predict_budget_`` shows what was tried), so predictions get faster only
+        where the hillclimb rows cannot tell the difference; the other strategies ignore it.
     tune_selection : bool, default=False
         Choose the selection options per fit by a nested out-of-fold comparison on the
         hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the

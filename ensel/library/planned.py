@@ -199,8 +199,8 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     view (bench_scale at 3244d3a). On that table's 8,000 and 64,000 rows the
     native view took 27 and 44 ms, the ``te`` view 0.22 and 0.54 s: most of a call on a small
     sample is per call (per level of its categories). Extrapolated to 800,000 rows, the rates
-    gave 0.7-1.0 of the time those two took there and half the standardized view's (a 1 GB matrix written; the pace
-    of the finished runs corrects what remains)."""
+    gave 0.7-1.0 of the time those two took there and half the standardized view's (a 1 GB
+    matrix written; the pace of the finished runs corrects what remains)."""
     from .families import get_family
     from .runs import label_classes
     from .views import make_view

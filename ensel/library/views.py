@@ -87,7 +87,7 @@ class View:
             for name in self.columns.categorical:
                 counts, absent = _level_counts(X[name])
                 frequent = counts[counts >= MIN_LEVEL_ROWS]
-                top = sorted(zip(-frequent.to_numpy(), frequent.index))[:MAX_LEVELS]
+                top = sorted(zip(-frequent.to_numpy(), frequent.index, strict=True))[:MAX_LEVELS]
                 kept = sorted((level for _, level in top), key=str)
                 self.levels.append(kept)
                 self.pooled.append(len(kept) < int((counts > 0).sum()))

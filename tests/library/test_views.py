@@ -92,7 +92,9 @@ def _levels_table(n: int = 3000) -> pd.DataFrame:
 
 def test_a_categorical_column_and_the_same_column_as_text_give_one_view():
     text = _levels_table()
-    coded = text.assign(k=pd.Categorical(text["k"], categories=[*sorted(set(text["k"].dropna())), "none"]))
+    coded = text.assign(
+        k=pd.Categorical(text["k"], categories=[*sorted(set(text["k"].dropna())), "none"])
+    )
     unseen = pd.DataFrame({"x": [0.0, 1.0], "k": ["never", None]})
     for kind in ("standardized", "native"):
         a = make_view(kind, Columns.infer(text)).fit(text)
@@ -112,5 +114,5 @@ def test_the_one_hot_levels_do_not_depend_on_the_order_of_the_rows():
     assert (counts == counts.iloc[MAX_LEVELS - 1]).sum() > 1  # a tie at the cut
     assert a.levels == b.levels and len(a.levels[0]) == MAX_LEVELS
     # the most frequent levels, ties broken by name
-    cut = sorted(zip(-counts.to_numpy(), counts.index))[:MAX_LEVELS]
+    cut = sorted(zip(-counts.to_numpy(), counts.index, strict=True))[:MAX_LEVELS]
     assert a.levels[0] == sorted(level for _, level in cut)
