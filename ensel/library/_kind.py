@@ -16,17 +16,19 @@ def fit_models(
     run: RunSpec, data: TrainingData, context: dict | None, random_state: int
 ) -> PackedRun:
     """One model run over its folds, its fitted siblings pickled on the worker. ``context``:
-    None, or ``{"subsample": {run id: rows}, "run_limit": seconds, "ends_at": time}`` from
-    the build (its plan's subsamples, its executor's per-run limit, its deadline as a
-    ``time.time()`` value)."""
+    None, or ``{"subsample": {run id: rows}, "caps": {run id: seconds}, "run_limit": seconds,
+    "ends_at": time}`` from the build (its plan's subsamples and the seconds of the runs it
+    capped, its executor's per-run limit, its deadline as a ``time.time()`` value)."""
     context = context or {}
     rows = (context.get("subsample") or {}).get(run.run_id)
     extra = {} if rows is None else {"max_train_rows": rows}
+    limits = [context.get("run_limit"), (context.get("caps") or {}).get(run.run_id)]
+    limits = [x for x in limits if x is not None]
     result = fit_run(
         run,
         data,
         random_state,
-        time_limit=context.get("run_limit"),
+        time_limit=min(limits) if limits else None,
         ends_at=context.get("ends_at"),
         **extra,
     )

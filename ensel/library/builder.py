@@ -284,6 +284,8 @@ def _build(
                 stores[section].write_failure(run, "left_out", why, 0.0)
             if planned.subsample:
                 contexts["families"]["subsample"] = planned.subsample
+            if planned.caps:
+                contexts["families"]["caps"] = planned.caps
             if planned.table is not None:
                 writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
@@ -393,6 +395,8 @@ def _run_spare(
             stores[SPARE].write_failure(run, "left_out", f"spare tier: {why}", 0.0)
         if planned.subsample:
             contexts[SPARE]["subsample"] = planned.subsample
+        if planned.caps:
+            contexts[SPARE]["caps"] = planned.caps
     pace = Pace.of(planned, label="spare tier: ") if deadline is not None and spare else None
     _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace)
     if deadline is not None and spare:

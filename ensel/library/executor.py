@@ -326,8 +326,8 @@ class ProcessExecutor(Executor):
                         workers[i] = _Worker(shared_bytes, self.threads)
                     yield outcome
         finally:
-            for w in workers:
-                w.stop(kill=w.task is not None)
+            for w in workers:  # a worker still starting holds nothing: no need to wait for it
+                w.stop(kill=w.task is not None or not w.ready)
 
     def _start(self, w: _Worker, shared_bytes: bytes) -> _Worker:
         """Take a new worker's ready message. A worker that dies starting is replaced; after

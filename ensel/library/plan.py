@@ -8,8 +8,10 @@ A list schedule over ``n_workers`` keeps a run only when it ends before the budg
 cut at the deadline, and every family's cheapest run comes up in the first round. Stages are
 never cut by the plan: a kept boosting run or forest keeps its whole stage ladder, except that
 a run of a family that stops in time (boosting, :attr:`Family.stops_in_time`) estimated past
-the per-run limit is kept *capped*: planned at the limit, it ends with the rounds it reached
-(on a million rows the default's boosting would otherwise never start). Learners whose fit grows
+the per-run limit, or past the budget's end from where its worker is free, is kept *capped*
+where its first stage fits: planned to stop at the limit or at the budget's end, it ends with
+the rounds it reached (on a million rows the default's boosting would otherwise never start,
+and CatBoost, 4 s past the end, was left out). Learners whose fit grows
 with the square of the rows (kernel SVMs, k-NN) come last and get at most ``quadratic_share``
 of the budget: each trains on a stratified subsample sized so that it fits its share, or is
 left out with a note, so they never starve the rest.
@@ -58,7 +60,7 @@ class PlannedRun:
     end: float | None
     note: str
     standby: bool = False
-    capped: bool = False  # planned at the per-run limit, where it stops adding stages
+    capped: bool = False  # planned to stop adding stages at ``seconds`` (limit, budget's end)
     stops_in_time: bool = False  # of a family that stops adding stages at a time cap
 
 
@@ -86,6 +88,11 @@ class Plan:
     def subsample(self) -> dict[str, int]:
         """Run id -> rows each fit of that run trains on, for the subsampled runs."""
         return {p.run.run_id: p.rows for p in self.runs if p.decision == SUBSAMPLED}
+
+    @property
+    def caps(self) -> dict[str, float]:
+        """Run id -> seconds a capped run may take in all (it stops adding stages there)."""
+        return {p.run.run_id: p.seconds for p in self.runs if p.capped}
 
     @property
     def seconds(self) -> float:
@@ -169,7 +176,9 @@ def plan_library(
             return n_held
         return max(rows // n_fits_per_run, 1) if n_fits_per_run > 1 else max(rows // 5, 1)
 
-    def cost(run, rows: int) -> tuple[float, float]:
+    def cost(run, rows: int, stages=None) -> tuple[float, float]:
+        """Estimated seconds (all fits) and peak bytes (one fit) of ``run`` on ``rows`` rows,
+        up to ``stages`` (default: all of its own)."""
         held = held_of(rows)
         if n_held is not None:
             train = max(min(rows, n_rows - n_held), 1)
@@ -178,7 +187,7 @@ def plan_library(
         est = estimate_run(
             run.family,
             run.param_dict,
-            run.stages,
+            run.stages if stages is None else stages,
             train,
             n_cols,
             n_classes,
@@ -220,9 +229,13 @@ def plan_library(
                     "not estimated (no cost model for this kind of run)",
                 )
                 continue
-        full, capped = seconds, in_time and run_limit is not None and seconds > run_limit
-        seconds = run_limit if capped else seconds
         free, w = workers[0]
+        full, capped = seconds, False
+        if in_time:  # it stops adding stages where its time ends: the limit, or the horizon
+            room = horizon - free if run_limit is None else min(run_limit, horizon - free)
+            first = cost(run, n_rows, run.stages[:1])[0] if run.stages else seconds
+            capped = seconds > room and first <= room
+            seconds = room if capped else seconds
         why, standby = None, True  # left out by time alone: on standby
         if per_worker_memory is not None and peak > per_worker_memory:
             why, standby = (
@@ -245,7 +258,8 @@ def plan_library(
         heapq.heapreplace(workers, (free + seconds, w))
         note = f"~{seconds:.1f} s"
         if capped:
-            note = f"~{seconds:.0f} s: stops adding stages at the limit (~{full:.0f} s for all)"
+            where = "the limit" if seconds == run_limit else "the budget's end"
+            note = f"~{seconds:.0f} s: stops adding stages at {where} (~{full:.0f} s for all)"
         planned[i] = PlannedRun(
             section,
             run,

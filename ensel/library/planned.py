@@ -31,7 +31,8 @@ __all__ = ["BuildPlan", "Pace", "plan_build", "view_seconds"]
 class BuildPlan:
     """``tasks``: the ``(section, run)`` pairs to run, in the order to start them;
     ``left_out``: ``(section, run, why)`` of the runs the plan drops; ``subsample``: run id ->
-    rows each fit trains on; ``notes``: run id -> what the store notes beside a trained run;
+    rows each fit trains on; ``caps``: run id -> seconds a capped run (one that stops adding
+    stages in time) may take; ``notes``: run id -> what the store notes beside a trained run;
     ``table``: the plan, one row per run (run, family, decision, rows, seconds, ...).
     ``tasks`` ends with the standby runs, left out by the schedule's end but started if the
     build runs ahead of its estimates (``left_out`` does not hold them; ``standby``: run id ->
@@ -41,6 +42,7 @@ class BuildPlan:
     left_out: list = field(default_factory=list)
     standby: dict[str, str] = field(default_factory=dict)
     subsample: dict[str, int] = field(default_factory=dict)
+    caps: dict[str, float] = field(default_factory=dict)  # run id -> seconds it may take
     notes: dict[str, str] = field(default_factory=dict)
     table: pd.DataFrame | None = None
     seconds: float = 0.0  # the time the plan was made for
@@ -51,6 +53,11 @@ PACE_PRIOR_SHARE = 0.05
 so that one short run far off its estimate does not set the pace alone (at a million rows a
 Gaussian naive Bayes estimated at 0.4 s took 7 s reading its rows, and a pace of 17.7x kept
 every later run from starting)."""
+
+
+PACE_FAMILIES = 3
+"""Families with finished runs from which the median family's pace counts for a family's
+first run (one family alone may be far off: a naive Bayes at 17.7x, see above)."""
 
 
 PACE_MARGIN = 1.3
@@ -67,7 +74,7 @@ class Pace:
     (another load, another CPU) leaves runs out instead of cutting them at the deadline. Where
     a run's family has finished runs, their pace counts for it (the cost model errs per family:
     at 100,000 rows early-stopped boosting took a quarter of its estimate while trees took
-    1.7 times theirs), else the pace of all finished runs."""
+    1.7 times theirs), else that of all finished runs or of the median family, the slower."""
 
     def __init__(
         self,
@@ -123,23 +130,36 @@ class Pace:
     @property
     def ratio(self) -> float:
         """Wall over estimated seconds of the finished runs (1 before any has finished)."""
-        return self.ratio_of(None)
+        return self._ratio(None) if self.totals.get(None, (0.0, 0.0))[1] > 0 else 1.0
 
     def ratio_of(self, run_id: str | None) -> float:
         """The pace that counts for ``run_id``: its family's where one of its runs finished,
-        else all finished runs' (1 before any has finished). The pace of all starts from
-        ``prior``, a family's from the part of it that is the family's share of the estimated
-        seconds. A whole ``prior`` made the pace of cheap families say nothing: in the 100k
-        build at eddb2f4, logistic regressions took 2.0-2.8 times their 1.4 s estimates, which
-        a 12 s prior pulls to a pace of 1.4x (computed from that build's records); at c53e4bf
-        one was started on that pace and cut at the deadline."""
-        for key in (self.families.get(run_id), None):
-            wall, planned = self.totals.get(key, (0.0, 0.0))
-            if planned > 0:
-                total, own = self.estimated_of[None], self.estimated_of.get(key, 0.0)
-                prior = self.prior * (own / total if key is not None and total else 1.0)
-                return (wall + prior) / (planned + prior)
-        return 1.0
+        else the larger of all finished runs' pace and the median family's (once
+        ``PACE_FAMILIES`` families have finished runs; 1 before any run has finished). The
+        pace of all starts from ``prior``, a family's from the part of it that is the
+        family's share of the estimated seconds. A whole ``prior`` made the pace of cheap
+        families say nothing: in the 100k build at eddb2f4, logistic regressions took 2.0-2.8
+        times their 1.4 s estimates, which a 12 s prior pulls to a pace of 1.4x (computed from
+        that build's records); at c53e4bf one was started on that pace and cut at the
+        deadline. The median family: the pace of all runs is mostly the boosters' (most of the
+        seconds), while a family's first run errs like a family; at a million rows (2fb6f09)
+        the families ran at 0.9-8x their estimates, median 1.8x, all runs at 1.3x."""
+        family = self.families.get(run_id)
+        if family is not None and self.totals.get(family, (0.0, 0.0))[1] > 0:
+            return self._ratio(family)
+        if self.totals.get(None, (0.0, 0.0))[1] <= 0:
+            return 1.0
+        families = [self._ratio(f) for f, (_, planned) in self.totals.items() if f and planned]
+        typical = float(np.median(families)) if len(families) >= PACE_FAMILIES else 0.0
+        return max(self._ratio(None), typical)
+
+    def _ratio(self, key: str | None) -> float:
+        """Wall over estimated seconds of the finished runs of family ``key`` (None: all), from
+        its share of ``prior``."""
+        wall, planned = self.totals[key]
+        total, own = self.estimated_of[None], self.estimated_of.get(key, 0.0)
+        prior = self.prior * (own / total if key is not None and total else 1.0)
+        return (wall + prior) / (planned + prior)
 
     def finished(self, run_id: str, seconds: float) -> None:
         if run_id in self.estimates and run_id not in self.capped and seconds > 0:
@@ -159,6 +179,8 @@ class Pace:
             return None
         ratio = self.ratio_of(run_id)
         expected = estimate * ratio
+        if run_id in self.capped:  # it stops adding stages at its planned seconds
+            expected = min(expected, estimate)
         if run_id in self.in_time and run_limit is not None:
             expected = min(expected, run_limit)
         # a run that cannot stop in time needs a margin: the pace is a mean, runs scatter
@@ -284,6 +306,7 @@ def plan_build(
     waiting = plan.standby if standby else []
     out = BuildPlan([*plan.kept, *unplanned, *waiting], table=plan.frame(), seconds=seconds)
     out.subsample = dict(plan.subsample)
+    out.caps = dict(getattr(plan, "caps", {}))  # a planner may cap nothing
     for p in plan.runs:
         if p.decision == LEFT_OUT and standby and p.standby:
             out.standby[p.run.run_id] = p.note

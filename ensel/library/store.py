@@ -356,8 +356,6 @@ class PredictionStore:
 def _record(
     run: RunLike, status: str, error: str, seconds: float, costs: dict | None = None
 ) -> dict:
-    costs = dict(costs or {})
-    timed = costs.pop("timed", None)  # the builder's timing, a report only
     record = {
         "run": run.run_id,
         "family": run.family,
@@ -368,8 +366,7 @@ def _record(
         "status": status,
         "error": error,
         "fit_seconds": round(seconds, 3),
-        "predict_ms": costs or None,
-        "predict_ms_timed": timed or None,
+        "predict_ms": dict(costs or {}) or None,
     }
     tier = getattr(run, "tier", "main")
     if tier != "main":  # main runs' records stay as they were

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from ensel.library.estimate import estimate_run
-from ensel.library.plan import LEFT_OUT, SUBSAMPLED, plan_library, stratified_subsample
+from ensel.library.plan import (
+    LEFT_OUT,
+    QUADRATIC_SHARE,
+    SUBSAMPLED,
+    plan_library,
+    stratified_subsample,
+)
 from ensel.library.spec import load_spec
 
 N, D, C = 200_000, 20, 2
@@ -118,11 +124,20 @@ def test_runs_estimated_past_the_per_run_limit_wait_on_standby(runs):
     assert all(p.seconds > 10.0 for p in over)
     kept = [p for p in limited.runs if p.decision != LEFT_OUT and p.rows == N]
     assert kept and all(p.seconds <= 10.0 for p in kept)
-    # runs of families that stop in time are kept, capped at the limit, instead
-    assert not any(p.stops_in_time for p in over)
+    # runs of families that stop in time are kept, capped at the limit, instead, unless not
+    # even their first stage would end within it
+    for p in (p for p in over if p.stops_in_time):
+        first = estimate_run(
+            p.run.family, p.run.param_dict, p.run.stages[:1], N - N // 5, D, C, n_held=N // 5
+        )
+        assert 5 * first.fit_seconds > 10.0
+    assert any(p.stops_in_time for p in limited.runs if p.decision != LEFT_OUT)
     capped = [p for p in limited.runs if p.capped]
     assert capped and all(p.decision != LEFT_OUT and p.seconds == 10.0 for p in capped)
-    assert not any(p.capped for p in free.runs)  # no limit, nothing capped
+    # no limit: a run is capped only where the budget ends (less the quadratic learners' share)
+    end = 10_000 * (1 - QUADRATIC_SHARE)
+    assert all(p.end == pytest.approx(end) and "budget's end" in p.note
+               for p in free.runs if p.capped)  # fmt: skip
 
 
 def test_kernel_naive_bayes_is_planned_as_quadratic_in_rows(runs):
@@ -180,3 +195,27 @@ def test_runs_of_other_sections_are_planned_where_their_kind_estimates_them():
                          **common)  # fmt: skip
     out = [p for p in short.runs if p.section == "detectors"]
     assert out and all(p.decision == LEFT_OUT and p.standby and "budget" in p.note for p in out)
+
+
+def test_a_booster_past_the_budgets_end_is_kept_capped_where_its_first_stage_fits(runs):
+    # two LightGBM runs on one worker: the second starts where the first ends, and the budget
+    # ends halfway through its rounds; boosting stops in time, so it takes the rest
+    boosters = [r for r in runs if r.family == "lightgbm"][:2]
+    shape = dict(n_rows=1_000_000, n_cols=D, n_classes=C, n_workers=1, n_fits_per_run=1)
+    solo = [plan_library([r], **shape, budget_seconds=1e6).runs[0].seconds for r in boosters]
+    first_stage = estimate_run(
+        "lightgbm", boosters[1].param_dict, boosters[1].stages[:1], 800_000, D, C, n_held=200_000
+    ).fit_seconds
+    assert first_stage < solo[1] / 2
+    budget = solo[0] + solo[1] / 2
+    plan = plan_library(boosters, **shape, budget_seconds=budget)
+    second = next(p for p in plan.runs if p.run is boosters[1])
+    assert second.decision != LEFT_OUT and second.capped
+    assert second.seconds == pytest.approx(budget - solo[0]) and second.end == pytest.approx(budget)
+    assert "the budget's end" in second.note
+    assert plan.caps == {boosters[1].run_id: pytest.approx(budget - solo[0])}
+    # where not even its first stage fits, it waits on standby instead
+    short = plan_library(boosters, **shape, budget_seconds=solo[0] + first_stage / 2)
+    second = next(p for p in short.runs if p.run is boosters[1])
+    assert second.decision == LEFT_OUT and second.standby and not second.capped
+    assert short.caps == {}

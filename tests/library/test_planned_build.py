@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import time
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -449,6 +450,32 @@ def test_a_run_under_a_time_limit_gives_its_fits_a_time_cap(monkeypatch):
     assert seen == [0.0, 0.0, 0.0]
 
 
+def test_a_run_the_plan_capped_is_fitted_under_its_cap(monkeypatch):
+    from ensel.library import _kind
+    from ensel.library.spec import load_spec
+
+    seen = []
+
+    def spy(*args, **kw):
+        seen.append(kw["time_limit"])
+        return types.SimpleNamespace(predictions=None, fitted=None, costs=None)
+
+    monkeypatch.setattr(_kind, "fit_run", spy)
+    monkeypatch.setattr(_kind.PackedRun, "pack", staticmethod(lambda *a: None))
+    run = next(r for r in load_spec("default").runs if r.family == "lightgbm")
+    _kind.fit_models(run, None, {"caps": {run.run_id: 5.0}, "run_limit": 100.0}, 0)
+    _kind.fit_models(run, None, {"caps": {"another": 5.0}, "run_limit": 100.0}, 0)
+    _kind.fit_models(run, None, {"caps": {run.run_id: 500.0}, "run_limit": 100.0}, 0)
+    _kind.fit_models(run, None, {"caps": {run.run_id: 5.0}}, 0)
+    _kind.fit_models(run, None, None, 0)
+    assert seen == [5.0, 100.0, 100.0, 5.0, None]
+    # the pace expects a capped run to take its cap at most, however slow the build runs
+    pace = planned.Pace({"slow": 10.0, run.run_id: 5.0}, capped={run.run_id})
+    pace.finished("slow", 30.0)
+    assert pace.too_late(run.run_id, 6.0) is None
+    assert pace.too_late(run.run_id, 4.0) is not None
+
+
 def test_a_budgeted_build_tells_its_runs_the_deadline(monkeypatch):
     from ensel.library import _kind
 
@@ -476,12 +503,12 @@ def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
 
     runs_ = [r for r in load_spec("default").runs if r.family in ("lightgbm", "tree")]
     plan = plan_library(runs_, 1_000_000, 26, 2, budget_seconds=10_000, n_workers=2,
-                        n_fits_per_run=1, run_limit=10.0)  # fmt: skip
+                        n_fits_per_run=1, run_limit=40.0)  # fmt: skip
     boosting = [p for p in plan.runs if p.run.family == "lightgbm"]
     trees = [p for p in plan.runs if p.run.family == "tree"]
     assert boosting and all(p.capped and p.decision == "kept" for p in boosting)
-    assert all(p.seconds == 10.0 and "stops adding stages" in p.note for p in boosting)
-    # a single tree cannot stop in time: past the limit it waits on standby as before
+    assert all(p.seconds == 40.0 and "stops adding stages" in p.note for p in boosting)
+    # a single tree (~49 s) cannot stop in time: past the limit it waits on standby as before
     assert trees and all(p.decision == "left out" and p.standby for p in trees)
     assert not any(p.capped for p in trees)
     pace = Pace.of(planned.BuildPlan([], table=plan.frame()))
@@ -489,9 +516,9 @@ def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
     pace.finished("other", 1.0)  # an unplanned run does not move the pace
     pace.estimates["slow"] = 10.0
     pace.finished("slow", 30.0)  # the build runs at 3x its estimates
-    assert pace.too_late(run, 1_000.0, run_limit=10.0) is None  # capped: ends at the limit
-    assert pace.too_late(run, 5.0, run_limit=10.0) is not None  # but not after the deadline
-    pace.finished(run, 10.0)
+    assert pace.too_late(run, 1_000.0, run_limit=40.0) is None  # capped: ends at the limit
+    assert pace.too_late(run, 20.0, run_limit=40.0) is not None  # but not after the deadline
+    pace.finished(run, 40.0)
     assert pace.ratio == 3.0  # a capped run's seconds say nothing of the estimates
 
 
@@ -510,6 +537,21 @@ def test_the_pace_of_a_run_is_its_familys_where_one_of_its_runs_finished():
     why = pace.too_late("rf2", 60.0)  # ~80 s at its family's pace
     assert why is not None and "2.0x" in why
     assert pace.too_late("nb", 60.0) is None  # 45 s at the pace of all
+
+
+def test_a_familys_first_run_is_paced_no_faster_than_the_median_family():
+    from ensel.library.planned import PACE_FAMILIES, Pace
+
+    families = {"gbm": "lightgbm", "lr": "logreg", "tree": "tree", "knn": "knn"}
+    pace = Pace({"gbm": 100.0, "lr": 5.0, "tree": 10.0, "knn": 10.0}, families=families)
+    pace.finished("gbm", 100.0)  # most of the seconds, on its estimate
+    pace.finished("lr", 10.0)  # the cheaper families at twice and three times theirs
+    assert pace.ratio_of("knn") == pace.ratio == 110.0 / 105.0  # two families: too few
+    assert PACE_FAMILIES == 3
+    pace.finished("tree", 30.0)
+    assert pace.ratio == 140.0 / 115.0 and pace.ratio_of("knn") == 2.0  # the median family
+    assert pace.too_late("knn", 20.0) is not None  # ~20 s and a margin: not started
+    assert pace.ratio_of("lr") == 2.0 and pace.ratio_of("gbm") == 1.0  # their own
 
 
 def test_one_short_run_far_off_its_estimate_does_not_set_the_pace_alone():
