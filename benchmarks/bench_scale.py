@@ -6,6 +6,8 @@ HistGradientBoosting defaults and AutoGluon best_quality at the same budget.
         --seeds 0 1 2                                  # the 100k targets, all four tools
     python -m benchmarks.bench_scale --tables synth300k synth1m --budgets 600 --seeds 0
     python -m benchmarks.bench_scale --report         # the docs table from the results
+    python -m benchmarks.bench_scale --tables synth100k --budgets 300 --tools ensel \
+        --max-memory 1.2GB --results benchmarks/results/scale_memory.jsonl  # a binding ceiling
 
 Tables: synthetic ones of 100k, 300k and 1M training rows (``benchmarks/_scale_data.py``:
 numeric and categorical columns, one with over 4,000 levels, 10% missing cells, a non-linear
@@ -31,6 +33,7 @@ seconds beside it). AutoGluon runs in its own venv with ray, as users install it
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pickle
@@ -164,12 +167,14 @@ def _saved_mb(save) -> float:
         return path.stat().st_size / 2**20
 
 
-def run_ensel(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
+def run_ensel(
+    X, y, X_test, y_test, budget: float, seed: int, n_jobs: int, max_memory: str | None = None
+) -> dict:
     from ensel import EnsembleSelectionClassifier
 
     store = os.environ.get("ENSEL_SCALE_STORE")  # keep the library there, to read its plan
     clf = EnsembleSelectionClassifier(
-        time_limit=budget, n_jobs=n_jobs, random_state=seed, store=store
+        time_limit=budget, n_jobs=n_jobs, random_state=seed, store=store, max_memory=max_memory
     )
     with PeakMemory() as memory:
         start = time.perf_counter()
@@ -179,6 +184,7 @@ def run_ensel(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> di
     not_finished = clf.budget_.get("runs_not_finished", {})
     plan = clf.budget_.get("plan", {})
     return {
+        **({"max_memory": max_memory} if max_memory is not None else {}),
         "fit_seconds": fit_seconds,
         "peak_mb": memory.peak,
         "saved_mb": _saved_mb(clf.save),
@@ -286,7 +292,7 @@ def _done(path: Path) -> set[tuple]:
     for line in path.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            keys.add((r["tool"], r["table"], r["budget"], r["seed"]))
+            keys.add((r["tool"], r["table"], r["budget"], r["seed"], r.get("max_memory")))
     return keys
 
 
@@ -298,9 +304,13 @@ def _append(path: Path, row: dict) -> None:
         os.fsync(fh.fileno())
 
 
-def run_block(tables, budgets, tools, seeds, n_jobs: int, path: Path) -> list[dict]:
-    """Run every missing tool x table x budget x seed, appending each row as it finishes."""
+def run_block(
+    tables, budgets, tools, seeds, n_jobs: int, path: Path, max_memory: str | None = None
+) -> list[dict]:
+    """Run every missing tool x table x budget x seed, appending each row as it finishes;
+    ``max_memory``: ensel's ceiling (its rows then say so; the other tools take none)."""
     done = _done(path)
+    runners = dict(RUNNERS, ensel=functools.partial(run_ensel, max_memory=max_memory))
     rows = []
     for table in tables:
         for seed in seeds:
@@ -309,7 +319,7 @@ def run_block(tables, budgets, tools, seeds, n_jobs: int, path: Path) -> list[di
                 for tool in tools:
                     if tool != "ensel" and tool != "autogluon" and budget != budgets[0]:
                         continue  # the defaults take no budget: measured once per table
-                    if (tool, table, budget, seed) in done:
+                    if (tool, table, budget, seed, max_memory if tool == "ensel" else None) in done:
                         continue
                     data = data or load_table(table, seed)
                     load_before = os.getloadavg()[0]
@@ -322,7 +332,7 @@ def run_block(tables, budgets, tools, seeds, n_jobs: int, path: Path) -> list[di
                         "load_before": load_before,
                     }  # fmt: skip
                     try:
-                        row.update(RUNNERS[tool](*data, budget, seed, n_jobs))
+                        row.update(runners[tool](*data, budget, seed, n_jobs))
                     except Exception as exc:  # recorded, the block goes on
                         row["error"] = f"{type(exc).__name__}: {exc}"[:500]
                     row["load_after"] = os.getloadavg()[0]
@@ -359,6 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-jobs", type=int, default=-1)
     parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS}")
     parser.add_argument("--report", action="store_true", help="write the docs table only")
+    parser.add_argument("--max-memory", default=None, help="ensel's max_memory, e.g. 1.2GB")
     args = parser.parse_args(argv)
     if args.quick:
         args.tables, args.budgets = ["synth20k"], [60.0]
@@ -367,7 +378,9 @@ def main(argv: list[str] | None = None) -> None:
         Path(tempfile.gettempdir()) / "ensel-scale-quick.jsonl" if args.quick else RESULTS
     )
     if not args.report:
-        run_block(args.tables, args.budgets, args.tools, args.seeds, args.n_jobs, path)
+        run_block(
+            args.tables, args.budgets, args.tools, args.seeds, args.n_jobs, path, args.max_memory
+        )
     table = report(path)
     print(table.to_string())
     if args.report:

@@ -9,9 +9,11 @@ cut at the deadline, and every family's cheapest run comes up in the first round
 never cut by the plan: a kept boosting run or forest keeps its whole stage ladder, except that
 a run of a family that stops in time (boosting, :attr:`Family.stops_in_time`) estimated past
 the per-run limit, or past the budget's end from where its worker is free, is kept *capped*
-where its first stage fits: planned to stop at the limit or at the budget's end, it ends with
-the rounds it reached (on a million rows the default's boosting would otherwise never start,
-and CatBoost, 4 s past the end, was left out). Learners whose fit grows
+where its first stage fits or it has at least half the per-run limit: planned to stop at the
+limit or at the budget's end, it ends with the rounds it reached (on a million rows the
+default's boosting would otherwise never start, and CatBoost, 4 s past the end, was left out;
+its first stage alone was estimated at twice the limit, and capped at 3244d3a it took 0.07 of
+the weight). Learners whose fit grows
 with the square of the rows (kernel SVMs, k-NN) come last and get at most ``quadratic_share``
 of the budget: each trains on a stratified subsample sized so that it fits its share, or is
 left out with a note, so they never starve the rest.
@@ -234,7 +236,8 @@ def plan_library(
         if in_time:  # it stops adding stages where its time ends: the limit, or the horizon
             room = horizon - free if run_limit is None else min(run_limit, horizon - free)
             first = cost(run, n_rows, run.stages[:1])[0] if run.stages else seconds
-            capped = seconds > room and first <= room
+            enough = room >= first or (run_limit is not None and room >= run_limit / 2)
+            capped = seconds > room and enough
             seconds = room if capped else seconds
         why, standby = None, True  # left out by time alone: on standby
         if per_worker_memory is not None and peak > per_worker_memory:
@@ -247,7 +250,7 @@ def plan_library(
             )
         elif run_limit is not None and seconds > run_limit:
             why = f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take"
-        elif free + seconds > horizon:
+        elif free + seconds > horizon * (1 + 1e-12):  # a capped run ends at the horizon
             why = (
                 f"~{seconds:.0f} s would end after the budget "
                 f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)"

@@ -124,14 +124,8 @@ def test_runs_estimated_past_the_per_run_limit_wait_on_standby(runs):
     assert all(p.seconds > 10.0 for p in over)
     kept = [p for p in limited.runs if p.decision != LEFT_OUT and p.rows == N]
     assert kept and all(p.seconds <= 10.0 for p in kept)
-    # runs of families that stop in time are kept, capped at the limit, instead, unless not
-    # even their first stage would end within it
-    for p in (p for p in over if p.stops_in_time):
-        first = estimate_run(
-            p.run.family, p.run.param_dict, p.run.stages[:1], N - N // 5, D, C, n_held=N // 5
-        )
-        assert 5 * first.fit_seconds > 10.0
-    assert any(p.stops_in_time for p in limited.runs if p.decision != LEFT_OUT)
+    # runs of families that stop in time are kept, capped at the limit, instead
+    assert not any(p.stops_in_time for p in over)
     capped = [p for p in limited.runs if p.capped]
     assert capped and all(p.decision != LEFT_OUT and p.seconds == 10.0 for p in capped)
     # no limit: a run is capped only where the budget ends (less the quadratic learners' share)
@@ -219,3 +213,13 @@ def test_a_booster_past_the_budgets_end_is_kept_capped_where_its_first_stage_fit
     second = next(p for p in short.runs if p.run is boosters[1])
     assert second.decision == LEFT_OUT and second.standby and not second.capped
     assert short.caps == {}
+    # under a per-run limit shorter than its first stage, it is kept capped at the limit all
+    # the same (half the limit or more is a run worth having), but not on a quarter of it
+    limit = first_stage / 2
+    long = plan_library(boosters, **shape, budget_seconds=1e6, run_limit=limit)
+    second = next(p for p in long.runs if p.run is boosters[1])
+    assert second.capped and second.seconds == pytest.approx(limit)
+    end = next(p for p in long.runs if p.run is boosters[0]).end
+    tail = plan_library(boosters, **shape, budget_seconds=end + limit / 4, run_limit=limit)
+    second = next(p for p in tail.runs if p.run is boosters[1])
+    assert second.decision == LEFT_OUT and not second.capped
