@@ -310,7 +310,9 @@ def run_block(
     """Run every missing tool x table x budget x seed, appending each row as it finishes;
     ``max_memory``: ensel's ceiling (its rows then say so; the other tools take none)."""
     done = _done(path)
-    runners = dict(RUNNERS, ensel=functools.partial(run_ensel, max_memory=max_memory))
+    runners = dict(RUNNERS)
+    if max_memory is not None:
+        runners["ensel"] = functools.partial(RUNNERS["ensel"], max_memory=max_memory)
     rows = []
     for table in tables:
         for seed in seeds:
