@@ -282,10 +282,7 @@ def _build(
             tasks, notes = planned.tasks, planned.notes
             for section, run, why in planned.left_out:
                 stores[section].write_failure(run, "left_out", why, 0.0)
-            if planned.subsample:
-                contexts["families"]["subsample"] = planned.subsample
-            if planned.caps:
-                contexts["families"]["caps"] = planned.caps
+            _tell_runs(contexts["families"], planned)
             if planned.table is not None:
                 writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
@@ -362,6 +359,15 @@ def _plan_options(executor: Executor) -> dict:
     return {"standby": executor.asks_skip, "run_limit": getattr(executor, "time_limit", None)}
 
 
+def _tell_runs(context: dict, planned) -> None:
+    """Put in a section's run ``context`` what its plan decided per run: the subsample each
+    fit trains on and the seconds a capped run may take."""
+    if planned.subsample:
+        context["subsample"] = planned.subsample
+    if planned.caps:
+        context["caps"] = planned.caps
+
+
 def _run_spare(
     executor: Executor,
     spare: list,
@@ -393,10 +399,7 @@ def _run_spare(
         todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes
         for _, run, why in planned.left_out:
             stores[SPARE].write_failure(run, "left_out", f"spare tier: {why}", 0.0)
-        if planned.subsample:
-            contexts[SPARE]["subsample"] = planned.subsample
-        if planned.caps:
-            contexts[SPARE]["caps"] = planned.caps
+        _tell_runs(contexts[SPARE], planned)
     pace = Pace.of(planned, label="spare tier: ") if deadline is not None and spare else None
     _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace)
     if deadline is not None and spare:

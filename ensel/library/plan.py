@@ -235,9 +235,10 @@ def plan_library(
         full, capped = seconds, False
         if in_time:  # it stops adding stages where its time ends: the limit, or the horizon
             room = horizon - free if run_limit is None else min(run_limit, horizon - free)
-            first = cost(run, n_rows, run.stages[:1])[0] if run.stages else seconds
-            enough = room >= first or (run_limit is not None and room >= run_limit / 2)
-            capped = seconds > room and enough
+            if seconds > room:  # worth capping where it reaches its first stage or half the limit
+                half = run_limit is not None and room >= run_limit / 2
+                first = cost(run, n_rows, run.stages[:1])[0] if run.stages else seconds
+                capped = half or room >= first
             seconds = room if capped else seconds
         why, standby = None, True  # left out by time alone: on standby
         if per_worker_memory is not None and peak > per_worker_memory:
@@ -250,7 +251,7 @@ def plan_library(
             )
         elif run_limit is not None and seconds > run_limit:
             why = f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take"
-        elif free + seconds > horizon * (1 + 1e-12):  # a capped run ends at the horizon
+        elif not capped and free + seconds > horizon:  # a capped run ends by the horizon
             why = (
                 f"~{seconds:.0f} s would end after the budget "
                 f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)"

@@ -476,6 +476,39 @@ def test_a_run_the_plan_capped_is_fitted_under_its_cap(monkeypatch):
     assert pace.too_late(run.run_id, 4.0) is not None
 
 
+def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeypatch):
+    from ensel.library import _kind
+    from ensel.library.builder import MAX_RUN_SHARE
+
+    real = planned.plan_library
+
+    class Capping:  # the real plan, with its first kept run capped at 7 s
+        def __init__(self, *args, **kw):
+            self.plan = real(*args, **kw)
+
+        def __getattr__(self, name):
+            return getattr(self.plan, name)
+
+        @property
+        def caps(self):
+            return {self.plan.kept[0][1].run_id: 7.0}
+
+    seen = {}
+    fit_run = _kind.fit_run
+
+    def spy(run, *args, **kw):
+        seen[run.run_id] = kw.get("time_limit")
+        return fit_run(run, *args, **kw)
+
+    monkeypatch.setattr(planned, "plan_library", Capping)
+    monkeypatch.setattr(_kind, "fit_run", spy)
+    X, y = _table(300)
+    spec = {"families": [{"family": "logreg", "calibration": ["none"]},
+                         {"family": "tree", "calibration": ["none"]}]}  # fmt: skip
+    build_library(X, y, spec=spec, cv=3, time_limit=60, n_jobs=1, verbose=0)
+    assert sorted(seen.values()) == [7.0, 60 * MAX_RUN_SHARE]
+
+
 def test_a_budgeted_build_tells_its_runs_the_deadline(monkeypatch):
     from ensel.library import _kind
 
