@@ -85,7 +85,7 @@ PILOT = {
 EXTRA = {
     "svm": [({"kernel": "linear"}, None)],
     "svr": [({"kernel": "linear"}, None)],
-    "naive_bayes": [({"kind": "normal"}, None)],
+    "naive_bayes": [({"kind": "normal"}, None), ({"kind": "discretized"}, None)],
     "logreg": [({"ridge": 1.0}, None)],
 }
 """Further pilot settings, so a family's constants cover its cheap and its costly variants."""
