@@ -420,6 +420,12 @@ CHAPTER_FIG25 = (
     "pooling is much worse on both measures except on ALARM, where its edit distance is about "
     "IDENTICAL's."
 )
+CHAPTER_FIG27 = (
+    "Fig. 2.7 (text, ALARM-COMP, 250 to 16,000 rows, MTL with 5% of the rows to pick δ): the "
+    "benefit of multitask learning is largest when data is scarce and diminishes as data grows; "
+    "at the smaller sizes MTL needs about half as much data as STL for the same edit distance, "
+    "and it saves less data in KL."
+)
 METHODS = (
     "STL",
     "IDENTICAL",
@@ -593,6 +599,8 @@ def report_lines(path) -> list[str]:
                 lines.append(
                     f"| {prob} | {p:g} | {size} | {prior} | {n} | {' | '.join(cells)} | {below} |"
                 )
+    lines += _fig27_lines(records)
+    lines += _restarts_lines(records)
     sel = [r for r in records if r["part"] == "select"]
     if sel:
         lines += ["", "### Task selection (Figs. 2.10-2.12)", ""]
@@ -643,6 +651,91 @@ def report_lines(path) -> list[str]:
                 "",
             ]
     return lines
+
+
+def _fig27_lines(records) -> list[str]:
+    """Fig. 2.7: STL and MTL against rows per task on ALARM-COMP, with STL at twice the rows
+    beside MTL (the chapter's "about half as much data")."""
+    groups = _groups(records, "fig27")
+    if not groups:
+        return []
+    lines = [
+        "",
+        "### Fig. 2.7: ALARM-COMP as the training set grows",
+        "",
+        CHAPTER_FIG27,
+        "",
+        "| rows/task | restarts | trials | STL edit | MTL edit | MTL - STL edit | "
+        "STL edit at 2x rows | IDENTICAL edit | STL KL | MTL KL | MTL - STL KL |",
+        "| " + " | ".join("---" for _ in range(11)) + " |",
+    ]
+    stl_at = {(g[2], g[3]): [r["methods"]["STL"]["edit"] for r in rs] for g, rs in groups.items()}
+    for (_prob, _p, size, rs, _mt, _grid), rs_list in sorted(groups.items()):
+        name = _mtl(rs_list)
+        e = {k: [r["methods"][k]["edit"] for r in rs_list] for k in ("STL", name, "IDENTICAL")}
+        kl = {k: [r["methods"][k]["kl"] for r in rs_list] for k in ("STL", name)}
+        double = stl_at.get((2 * size, rs))
+        lines.append(
+            f"| {size} | {rs} | {len(rs_list)} | {_ms(e['STL'])} | {_ms(e[name])} | "
+            f"{_paired(e[name], e['STL'])} | {_ms(double) if double else '-'} | "
+            f"{_ms(e['IDENTICAL'])} | {_ms(kl['STL'])} | {_ms(kl[name])} | "
+            f"{_paired(kl[name], kl['STL'])} |"
+        )
+    return lines
+
+
+def _restarts_lines(records) -> list[str]:
+    """The restarts check: cells run at two search efforts (same problem, P_del, rows, trial and
+    grid), MTL's gain over STL and over IDENTICAL at each, paired by trial."""
+    by: dict = {}
+    for r in records:
+        if r["part"] != "fig25":
+            continue
+        s = r["search"]
+        key = (r["problem"], r["p_del"], r["size"], r.get("grid", ""), s["tabu"], s["mt_tabu"])
+        by.setdefault(key, {}).setdefault(r["trial"], {})[s["restarts"]] = r
+    rows = []
+    for (prob, p, size, _grid, _t, _mt), trials in sorted(by.items()):
+        efforts = sorted({k for t in trials.values() for k in t})
+        if len(efforts) < 2:
+            continue
+        lo, hi = efforts[0], efforts[-1]
+        both = [t for t in trials.values() if lo in t and hi in t]
+        if len(both) < 2:
+            continue
+        name = _mtl([t[lo] for t in both])
+
+        def gain(t, effort, base, name=name):
+            m = t[effort]["methods"]
+            return m[name]["edit"] - m[base]["edit"]
+
+        cells = []
+        for base in ("STL", "IDENTICAL"):
+            g_lo = [gain(t, lo, base) for t in both]
+            g_hi = [gain(t, hi, base) for t in both]
+            cells += [_ms(g_lo), _ms(g_hi), _paired(g_hi, g_lo)]
+        stl = [_ms([t[e]["methods"]["STL"]["edit"] for t in both]) for e in (lo, hi)]
+        rows.append(
+            f"| {prob} | {p:g} | {size} | {lo} vs {hi} | {len(both)} | {' | '.join(stl)} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        "### Restarts check: does more search change the picture?",
+        "",
+        "The same cells (problem, P_del, rows, trial, δ grid) searched with more restarts for "
+        "every learner; MTL's edit-distance gain over STL and over IDENTICAL at each effort, "
+        "and the change in that gain (more restarts minus fewer, paired by trial).",
+        "",
+        "| problem | P_del | rows/task | restarts | trials | STL edit (fewer) | STL edit (more) | "
+        "MTL - STL (fewer) | MTL - STL (more) | change | MTL - IDENTICAL (fewer) | "
+        "MTL - IDENTICAL (more) | change |",
+        "| " + " | ".join("---" for _ in range(13)) + " |",
+        *rows,
+    ]
 
 
 def plot_fig25(path, out_png) -> None:
