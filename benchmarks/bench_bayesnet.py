@@ -450,7 +450,7 @@ def _paired(a, b) -> str:
     if len(d) < 2:
         return f"{d.mean():+.2f} (1 trial)" if len(d) else "-"
     se = d.std(ddof=1) / np.sqrt(len(d))
-    z = d.mean() / se if se > 0 else np.inf * np.sign(d.mean())
+    z = d.mean() / se if se > 0 else (np.inf * np.sign(d.mean()) if d.mean() else 0.0)
     return f"{d.mean():+.2f} ± {se:.2f} ({z:+.1f} s.e.)"
 
 

@@ -192,6 +192,7 @@ def run_ensel(
         **_scores(y_test, proba),
         "runs_finished": clf.budget_.get("runs_ok"),
         "runs_cut": clf.budget_.get("runs_cut"),  # started, then stopped by the budget
+        "runs_cut_ids": clf.budget_.get("runs_cut_ids"),
         "runs_not_started": int(not_finished.get("budget", 0)) - clf.budget_.get("runs_cut", 0),
         "runs_left_out": int(not_finished.get("left_out", 0)),
         "runs_failed": int(not_finished.get("failed", 0) + not_finished.get("timeout", 0)),

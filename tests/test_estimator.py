@@ -302,3 +302,18 @@ def test_time_limit_is_the_whole_fit(cancer, monkeypatch):
     assert all(p["seconds"] == 0 for p in board.loc[board["family"] == "prior", "params"])
     assert model.budget_["runs_not_finished"]["budget"] >= 2
     assert model.predict_proba(X_test).shape == (len(X_test), 2)
+
+
+def test_the_runs_a_budget_cut_are_named_by_their_ids():
+    from ensel.estimator._base import _cut, _cut_ids
+
+    runs = pd.DataFrame(
+        {
+            "run": ["svm-b2", "knn-a1", "tree-c3", "logreg-d4"],
+            "status": ["budget", "budget", "budget", "failed"],
+            "fit_seconds": [3.0, 1.5, 0.0, 2.0],
+        }
+    )
+    # tree-c3 never started (0 s), logreg-d4 failed on its own: neither was cut by the budget
+    assert _cut_ids(runs) == ["knn-a1", "svm-b2"]
+    assert _cut(runs) == 2

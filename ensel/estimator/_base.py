@@ -216,6 +216,7 @@ class EnsembleSelectionBase(BaseEstimator):
             runs_ok=int(lib.members["run"].nunique()),
             runs_not_finished=runs["status"].value_counts().to_dict(),
             runs_cut=_cut(runs),
+            runs_cut_ids=_cut_ids(runs),
         )
         detectors = lib.parts.get("detectors")
         if detectors is not None:
@@ -498,4 +499,11 @@ def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFra
 
 def _cut(runs) -> int:
     """Runs of a store's failures that started and were stopped by the budget."""
-    return int(((runs["status"] == "budget") & (runs["fit_seconds"] > 0)).sum())
+    return len(_cut_ids(runs))
+
+
+def _cut_ids(runs) -> list[str]:
+    """The ids (``<family>-<hash>``) of the runs :func:`_cut` counts, so a user can see which
+    kinds of run the budget stopped."""
+    cut = (runs["status"] == "budget") & (runs["fit_seconds"] > 0)
+    return sorted(runs.loc[cut, "run"].astype(str))

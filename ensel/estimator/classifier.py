@@ -177,7 +177,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     budget_ : dict
         Under ``time_limit``: the build's seconds, the runs finished (``runs_ok``), those
         not finished by status (``runs_not_finished``; ``budget`` counts runs not started
-        and runs cut), the runs started and cut by the budget (``runs_cut``), the same of the
+        and runs cut), the runs started and cut by the budget (``runs_cut``, and their ids in
+        ``runs_cut_ids``), the same of the
         risk detectors (``detectors_ok``, ``detectors_cut``), the plan, and what selection
         changed to fit the time left (empty otherwise).
     detectors_ : DetectorSet or None
