@@ -287,6 +287,7 @@ class EnsembleSelectionBase(BaseEstimator):
         """What predicting with each set of members costs (None where the library's builder
         recorded no timings and no budget asks for them)."""
         siblings = 1 if self.refit == "full" else int(lib.store.header.get("cv") or 1)
+        siblings *= getattr(lib, "repeats", 1)  # a RepeatedLibrary: K siblings per build
         try:
             needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
         except ValueError:

@@ -1,0 +1,164 @@
+"""Repeated cross-validation as a use of spare time (issue 31): does averaging each member over
+two or three fold assignments make the selected ensemble better on test rows?
+
+    python -m benchmarks.bench_repeats [--quick] [--seeds 0] [--datasets ...] [--repeats 3]
+    python -m benchmarks.bench_repeats --report
+
+Per dataset and seed (``benchmarks.datasets.train_test``, the AutoML protocol's split): the
+default spec's model runs (no detectors, no spare tier) are built ``--repeats`` times with
+``cv=5`` on the training rows, each build with its own ``random_state`` and so its own folds
+(the first with the seed the estimator itself uses); then ``EnsembleSelectionClassifier``
+with its defaults selects from the first build alone, and from
+``ensel.library.repeated.RepeatedLibrary`` over the first 2, 3, ... builds (each member's
+out-of-fold predictions averaged over the builds, its test prediction over every build's
+siblings). Rows record test AUC and log loss, the members with weight, each build's seconds, the
+commit, versions and load. The question is accuracy, not time: build seconds are recorded to
+say what a repeat costs, and are only comparable where the load was the same. Report: each
+repeat count against one build, datasets as the unit (``benchmarks._stats``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from benchmarks._peers import classification_scores
+from benchmarks._record import git_commit, load_average, versions
+from benchmarks._report import markdown_table
+from benchmarks._stats import paired_over_datasets, per_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "repeats.jsonl"
+DATASETS = (
+    "pima",
+    "biopsy_na",
+    "participation",
+    "turnout",
+    "doctor_aus",
+    "chile",
+    "medpar_died",
+    "rwm1984_outwork",
+)
+OTHER_SEED = 7919
+"""Added to the seed once per further build: its folds and its models' seeds."""
+
+
+def model_spec(name: str = "default"):
+    """The spec's model runs only (its ``families``): repeats are about the models."""
+    from ensel.library import load_spec
+
+    spec = load_spec(name)
+    return dataclasses.replace(spec, sections=(("families", spec.runs),))
+
+
+def run_one(dataset: str, seed: int, repeats: int, spec, n_jobs: int) -> list[dict]:
+    """One row per repeat count 1..``repeats`` on one dataset and seed."""
+    from benchmarks.datasets import train_test
+    from ensel import EnsembleSelectionClassifier
+    from ensel._jobs import as_seed
+    from ensel.library import build_library
+    from ensel.library.repeated import RepeatedLibrary
+
+    X_tr, X_te, y_tr, y_te, _ = train_test(dataset, seed)
+    base = as_seed(seed)  # the seed the estimator's own build would use
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ensel-repeats-") as tmp:
+        libs, seconds = [], []
+        for r in range(repeats):
+            start = time.perf_counter()
+            libs.append(
+                build_library(
+                    X_tr, y_tr, spec=spec, cv=5, store=Path(tmp) / f"b{r}", n_jobs=n_jobs,
+                    random_state=base + r * OTHER_SEED,
+                )
+            )  # fmt: skip
+            seconds.append(time.perf_counter() - start)
+        for r in range(1, repeats + 1):
+            lib = libs[0] if r == 1 else RepeatedLibrary(libs[:r])
+            clf = EnsembleSelectionClassifier(library=lib, random_state=seed, n_jobs=n_jobs)
+            clf.fit(X_tr, y_tr)
+            proba = clf.predict_proba(X_te)
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "seed": seed,
+                    "repeats": r,
+                    **classification_scores(y_te, clf.classes_, proba),
+                    "members_with_weight": int((clf.weights_ > 0).sum()),
+                    "predict_cost_ms": float(clf.predict_cost_ms_),
+                    "build_seconds": seconds[:r],
+                    "n_train": len(X_tr),
+                    "commit": git_commit(),
+                    "versions": versions(),
+                    "load": load_average(),
+                }
+            )
+    return rows
+
+
+def report(path: Path) -> list[str]:
+    """Each repeat count against one build, per dataset and over datasets."""
+    rows = pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+    lines = []
+    for metric, higher in (("logloss", False), ("auc", True)):
+        means = {r: per_dataset(rows[rows["repeats"] == r], metric)["mean"] for r in (1, 2, 3)}
+        table = pd.DataFrame({f"{r} build(s)": m for r, m in means.items() if len(m)})
+        lines += [f"Test {metric} per dataset (mean over seeds):", "", markdown_table(table), ""]
+        for r in sorted(rows["repeats"].unique()):
+            if r == 1:
+                continue
+            stats = paired_over_datasets(means[r], means[1], higher)
+            lines.append(
+                f"- {r} builds vs 1, {metric}: better on {stats['wins']} of {stats['datasets']} "
+                f"datasets, mean {stats['mean diff']:+.4f} ± {stats['se diff']:.4f} (positive "
+                f"= repeats better), t-test p = {stats['p (t-test)']:.2f}, sign test p = "
+                f"{stats['p (sign test)']:.2f}"
+            )
+        lines.append("")
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="pima, seed 0, 2 builds")
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0])
+    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--results", default=str(RESULTS))
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args(argv)
+    path = Path(args.results)
+    if args.quick:
+        path = Path(tempfile.gettempdir()) / "ensel-repeats-quick.jsonl"
+        path.unlink(missing_ok=True)
+        args.datasets, args.seeds, args.repeats = ["pima"], [0], 2
+    if not args.report:
+        done = set()
+        if path.exists():
+            done = {
+                (r["dataset"], r["seed"])
+                for r in map(json.loads, path.read_text().splitlines())
+                if r["repeats"] == args.repeats
+            }
+        spec = model_spec()
+        for dataset in args.datasets:
+            for seed in args.seeds:
+                if (dataset, seed) in done:
+                    continue
+                for row in run_one(dataset, seed, args.repeats, spec, args.n_jobs):
+                    with open(path, "a") as fh:
+                        fh.write(json.dumps(row, default=str) + "\n")
+                    print(dataset, seed, row["repeats"], f"AUC {row['auc']:.4f}",
+                          f"LL {row['logloss']:.4f}", flush=True)  # fmt: skip
+    print("\n".join(report(path)))
+
+
+if __name__ == "__main__":
+    main()
