@@ -64,9 +64,11 @@ def test_default_spare_is_default_plus_a_spare_tier():
     assert [r.run_id for r in spare.runs] == [r.run_id for r in default.runs]
     assert len(spare.detectors) == len(default.detectors)
     families = {r.family for r in spare.spare}
-    assert {"catboost", "xgboost", "tabular_mlp"} <= families
-    assert {r.view for r in spare.spare if r.family == "xgboost"} == {"te"}
-    assert sum(r.family == "tabular_mlp" for r in spare.spare) == 2
+    assert {"catboost", "xgboost", "lightgbm", "tabular_mlp", "extra_trees"} <= families
+    assert {r.view for r in spare.spare if r.family == "xgboost"} == {"te", "native"}
+    # the sampled entries give distinct runs, none of them one the main tier has
+    assert len({r.run_id for r in spare.spare}) == len(spare.spare) == 39
+    assert not {r.run_id for r in spare.spare} & {r.run_id for r in default.runs}
 
 
 def _estimates(monkeypatch, seconds_of):
