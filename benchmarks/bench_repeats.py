@@ -127,6 +127,7 @@ def run_one(dataset: str, seed: int, repeats: int, spec, n_jobs: int) -> list[di
 
 def _variant(row) -> str:
     budget = row.get("max_predict_ms", "auto")
+    budget = None if budget is None or budget != budget else budget  # NaN: None read back
     tune = " + tune_selection" if row.get("tune_selection") else ""
     return f"{row['repeats']} build(s), max_predict_ms={budget}{tune}"
 
