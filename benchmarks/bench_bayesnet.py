@@ -261,15 +261,24 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
     def split(c, p, n_val, skip=0):
         return c[p[skip + n_val :]], c[p[skip : skip + n_val]]
 
+    fitted: dict = {}
+
+    def single(t, n_val, skip):
+        """Task ``t``'s scorer and single-task structure on its training split, once per split
+        (the learn calls below share most tasks; the search is seeded, so this only saves
+        time; the scorer keeps its local scores for every later search on the same rows)."""
+        key = (t, n_val, skip)
+        if key not in fitted:
+            sc = BDeu(split(codes[t], perm[t], n_val, skip)[0], cards)
+            start = hill_climb(TaskDag(sc, present), s.restarts, s.tabu, [cell.trial, t])
+            fitted[key] = (sc, start)
+        return fitted[key]
+
     def learn(tasks, n_val, skip=0):
         """Principal's structure for each δ of the grid (and δ = 0), δ by validation."""
-        tr = [split(codes[t], perm[t], n_val, skip)[0] for t in tasks]
+        tr = [split(codes[0], perm[0], n_val, skip)[0]]
         va = split(codes[0], perm[0], n_val, skip)[1]
-        scs = [BDeu(c, cards) for c in tr]
-        starts = [
-            hill_climb(TaskDag(sc, present), s.restarts, s.tabu, random_state=[cell.trial, t])
-            for sc, t in zip(scs, tasks, strict=True)
-        ]
+        scs, starts = zip(*(single(t, n_val, skip) for t in tasks), strict=True)
         res = []
         for delta in (0.0, *grid) if len(tasks) > 1 else (0.0,):
             dags = [TaskDag(sc, present, a) for sc, a in zip(scs, starts, strict=True)]
