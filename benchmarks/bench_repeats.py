@@ -33,19 +33,11 @@ from benchmarks._peers import classification_scores
 from benchmarks._record import git_commit, load_average, versions
 from benchmarks._report import markdown_table
 from benchmarks._stats import paired_over_datasets, per_dataset
+from benchmarks.bench_automl import FIRST_DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "repeats.jsonl"
-DATASETS = (
-    "pima",
-    "biopsy_na",
-    "participation",
-    "turnout",
-    "doctor_aus",
-    "chile",
-    "medpar_died",
-    "rwm1984_outwork",
-)
+DATASETS = FIRST_DATASETS  # the AutoML protocol's first eight
 PREDICT_BUDGETS = ("auto", None)
 """The estimator's default predict budget, and none (a repeat doubles each member's predict
 cost, so "auto" may trade it for a cheaper ensemble: None shows the repeats' effect alone)."""
