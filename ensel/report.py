@@ -65,9 +65,7 @@ def cost_front_data(model, library: Library) -> list[dict]:
     builder's timings; :mod:`ensel.library.cost`): one single-bag selection for the model's
     metric under each budget of ``FRONT_FRACTIONS`` times the fitted ensemble's cost, then the
     fitted ensemble itself (``budget`` None). Empty where the builder recorded no timings."""
-    siblings = (
-        1 if getattr(model, "refit", None) == "full" else int(library.store.header.get("cv") or 1)
-    )
+    siblings = 1 if getattr(model, "refit", None) == "full" else library.siblings
     try:
         needs, item_cost, _ = predict_cost(library.members, library.store.records, siblings)
     except ValueError:

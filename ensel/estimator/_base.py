@@ -215,9 +215,9 @@ class EnsembleSelectionBase(BaseEstimator):
             build_seconds=time.monotonic() - started,
             runs_ok=int(lib.members["run"].nunique()),
             runs_not_finished=runs["status"].value_counts().to_dict(),
-            runs_cut=_cut(runs),
             runs_cut_ids=_cut_ids(runs),
         )
+        self.budget_["runs_cut"] = len(self.budget_["runs_cut_ids"])
         detectors = lib.parts.get("detectors")
         if detectors is not None:
             self.budget_.update(
@@ -286,8 +286,7 @@ class EnsembleSelectionBase(BaseEstimator):
     def _predict_cost(self, lib: Library) -> PredictCost | None:
         """What predicting with each set of members costs (None where the library's builder
         recorded no timings and no budget asks for them)."""
-        siblings = 1 if self.refit == "full" else int(lib.store.header.get("cv") or 1)
-        siblings *= getattr(lib, "repeats", 1)  # a RepeatedLibrary: K siblings per build
+        siblings = 1 if self.refit == "full" else lib.siblings
         try:
             needs, item_cost, _ = predict_cost(lib.members, lib.store.records, siblings)
         except ValueError:

@@ -76,6 +76,12 @@ class Library:
         return len(self.members)
 
     @property
+    def siblings(self) -> int:
+        """Fitted models behind each member's test-time prediction: K under ``cv=K``, 1 for a
+        held-out hillclimb set."""
+        return int(self.store.header.get("cv") or 1)
+
+    @property
     def temporary(self) -> bool:
         """True when the store lives in a temporary directory that goes with this object."""
         return self._tmp is not None

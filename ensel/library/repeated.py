@@ -86,6 +86,11 @@ class RepeatedLibrary(Library):
         shape = (-1,) + (1,) * (total.ndim - 1)
         self.predictions = (total / count.reshape(shape)).astype(np.float32)
 
+    @property
+    def siblings(self) -> int:
+        """K fold siblings in each of the builds."""
+        return self._libraries[0].siblings * self.repeats
+
     def _fitted(self, run_id: str):
         """The run's fitted siblings in every build that has it (a RepeatedRun where more than
         one does)."""
