@@ -58,6 +58,11 @@ every later run from starting)."""
 PACE_FAMILIES = 3
 """Families with finished runs from which the median family's pace counts for a family's
 first run (one family alone may be far off: a naive Bayes at 17.7x, see above)."""
+UNTESTED_PACE = 1.0
+"""The fastest pace a family's first run is given: the other families' pace says how this
+machine runs their work, not that this family's estimate errs as theirs do. At a million rows
+(1623e3e) the finished families ran at 0.15-1.0 of their estimates, median 0.6, and the first
+linear SVM at 1.2."""
 
 
 PACE_MARGIN = 1.3
@@ -113,9 +118,8 @@ class Pace:
             return set(table["run"][table[column].astype(bool)]) if column in table else set()
 
         estimates = dict(zip(table["run"], table["seconds"], strict=True))
-        families = (
-            dict(zip(table["run"], table["family"], strict=True)) if "family" in table else {}
-        )
+        group = "pace" if "pace" in table else "family"  # plans written before pace groups
+        families = dict(zip(table["run"], table[group], strict=True)) if group in table else {}
         prior = PACE_PRIOR_SHARE * float(getattr(plan, "seconds", 0.0) or 0.0)
         return cls(
             estimates, standby, label, runs("capped"), runs("stops_in_time"), families, prior
@@ -133,9 +137,11 @@ class Pace:
         return self._ratio(None) if self.totals.get(None, (0.0, 0.0))[1] > 0 else 1.0
 
     def ratio_of(self, run_id: str | None) -> float:
-        """The pace that counts for ``run_id``: its family's where one of its runs finished,
-        else the larger of all finished runs' pace and the median family's (once
-        ``PACE_FAMILIES`` families have finished runs; 1 before any run has finished). The
+        """The pace that counts for ``run_id``: its family's (its pace group's,
+        :func:`~ensel.library.plan.pace_group`) where one of its runs finished, else the
+        largest of all finished runs' pace, the median family's (once ``PACE_FAMILIES``
+        families have finished runs) and, for a run of a known family, ``UNTESTED_PACE`` (1
+        before any run has finished). The
         pace of all starts from ``prior``, a family's from the part of it that is the
         family's share of the estimated seconds. A whole ``prior`` made the pace of cheap
         families say nothing: in the 100k build at eddb2f4, logistic regressions took 2.0-2.8
@@ -151,7 +157,8 @@ class Pace:
             return 1.0
         families = [self._ratio(f) for f, (_, planned) in self.totals.items() if f and planned]
         typical = float(np.median(families)) if len(families) >= PACE_FAMILIES else 0.0
-        return max(self._ratio(None), typical)
+        untested = UNTESTED_PACE if family is not None else 0.0
+        return max(self._ratio(None), typical, untested)
 
     def _ratio(self, key: str | None) -> float:
         """Wall over estimated seconds of the finished runs of family ``key`` (None: all), from

@@ -623,3 +623,41 @@ def test_a_familys_pace_starts_from_its_share_of_the_prior():
     # the prior of logreg's pace is its 2% share of the 10 s: the pace says what the runs did
     assert pace.ratio_of("lr2") == (3.0 + 0.2) / (1.0 + 0.2)
     assert pace.ratio == (3.0 + 10.0) / (1.0 + 10.0)  # the pace of all keeps the whole prior
+
+
+def test_a_linear_svm_is_not_paced_by_the_kernel_svms_before_it():
+    from ensel.library.plan import plan_library
+    from ensel.library.planned import Pace
+    from ensel.library.spec import load_spec
+
+    svms = [r for r in load_spec("default").runs if r.family == "svm"]
+    plan = plan_library(svms, 1_000_000, 22, 2, budget_seconds=100_000, n_workers=2,
+                        n_fits_per_run=1)  # fmt: skip
+    table = plan.frame()
+    linear = [p.run.run_id for p in plan.runs if dict(p.run.params)["kernel"] == "linear"]
+    kernel = [p.run.run_id for p in plan.runs if dict(p.run.params)["kernel"] != "linear"]
+    groups = dict(zip(table["run"], table["pace"], strict=True))
+    assert {groups[r] for r in linear} == {"svm"}
+    assert {groups[r] for r in kernel} == {"svm (quadratic)"}
+    pace = Pace.of(planned.BuildPlan([], table=table))
+    for run in kernel[:3]:  # kernel SVMs on subsamples end far inside their estimates
+        pace.finished(run, 0.2 * pace.estimates[run])
+    assert pace.ratio_of(kernel[3]) == pytest.approx(0.2, rel=0.1)
+    assert pace.ratio_of(linear[0]) >= 1.0  # their pace is not the linear SVM's
+    pace.finished(linear[0], 1.5 * pace.estimates[linear[0]])
+    assert pace.ratio_of(linear[1]) > 1.2  # the linear SVMs' own pace, once one finished
+
+
+def test_a_familys_first_run_is_not_paced_faster_than_its_estimate():
+    from ensel.library.planned import UNTESTED_PACE, Pace
+
+    families = {"gbm": "lightgbm", "rf": "forest", "nb": "naive_bayes", "lr": "logreg"}
+    pace = Pace({r: 10.0 for r in families}, families=families)
+    for run in ("gbm", "rf", "nb"):  # every finished family ran at half its estimates
+        pace.finished(run, 5.0)
+    assert pace.ratio_of("gbm") == 0.5 and pace.ratio == 0.5
+    assert UNTESTED_PACE == 1.0 and pace.ratio_of("lr") == 1.0
+    assert pace.too_late("lr", 12.0) is not None  # 10 s and the margin do not fit in 12 s
+    unknown = Pace({"a": 10.0, "b": 10.0})  # runs of no known family: the pace of all
+    unknown.finished("a", 5.0)
+    assert unknown.ratio_of("b") == 0.5
