@@ -93,7 +93,12 @@ class BackgroundTree:
 
 @dataclass(frozen=True)
 class BackgroundForest:
-    """Trees stacked into one set of arrays (child ids are global), for one compiled pass."""
+    """Trees stacked into one set of arrays (child ids are global), for one compiled pass,
+    in the narrowest types that answer alike: node ids and variables as int32, the leaves'
+    risks, density ratios and missing-value shares as float32 (thresholds stay float64, so
+    every row takes the branch it took in training). A node takes 32 bytes, not 56: at
+    100,000 rows (5,000 per detector) the default chaos forest has 2.0 million nodes, which
+    took 50 of the saved model's 66 MB (1e547c6)."""
 
     roots: np.ndarray
     feature: np.ndarray
@@ -110,18 +115,25 @@ class BackgroundForest:
         sizes = np.array([t.n_nodes for t in trees])
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
 
-        def shift(a, off):
-            return np.where(a >= 0, a + off, -1)
+        if sizes.sum() >= np.iinfo(np.int32).max:
+            raise ValueError(f"{sizes.sum()} nodes are more than int32 node ids can hold")
 
+        def shift(a, off):
+            return np.where(a >= 0, a + off, -1).astype(np.int32)
+
+        def joined(arrays, dtype):
+            return np.concatenate(arrays).astype(dtype, copy=False)
+
+        pairs = list(zip(trees, offsets, strict=True))
         return cls(
             roots=offsets.astype(np.int64),
-            feature=np.concatenate([t.feature for t in trees]),
-            threshold=np.concatenate([t.threshold for t in trees]),
-            left=np.concatenate([shift(t.left, o) for t, o in zip(trees, offsets, strict=True)]),
-            right=np.concatenate([shift(t.right, o) for t, o in zip(trees, offsets, strict=True)]),
-            p_left=np.concatenate([t.p_left for t in trees]),
-            value=np.concatenate([t.value for t in trees]),
-            ratio=np.concatenate([t.ratio for t in trees]),
+            feature=joined([t.feature for t in trees], np.int32),
+            threshold=joined([t.threshold for t in trees], np.float64),
+            left=np.concatenate([shift(t.left, o) for t, o in pairs]),
+            right=np.concatenate([shift(t.right, o) for t, o in pairs]),
+            p_left=joined([t.p_left for t in trees], np.float32),
+            value=joined([t.value for t in trees], np.float32),
+            ratio=joined([t.ratio for t in trees], np.float32),
             depth=max(t.depth for t in trees),
         )
 
