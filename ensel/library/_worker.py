@@ -8,6 +8,9 @@ code piped to stdin and notebooks all work).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import os
 import pickle
 import sys
@@ -19,6 +22,23 @@ def describe(exc: BaseException) -> str:
     """One line: the exception's type and message."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def release_memory() -> bool:
+    """Hand the memory a finished run freed back to the system: a worker lives for the whole
+    build, and glibc keeps freed heap pages, so each run's peak stayed in the worker's resident
+    memory (at 100,000 rows two workers grew from 370 and 520 MB to 670 and 710 MB over 65
+    runs, 1e547c6). True where glibc's ``malloc_trim`` was called."""
+    gc.collect()
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    if name is None:
+        return False
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return False
+    trim(0)
+    return True
 
 
 def serve(conn: Connection, threads: int) -> None:
@@ -44,6 +64,8 @@ def serve(conn: Connection, threads: int) -> None:
                 (index, "failed", None, describe(exc), time.perf_counter() - start)
             )
         conn.send_bytes(payload)
+        value = payload = message = task = None  # sent: nothing of the run need stay
+        release_memory()
 
 
 if __name__ == "__main__":  # pragma: no cover - runs in the child process
