@@ -31,8 +31,7 @@ import pandas as pd
 
 from benchmarks._peers import classification_scores
 from benchmarks._record import git_commit, load_average, versions
-from benchmarks._report import markdown_table
-from benchmarks._stats import paired_over_datasets, per_dataset
+from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,29 +129,7 @@ def report(path: Path) -> list[str]:
     every = pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
     every["variant"] = [_variant(r) for r in every.to_dict("records")]
     base = _variant({"repeats": 1, "max_predict_ms": "auto", "tune_selection": False})
-    lines = []
-    for metric, higher in (("logloss", False), ("auc", True)):
-        means = {
-            v: per_dataset(every[every["variant"] == v], metric)["mean"]
-            for v in sorted(every["variant"].unique())
-        }
-        lines += [
-            f"Test {metric} per dataset (mean over seeds):",
-            "",
-            markdown_table(pd.DataFrame(means)),
-            "",
-        ]
-        for v, m in means.items():
-            if v == base:
-                continue
-            st = paired_over_datasets(m, means[base], higher)
-            lines.append(
-                f"- {v} vs the default, {metric}: better on {st['wins']} of {st['datasets']} "
-                f"datasets, mean {st['mean diff']:+.4f} ± {st['se diff']:.4f}, t-test p = "
-                f"{st['p (t-test)']:.2f}, sign test p = {st['p (sign test)']:.2f}"
-            )
-        lines.append("")
-    return lines
+    return variants_against(every, base, called="the default")
 
 
 def main(argv=None) -> None:

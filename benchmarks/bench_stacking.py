@@ -38,8 +38,7 @@ import pandas as pd
 
 from benchmarks._peers import classification_scores
 from benchmarks._record import git_commit, load_average, versions
-from benchmarks._report import markdown_table
-from benchmarks._stats import paired_over_datasets, per_dataset
+from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 from benchmarks.bench_repeats import model_spec
 
@@ -165,25 +164,7 @@ def report(path: Path) -> list[str]:
     """Every variant against the baseline (level 1 with the estimator's defaults), per dataset
     and over datasets (positive differences: the variant is better)."""
     every = pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
-    lines = []
-    for metric, higher in (("logloss", False), ("auc", True)):
-        means = {
-            v: per_dataset(every[every["variant"] == v], metric)["mean"]
-            for v in sorted(every["variant"].unique())
-        }
-        lines += [f"Test {metric} per dataset (mean over seeds):", "", markdown_table(
-            pd.DataFrame(means)), ""]  # fmt: skip
-        for v, m in means.items():
-            if v == BASELINE:
-                continue
-            st = paired_over_datasets(m, means[BASELINE], higher)
-            lines.append(
-                f"- {v} vs {BASELINE}, {metric}: better on {st['wins']} of {st['datasets']} "
-                f"datasets, mean {st['mean diff']:+.4f} ± {st['se diff']:.4f}, t-test p = "
-                f"{st['p (t-test)']:.2f}, sign test p = {st['p (sign test)']:.2f}"
-            )
-        lines.append("")
-    return lines
+    return variants_against(every, BASELINE)
 
 
 def main(argv=None) -> None:
