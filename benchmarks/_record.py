@@ -4,6 +4,7 @@ all its descendants, e.g. joblib workers or AutoGluon's ray workers) sampled in 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -133,3 +134,18 @@ class PeakMemory:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def run_pending(path: Path, datasets, seeds, done: set, run, label) -> None:
+    """``run(dataset, seed)`` for every pair not in ``done``, its rows appended to ``path`` (JSON
+    lines) as they come, so an interrupted benchmark resumes; one printed line per row, named
+    by ``label(row)``."""
+    for dataset in datasets:
+        for seed in seeds:
+            if (dataset, seed) in done:
+                continue
+            for row in run(dataset, seed):
+                with open(path, "a") as fh:
+                    fh.write(json.dumps(row, default=str) + "\n")
+                print(dataset, seed, label(row), f"AUC {row['auc']:.4f}",
+                      f"LL {row['logloss']:.4f}", flush=True)  # fmt: skip

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks._peers import classification_scores
-from benchmarks._record import git_commit, load_average, versions
+from benchmarks._record import git_commit, load_average, run_pending, versions
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 
@@ -156,15 +156,9 @@ def main(argv=None) -> None:
                 if r["repeats"] == args.repeats
             }
         spec = model_spec()
-        for dataset in args.datasets:
-            for seed in args.seeds:
-                if (dataset, seed) in done:
-                    continue
-                for row in run_one(dataset, seed, args.repeats, spec, args.n_jobs):
-                    with open(path, "a") as fh:
-                        fh.write(json.dumps(row, default=str) + "\n")
-                    print(dataset, seed, row["repeats"], f"AUC {row['auc']:.4f}",
-                          f"LL {row['logloss']:.4f}", flush=True)  # fmt: skip
+        run_pending(path, args.datasets, args.seeds, done,
+                    lambda d, s: run_one(d, s, args.repeats, spec, args.n_jobs),
+                    lambda r: r["repeats"])  # fmt: skip
     print("\n".join(report(path)))
 
 

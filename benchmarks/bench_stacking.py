@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._peers import classification_scores
-from benchmarks._record import git_commit, load_average, versions
+from benchmarks._record import git_commit, load_average, run_pending, versions
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 from benchmarks.bench_repeats import model_spec
@@ -188,15 +188,9 @@ def main(argv=None) -> None:
                 (r["dataset"], r["seed"]) for r in map(json.loads, path.read_text().splitlines())
             }
         spec = model_spec()
-        for dataset in args.datasets:
-            for seed in args.seeds:
-                if (dataset, seed) in done:
-                    continue
-                for r in run_one(dataset, seed, spec, args.n_jobs):
-                    with open(path, "a") as fh:
-                        fh.write(json.dumps(r, default=str) + "\n")
-                    print(dataset, seed, r["variant"], f"AUC {r['auc']:.4f}",
-                          f"LL {r['logloss']:.4f}", flush=True)  # fmt: skip
+        run_pending(path, args.datasets, args.seeds, done,
+                    lambda d, s: run_one(d, s, spec, args.n_jobs),
+                    lambda r: r["variant"])  # fmt: skip
     print("\n".join(report(path)))
 
 

@@ -50,6 +50,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+F32_MAX = float(np.finfo(np.float32).max)
+"""A leaf's density ratio is kept at most this (``fg / bg`` with no background is about 1e300,
+infinite as float32, and a row sent down a branch with weight 0 would then add 0 x inf = NaN)."""
+
 _MIN_WEIGHT = 1e-9  # a row's share below this is dropped when a missing value splits it
 
 
@@ -133,7 +137,7 @@ class BackgroundForest:
             right=np.concatenate([shift(t.right, o) for t, o in pairs]),
             p_left=joined([t.p_left for t in trees], np.float32),
             value=joined([t.value for t in trees], np.float32),
-            ratio=joined([t.ratio for t in trees], np.float32),
+            ratio=joined([np.minimum(t.ratio, F32_MAX) for t in trees], np.float32),
             depth=max(t.depth for t in trees),
         )
 

@@ -3,6 +3,8 @@ share with the chaos forest."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -284,3 +286,18 @@ def test_a_stacked_forest_keeps_32_bytes_a_node():
     assert sum(getattr(forest, a).nbytes for a in arrays) == 32 * 10
     assert forest.left.tolist() == [1, 3, -1, -1, -1, 6, 8, -1, -1, -1]  # global child ids
     assert forest.threshold.dtype == np.float64  # every row takes its training branch
+
+
+def test_a_leaf_without_background_keeps_a_finite_density_ratio():
+    tree = dataclasses.replace(
+        hand_tree(),
+        bg=np.array([0.5, 0.5, 0.0, 0.1, 0.3]),  # the right leaf holds no background
+        p_left=np.array([1.0, 0.6, 0.5, 0.5, 0.5]),  # and no training weight of a missing x0
+    )
+    forest = BackgroundForest.stack([tree])
+    assert np.isfinite(forest.ratio).all() and forest.ratio[2] > 1e38
+    Z = np.array([[0.2, 0.7], [0.7, 0.2], [np.nan, 0.7]])
+    risk = forest.risk(Z, aggregate="density")
+    assert np.isfinite(risk).all()
+    assert risk[0] == risk[2] == pytest.approx(1 / (1 + 0.7 / 0.3))  # weight 0 adds nothing
+    assert risk[1] < 1e-30
