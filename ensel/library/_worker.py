@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import pickle
 import sys
@@ -23,19 +24,27 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, looked up once per worker (None elsewhere: macOS, musl)."""
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    if name is None:
+        return None
+    try:
+        return ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return None
+
+
 def release_memory() -> bool:
     """Hand the memory a finished run freed back to the system: a worker lives for the whole
     build, and glibc keeps freed heap pages, so each run's peak stayed in the worker's resident
-    memory (at 100,000 rows two workers grew from 370 and 520 MB to 670 and 710 MB over 65
-    runs, 1e547c6). True where glibc's ``malloc_trim`` was called (1-20 ms; a full garbage
-    collection, 150 ms with the model libraries loaded, made 60 s fits 4 s slower, and what a
-    run frees goes with its last reference). Not glibc (macOS, musl): nothing to do."""
-    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-    if name is None:
-        return False
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+    memory (at 100,000 rows, ea8e80f, the two workers grew from 370 and 520 MB to 670 and 710
+    MB over a build). True where glibc's ``malloc_trim`` was called (1-20 ms; a full garbage
+    collection, 150 ms with the model libraries loaded, made the 60 s block's median fit 3.5 s
+    slower, and what a run frees goes with its last reference)."""
+    trim = _malloc_trim()
+    if trim is None:
         return False
     trim(0)
     return True

@@ -32,3 +32,27 @@ def test_freed_heap_pages_go_back_to_the_system_after_a_run():
     if trimmed != "True":
         pytest.skip("no glibc malloc_trim here (musl): nothing to trim")
     assert float(released_mb) > 100  # of about 200 MB freed; without the trim, about 0
+
+
+def test_a_worker_releases_memory_after_every_run_failed_or_not(monkeypatch):
+    import pickle
+    import threading
+    from multiprocessing import Pipe
+
+    from ensel.library import _worker
+
+    calls = []
+    monkeypatch.setattr(_worker, "release_memory", lambda: calls.append(1) or True)
+    ours, theirs = Pipe()
+    server = threading.Thread(target=_worker.serve, args=(theirs, 1))
+    server.start()
+    ours.send_bytes(pickle.dumps(10))  # the shared data, passed to every task
+    assert pickle.loads(ours.recv_bytes()) == "ready"
+    tasks = [(0, max, 3), (1, int, "x"), (2, max, 30)]  # max(3, 10); int("x", 10) fails
+    for message in tasks:
+        ours.send_bytes(pickle.dumps(message))
+    replies = [pickle.loads(ours.recv_bytes())[:3] for _ in tasks]
+    ours.send_bytes(pickle.dumps(None))
+    server.join(10.0)
+    assert replies == [(0, "ok", 10), (1, "failed", None), (2, "ok", 30)]
+    assert len(calls) == len(tasks)
