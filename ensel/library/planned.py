@@ -77,9 +77,11 @@ class Pace:
     seconds of the finished runs over their estimated seconds. A run is not started when, at
     that pace, it would end after the deadline, so that a machine slower than the cost model's
     (another load, another CPU) leaves runs out instead of cutting them at the deadline. Where
-    a run's family has finished runs, their pace counts for it (the cost model errs per family:
-    at 100,000 rows early-stopped boosting took a quarter of its estimate while trees took
-    1.7 times theirs), else that of all finished runs or of the median family, the slower."""
+    a run's family (its pace group, ``plan.pace_group``: a family, its learners quadratic in the
+    rows apart; ``families`` maps run ids to these) has finished runs, their pace counts for it
+    (the cost model errs per family: at 100,000 rows early-stopped boosting took a quarter of
+    its estimate while trees took 1.7 times theirs), else the slowest of all finished runs'
+    pace, the median family's and its own estimate (``UNTESTED_PACE``)."""
 
     def __init__(
         self,
@@ -118,8 +120,7 @@ class Pace:
             return set(table["run"][table[column].astype(bool)]) if column in table else set()
 
         estimates = dict(zip(table["run"], table["seconds"], strict=True))
-        group = "pace" if "pace" in table else "family"  # plans written before pace groups
-        families = dict(zip(table["run"], table[group], strict=True)) if group in table else {}
+        families = dict(zip(table["run"], table["pace"], strict=True)) if "pace" in table else {}
         prior = PACE_PRIOR_SHARE * float(getattr(plan, "seconds", 0.0) or 0.0)
         return cls(
             estimates, standby, label, runs("capped"), runs("stops_in_time"), families, prior

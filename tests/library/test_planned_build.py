@@ -590,7 +590,7 @@ def test_a_familys_first_run_is_paced_no_faster_than_the_median_family():
 def test_one_short_run_far_off_its_estimate_does_not_set_the_pace_alone():
     from ensel.library.planned import PACE_PRIOR_SHARE, BuildPlan, Pace
 
-    table = pd.DataFrame({"run": ["nb", "tree"], "family": ["naive_bayes", "tree"],
+    table = pd.DataFrame({"run": ["nb", "tree"], "pace": ["naive_bayes", "tree"],
                           "seconds": [0.4, 39.0]})  # fmt: skip
     pace = Pace.of(BuildPlan([], table=table, seconds=400.0))
     assert pace.prior == PACE_PRIOR_SHARE * 400.0
