@@ -4,9 +4,11 @@ all its descendants, e.g. joblib workers or AutoGluon's ray workers) sampled in 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
+import tempfile
 import threading
 from importlib import metadata
 from pathlib import Path
@@ -134,6 +136,34 @@ class PeakMemory:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def load_results(path: Path) -> list[dict]:
+    """The rows of a JSON-lines results file (none where it does not exist yet)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def harness_parser(doc: str, results: Path, datasets, seeds, quick: str) -> argparse.ArgumentParser:
+    """The arguments of a per-dataset-and-seed accuracy harness: ``--quick`` (what ``quick``
+    says), ``--seeds``, ``--datasets``, ``--n-jobs``, ``--results`` (JSON lines, resumed) and
+    ``--report`` (fit nothing)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--seeds", nargs="*", type=int, default=list(seeds))
+    parser.add_argument("--datasets", nargs="*", default=list(datasets))
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--results", default=str(results))
+    parser.add_argument("--report", action="store_true")
+    return parser
+
+
+def quick_results(name: str) -> Path:
+    """A fresh results file for a ``--quick`` run, in the temporary directory."""
+    path = Path(tempfile.gettempdir()) / f"ensel-{name}-quick.jsonl"
+    path.unlink(missing_ok=True)
+    return path
 
 
 def run_pending(path: Path, datasets, seeds, done: set, run, label) -> None:

@@ -63,7 +63,7 @@ import pandas as pd
 
 from benchmarks._peers import classification_scores
 from benchmarks._predict_timing import warm_predict
-from benchmarks._record import PeakMemory, git_commit, load_average, versions
+from benchmarks._record import PeakMemory, git_commit, load_average, load_results, versions
 from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
 from benchmarks.datasets import CLASSIFICATION, train_test
@@ -403,12 +403,6 @@ def plan_lines(plan, done: set) -> list[str]:
     lines = [f"{c} {b:g} s: {n} fits" for (c, b), n in counts.items()]
     hours = (todo.budget + OVERHEAD_S).sum() / 3600
     return [*lines, f"{len(todo)} fits, at most {hours:.1f} h"]
-
-
-def load_results(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def run_plan(plan, path: Path) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
+from benchmarks._record import load_results
 from benchmarks._report import ROOT, machine_line, write_section
 from ensel import EnsembleSelectionRegressor
 from ensel.library import Library
@@ -108,12 +109,6 @@ def run_peers(X_tr, X_te, y_tr, y_te, seed: int, time_limit: float, autogluon: b
         else:
             out["autogluon"] = {**errors(y, ag.predictions), "fit_seconds": ag.fit_seconds}
     return out
-
-
-def load_results(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def summarise(results: list[dict]) -> tuple[list[str], dict]:

@@ -19,10 +19,8 @@ repeat count against one build, datasets as the unit (``benchmarks._stats``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +28,15 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks._peers import classification_scores
-from benchmarks._record import git_commit, load_average, run_pending, versions
+from benchmarks._record import (
+    git_commit,
+    harness_parser,
+    load_average,
+    load_results,
+    quick_results,
+    run_pending,
+    versions,
+)
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 
@@ -126,35 +132,24 @@ def _variant(row) -> str:
 def report(path: Path) -> list[str]:
     """Every variant against one build with the estimator's defaults, per dataset and over
     datasets (positive differences: the variant is better)."""
-    every = pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
+    every = pd.DataFrame(load_results(path))
     every["variant"] = [_variant(r) for r in every.to_dict("records")]
     base = _variant({"repeats": 1, "max_predict_ms": "auto", "tune_selection": False})
     return variants_against(every, base, called="the default")
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="pima, seed 0, 2 builds")
-    parser.add_argument("--seeds", nargs="*", type=int, default=[0])
-    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    parser = harness_parser(__doc__, RESULTS, DATASETS, (0,), quick="pima, seed 0, 2 builds")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--results", default=str(RESULTS))
-    parser.add_argument("--report", action="store_true")
     args = parser.parse_args(argv)
     path = Path(args.results)
     if args.quick:
-        path = Path(tempfile.gettempdir()) / "ensel-repeats-quick.jsonl"
-        path.unlink(missing_ok=True)
-        args.datasets, args.seeds, args.repeats = ["pima"], [0], 2
+        path, args.datasets, args.seeds = quick_results("repeats"), ["pima"], [0]
+        args.repeats = 2
     if not args.report:
-        done = set()
-        if path.exists():
-            done = {
-                (r["dataset"], r["seed"])
-                for r in map(json.loads, path.read_text().splitlines())
-                if r["repeats"] == args.repeats
-            }
+        done = {
+            (r["dataset"], r["seed"]) for r in load_results(path) if r["repeats"] == args.repeats
+        }
         spec = model_spec()
         run_pending(path, args.datasets, args.seeds, done,
                     lambda d, s: run_one(d, s, args.repeats, spec, args.n_jobs),

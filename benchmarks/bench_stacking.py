@@ -27,8 +27,6 @@ the unit (``benchmarks._stats``).
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -37,7 +35,15 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._peers import classification_scores
-from benchmarks._record import git_commit, load_average, run_pending, versions
+from benchmarks._record import (
+    git_commit,
+    harness_parser,
+    load_average,
+    load_results,
+    quick_results,
+    run_pending,
+    versions,
+)
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 from benchmarks.bench_repeats import model_spec
@@ -163,30 +169,17 @@ def _full(p: np.ndarray) -> np.ndarray:
 def report(path: Path) -> list[str]:
     """Every variant against the baseline (level 1 with the estimator's defaults), per dataset
     and over datasets (positive differences: the variant is better)."""
-    every = pd.DataFrame([json.loads(x) for x in path.read_text().splitlines() if x.strip()])
-    return variants_against(every, BASELINE)
+    return variants_against(pd.DataFrame(load_results(path)), BASELINE)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="pima, seed 0")
-    parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1])
-    parser.add_argument("--datasets", nargs="*", default=list(FIRST_DATASETS))
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--results", default=str(RESULTS))
-    parser.add_argument("--report", action="store_true")
+    parser = harness_parser(__doc__, RESULTS, FIRST_DATASETS, (0, 1), quick="pima, seed 0")
     args = parser.parse_args(argv)
     path = Path(args.results)
     if args.quick:
-        path = Path(tempfile.gettempdir()) / "ensel-stacking-quick.jsonl"
-        path.unlink(missing_ok=True)
-        args.datasets, args.seeds = ["pima"], [0]
+        path, args.datasets, args.seeds = quick_results("stacking"), ["pima"], [0]
     if not args.report:
-        done = set()
-        if path.exists():
-            done = {
-                (r["dataset"], r["seed"]) for r in map(json.loads, path.read_text().splitlines())
-            }
+        done = {(r["dataset"], r["seed"]) for r in load_results(path)}
         spec = model_spec()
         run_pending(path, args.datasets, args.seeds, done,
                     lambda d, s: run_one(d, s, spec, args.n_jobs),
