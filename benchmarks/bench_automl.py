@@ -510,7 +510,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--results",
         default=None,
-        help=f"JSON lines of finished fits (default {RESULTS.relative_to(ROOT)}, in git)",
+        help=f"JSON lines of finished fits (default benchmarks/results/{RESULTS.name}, in git)",
     )
     parser.add_argument("--label", default=None, help="what this run is, for the docs")
     parser.add_argument("--no-write", action="store_true", help="print only")
@@ -526,9 +526,9 @@ def main(argv=None) -> None:
         args.budgets, args.seeds, args.datasets = args.budgets or [120.0], [0], ["pima"]
     if args.configs is None:
         args.configs = ["ensel", "autogluon"]
-        if args.results is None:
-            tmp = tempfile.TemporaryDirectory(prefix="bench-automl-quick-")
-            args.results = str(Path(tmp.name) / "quick.jsonl")
+    if args.quick and args.results is None:  # a quick run never touches the protocol's rows
+        tmp = tempfile.TemporaryDirectory(prefix="bench-automl-quick-")
+        args.results = str(Path(tmp.name) / "quick.jsonl")
     unknown = sorted(set(args.datasets) - set(CLASSIFICATION)) + sorted(
         set(args.configs) - set(CONFIGS)
     )

@@ -182,3 +182,17 @@ def test_plan_counts_what_is_left_and_bounds_its_time():
     hours = (60 + 2 * 300 + 2 * 60 + 300 + 6 * OVERHEAD_S) / 3600
     assert lines[-1] == f"6 fits, at most {hours:.1f} h"
     assert plan_lines(plan, set(plan)) == ["nothing left to fit"]
+
+
+def test_the_protocol_without_configs_reads_and_writes_its_results_file(tmp_path, monkeypatch,
+                                                                         capsys):  # fmt: skip
+    import json
+
+    from benchmarks import bench_automl
+
+    path = tmp_path / "rows.jsonl"
+    row = {"dataset": "pima", "seed": 2, "config": "autogluon", "budget": 300.0}
+    path.write_text(json.dumps(row) + "\n")
+    monkeypatch.setattr(bench_automl, "RESULTS", path)
+    bench_automl.main(["--plan", "--seeds", "2", "--datasets", "pima", "--budgets", "300"])
+    assert capsys.readouterr().out.splitlines()[0] == "ensel 300 s: 1 fits"  # AutoGluon's: done
