@@ -127,7 +127,8 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int) -> list[dict]:
         proba_one = clf.combine(test_one)
         row("level 1, max_predict_ms=None", proba_one, w1)
         options = {k: v for k, v in clf.selection_options_.items() if k != "cost"}
-        if not np.allclose(ensemble_selection(one.predictions, one.y, "mxe", options), w1):
+        metric = clf.metric  # the estimator's own: the variants select for it too
+        if not np.allclose(ensemble_selection(one.predictions, one.y, metric, options), w1):
             raise AssertionError("selection outside the estimator differs from the estimator's")
 
         feature_tr = level_one_feature(out_of_fold(one, w1, len(X_tr)), classes)
@@ -155,7 +156,7 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int) -> list[dict]:
                 np.concatenate([test_one, test_two]),
             ),
         ):
-            w = ensemble_selection(P, one.y, "mxe", options)
+            w = ensemble_selection(P, one.y, metric, options)
             p = np.tensordot(w, T, axes=1)
             row(variant, _full(p), w, level2_weight=float(w[-two.n_members :].sum()), **costs)
     return rows
