@@ -132,7 +132,9 @@ DEFAULT_FAMILIES = ("hist_gbdt", "xgboost", "lightgbm", "extra_trees", "tabular_
 class GrowSpec:
     """How to grow: at most ``trials`` proposed runs and ``time`` seconds (None: no limit on
     that), from ``families``, selecting for ``metric``; ``batch`` runs are proposed at a time
-    (one per worker); ``seed`` seeds the sampler."""
+    (one per worker); ``seed`` seeds the sampler. ``rows``: positions in the hillclimb set that
+    growth judges runs on (None: all of them); giving it rows a later selection leaves out keeps
+    growth's choices from fitting that selection's noise."""
 
     trials: int | None = 20
     time: float | None = None
@@ -141,6 +143,7 @@ class GrowSpec:
     batch: int = 1
     seed: int = 0
     selection: Mapping[str, Any] = field(default_factory=dict)
+    rows: tuple[int, ...] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -177,7 +180,8 @@ def parse_grow(grow, metric: str = "mxe", n_jobs: int = 1, seed: int = 0) -> Gro
     bad = [f for f in spec.families if f not in GROW_SPACES]
     if bad:
         raise ValueError(f"grow families {bad} have no search space; known: {sorted(GROW_SPACES)}")
-    return GrowSpec(**{**spec.__dict__, "families": tuple(spec.families)})
+    rows = None if spec.rows is None else tuple(int(r) for r in spec.rows)
+    return GrowSpec(**{**spec.__dict__, "families": tuple(spec.families), "rows": rows})
 
 
 class _CrossSelection:
@@ -259,6 +263,8 @@ def grow_runs(
         log.warning("grow: no family of %s can be imported; nothing to grow", spec.families)
         return []
     start = time.perf_counter()
+    if spec.rows is not None:
+        predictions, y = _on_rows(predictions, y, np.asarray(spec.rows, dtype=np.intp))
     cross = _CrossSelection(y, spec.metric, spec.seed, spec.selection)
     P = np.asarray(predictions(runs), dtype=np.float64)
     pool = P[cross.keep(P)]
@@ -302,6 +308,15 @@ def grow_runs(
                     added.append(run.run_id)
             log.info("grow: trial %d %s -> %.5f (best %.5f)", trial.number, run.run_id, value, best)
     return added
+
+
+def _on_rows(predictions, y, rows):
+    """``predictions`` and ``y`` restricted to the hillclimb rows ``rows``."""
+
+    def restricted(run_ids):
+        return np.asarray(predictions(run_ids))[:, rows]
+
+    return restricted, y[rows]
 
 
 def _pruned():

@@ -91,9 +91,11 @@ def test_cross_selection_rewards_a_complementary_member():
     assert cross.value(np.stack([weak, strong])) > cross.value(np.stack([weak, noise]))
 
 
-def _grow_with(y, quality, ok=lambda i: True, trials=4):
+def _grow_with(y, quality, ok=lambda i: True, trials=4, informs=None, judge_rows=None):
     """grow_runs over fake runs: the i-th proposed run predicts ``quality(i)`` signal plus
-    noise (the base run is weak), and fits when ``ok(i)``; (fitted ids, added ids)."""
+    noise (the base run is weak) on the rows ``informs`` marks (all: None) and noise on the
+    others, and fits when ``ok(i)``; growth judges on ``judge_rows``; (fitted ids, added ids)."""
+    informs = np.ones(y.size, bool) if informs is None else informs
     rng = np.random.default_rng(1)
     signal = np.where(y == 1, 0.75, 0.25)
     fitted, rows = [], {"base": np.clip(signal + rng.normal(0, 0.45, y.size), 0.01, 0.99)}
@@ -106,13 +108,12 @@ def _grow_with(y, quality, ok=lambda i: True, trials=4):
         for r in runs:
             i = len(fitted)
             fitted.append(r.run_id)
-            rows[r.run_id] = np.clip(
-                quality(i) * signal + (1 - quality(i)) * rng.uniform(0, 1, y.size), 0.01, 0.99
-            )
+            q = np.where(informs, quality(i), 0.0)
+            rows[r.run_id] = np.clip(q * signal + (1 - q) * rng.uniform(0, 1, y.size), 0.01, 0.99)
             status[r.run_id] = ok(i)
         return status
 
-    spec = GrowSpec(trials=trials, families=("extra_trees",), batch=2, seed=0)
+    spec = GrowSpec(trials=trials, families=("extra_trees",), batch=2, seed=0, rows=judge_rows)
     return fitted, grow_runs(spec, predictions, ["base"], y, fit)
 
 
@@ -131,6 +132,22 @@ def test_only_runs_that_raise_the_ensemble_score_join_the_library():
     fitted, added = _grow_with(y, lambda i: 0.9 if i == 0 else 0.0)
     assert len(fitted) == 4
     assert added == [fitted[0]]
+
+
+def test_growth_judges_runs_on_the_rows_it_is_given_only():
+    """Judged on the first half of the hillclimb rows, growth adds the same runs whatever they
+    predict on the second half; judged on all rows, runs that are noise there fare otherwise."""
+    y = np.random.default_rng(3).integers(0, 2, 400)
+    first_half = np.arange(400) < 200
+    judged = {
+        (informs is None, rows is None): _grow_with(y, lambda i: 0.9, informs=informs,
+                                                    judge_rows=rows)[1]
+        for informs in (None, first_half)
+        for rows in (None, tuple(range(200)))
+    }  # fmt: skip
+    assert judged[(True, False)] == judged[(False, False)]
+    assert judged[(True, True)] != judged[(False, True)]
+    assert parse_grow({"rows": np.arange(3)}).rows == (0, 1, 2)
 
 
 def test_build_library_grows_stores_and_resumes(tmp_path):
