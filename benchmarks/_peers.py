@@ -128,9 +128,13 @@ def _check(train: pd.DataFrame, target: str, problem_type: str) -> list | None:
 def classification_scores(y_test, classes, proba: np.ndarray) -> dict[str, float]:
     """Test AUC (one-vs-rest macro for more than two classes) and log loss, scikit-learn's, of
     probabilities ``proba`` whose columns are ``classes``; probabilities are clipped to
-    [1e-15, 1] and renormalised first, the same for every peer."""
+    [1e-15, 1] and renormalised first, the same for every peer. For two classes ``proba`` may
+    also be the second class's probability alone, of shape ``(n,)``."""
     classes = list(classes)
-    proba = np.clip(np.asarray(proba, dtype=float), 1e-15, 1.0)
+    proba = np.asarray(proba, dtype=float)
+    if proba.ndim == 1:
+        proba = np.column_stack([1 - proba, proba])
+    proba = np.clip(proba, 1e-15, 1.0)
     proba = proba / proba.sum(axis=1, keepdims=True)
     y = np.asarray(y_test)
     if len(classes) == 2:

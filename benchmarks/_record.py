@@ -52,6 +52,11 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def provenance() -> dict:
+    """What an accuracy row records about its run: the commit, the versions and the load."""
+    return {"commit": git_commit(), "versions": versions(), "load": load_average()}
+
+
 def _tree(pid: int) -> list[psutil.Process]:
     try:
         root = psutil.Process(pid)

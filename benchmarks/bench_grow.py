@@ -37,19 +37,10 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._peers import classification_scores
-from benchmarks._record import (
-    git_commit,
-    harness_parser,
-    load_average,
-    load_results,
-    quick_results,
-    run_pending,
-    versions,
-)
+from benchmarks._record import harness_parser, load_results, provenance, quick_results, run_pending
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 from benchmarks.bench_repeats import model_spec
-from benchmarks.bench_stacking import _full
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "grow_judged.jsonl"
@@ -99,13 +90,15 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int, grow_seconds: float) -> 
             clf.leaderboard_["weight"].to_numpy(),
         ):
             raise AssertionError("selection outside the estimator differs from the estimator's")
+        everything = np.arange(one.y.size)
         judge = judging_rows(one.y, JUDGE_SHARE, seed)
-        rest = np.setdiff1d(np.arange(one.y.size), judge)
+        rest = np.setdiff1d(everything, judge)
 
-        def row(variant, lib, on, **extra):
-            P = np.asarray(lib.predictions)
-            w = ensemble_selection(P[:, on], one.y[on], metric, options)
-            proba = _full(np.tensordot(w, lib.predict(X_te), axes=1))
+        def row(variant, lib, test, on, **extra):
+            """Select on the hillclimb rows ``on``; score on ``test``, the members' test
+            predictions."""
+            w = ensemble_selection(np.asarray(lib.predictions)[:, on], one.y[on], metric, options)
+            proba = np.tensordot(w, test, axes=1)
             grown = ~lib.members["run"].isin(one.runs).to_numpy()
             rows.append(
                 {
@@ -118,15 +111,13 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int, grow_seconds: float) -> 
                     "selection_rows": int(on.size),
                     "build_seconds": build_seconds,
                     **extra,
-                    "commit": git_commit(),
-                    "versions": versions(),
-                    "load": load_average(),
+                    **provenance(),
                 }
             )  # fmt: skip
 
-        everything = np.arange(one.y.size)
-        row(BASELINE, one, everything)
-        row("no growth, selection on S", one, rest)
+        test_one = one.predict(X_te)
+        row(BASELINE, one, test_one, everything)
+        row("no growth, selection on S", one, test_one, rest)
         for variant, judged_on, selected_on in (
             ("grow", None, everything),
             ("grow judged on J", tuple(int(r) for r in judge), rest),
@@ -138,7 +129,8 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int, grow_seconds: float) -> 
             start = time.perf_counter()
             lib = build_library(X_tr, y_tr, spec=spec, cv=5, store=store, n_jobs=n_jobs,
                                 random_state=base, grow=grow)  # fmt: skip
-            row(variant, lib, selected_on, grow_seconds=time.perf_counter() - start)
+            seconds = time.perf_counter() - start
+            row(variant, lib, lib.predict(X_te), selected_on, grow_seconds=seconds)
     return rows
 
 

@@ -28,15 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks._peers import classification_scores
-from benchmarks._record import (
-    git_commit,
-    harness_parser,
-    load_average,
-    load_results,
-    quick_results,
-    run_pending,
-    versions,
-)
+from benchmarks._record import harness_parser, load_results, provenance, quick_results, run_pending
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 
@@ -114,9 +106,7 @@ def run_one(dataset: str, seed: int, repeats: int, spec, n_jobs: int) -> list[di
                     "predict_cost_ms": float(clf.predict_cost_ms_),
                     "build_seconds": seconds[:r],
                     "n_train": len(X_tr),
-                    "commit": git_commit(),
-                    "versions": versions(),
-                    "load": load_average(),
+                    **provenance(),
                 }
             )
     return rows

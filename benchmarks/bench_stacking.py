@@ -35,15 +35,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._peers import classification_scores
-from benchmarks._record import (
-    git_commit,
-    harness_parser,
-    load_average,
-    load_results,
-    quick_results,
-    run_pending,
-    versions,
-)
+from benchmarks._record import harness_parser, load_results, provenance, quick_results, run_pending
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
 from benchmarks.bench_repeats import model_spec
@@ -101,9 +93,7 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int) -> list[dict]:
                 **classification_scores(y_te, classes, proba),
                 "members_with_weight": int((np.asarray(weights) > 0).sum()),
                 **extra,
-                "commit": git_commit(),
-                "versions": versions(),
-                "load": load_average(),
+                **provenance(),
             }
         )
 
@@ -158,13 +148,8 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int) -> list[dict]:
         ):
             w = ensemble_selection(P, one.y, metric, options)
             p = np.tensordot(w, T, axes=1)
-            row(variant, _full(p), w, level2_weight=float(w[-two.n_members :].sum()), **costs)
+            row(variant, p, w, level2_weight=float(w[-two.n_members :].sum()), **costs)
     return rows
-
-
-def _full(p: np.ndarray) -> np.ndarray:
-    """``(n, C)`` probabilities from the positive class's ``(n,)`` or from ``(n, C)``."""
-    return np.column_stack([1 - p, p]) if p.ndim == 1 else p
 
 
 def report(path: Path) -> list[str]:

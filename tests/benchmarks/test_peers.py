@@ -105,6 +105,14 @@ def test_classification_scores_match_sklearn_after_clipping():
     assert got["auc"] == pytest.approx(roc_auc_score(y, clipped, multi_class="ovr"))
 
 
+def test_binary_scores_take_the_second_class_probability_alone():
+    y = np.array([0, 1, 1, 0, 1])
+    p = np.array([0.2, 0.9, 0.4, 0.6, 1.0])
+    alone = _peers.classification_scores(y, [0, 1], p)
+    assert alone == _peers.classification_scores(y, [0, 1], np.column_stack([1 - p, p]))
+    assert alone["auc"] == pytest.approx(roc_auc_score(y, p))
+
+
 def test_autogluon_on_files_checks_its_paths_first(tmp_path, monkeypatch):
     monkeypatch.setenv("ENSEL_BENCH_ENVS", str(tmp_path / "envs"))
     with pytest.raises(ValueError, match=r"train_path must be an existing \.csv or \.parquet"):
