@@ -248,12 +248,13 @@ def _mae(y: np.ndarray, Q: np.ndarray) -> np.ndarray:
 
 def _r2(y: np.ndarray, Q: np.ndarray) -> np.ndarray:
     """Coefficient of determination ``1 - SSE / SST``; with a constant target (SST = 0) 1 for a
-    perfect prediction and 0 otherwise, as scikit-learn's ``r2_score``."""
+    perfect prediction and 0 otherwise, as scikit-learn's ``r2_score``. Constant is judged on
+    the values, not on SST: the mean of three 0.1s is not 0.1 in floating point, and the
+    rounding error's SST (~1e-34) would make R² about -1e31."""
     sse = ((Q - y) ** 2).sum(axis=1)
-    sst = float(((y - y.mean()) ** 2).sum())
-    if sst == 0.0:
+    if y.min() == y.max():
         return np.where(sse == 0.0, 1.0, 0.0)
-    return 1.0 - sse / sst
+    return 1.0 - sse / float(((y - y.mean()) ** 2).sum())
 
 
 _REGRESSION: dict[str, tuple[BatchFn, bool]] = {

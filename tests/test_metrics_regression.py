@@ -52,6 +52,9 @@ def test_by_hand():
     flat = np.full(4, 7.0)
     assert score("r2", flat, flat) == 1.0  # constant target: sklearn's convention
     assert score("r2", flat, flat + 1) == 0.0
+    # three 0.1s average to 0.10000000000000002: a rounding SST must not read as a target
+    tenths = np.full(3, 0.1)
+    assert score("r2", tenths, np.array([0.1, 0.1, 0.2])) == 0.0
 
 
 def test_batch_equals_rows(targets):
