@@ -99,10 +99,11 @@ class BackgroundTree:
 class BackgroundForest:
     """Trees stacked into one set of arrays (child ids are global), for one compiled pass,
     in the narrowest types that answer alike: node ids and variables as int32, the leaves'
-    risks, density ratios and missing-value shares as float32 (thresholds stay float64, so
-    every row takes the branch it took in training). A node takes 32 bytes, not 56: at
-    100,000 rows (5,000 per detector) the default chaos forest has 2.0 million nodes, which
-    took 50 of the saved model's 66 MB (1e547c6)."""
+    values and missing-value shares as float32 (thresholds stay float64, so every row takes
+    the branch it took in training). Only the leaf value its ``aggregate`` reads is kept (the
+    risk ``bg / (fg + bg)`` or the density ratio ``fg / bg``), so a node takes 28 bytes, not
+    56: at 100,000 rows (5,000 per detector) the default chaos forest has 2.0 million nodes,
+    which took 50 of the saved model's 66 MB (1e547c6)."""
 
     roots: np.ndarray
     feature: np.ndarray
@@ -110,12 +111,16 @@ class BackgroundForest:
     left: np.ndarray
     right: np.ndarray
     p_left: np.ndarray
-    value: np.ndarray
-    ratio: np.ndarray
+    leaf: np.ndarray
+    aggregate: str
     depth: int
 
     @classmethod
-    def stack(cls, trees: list[BackgroundTree]) -> BackgroundForest:
+    def stack(cls, trees: list[BackgroundTree], aggregate: str = "probability") -> BackgroundForest:
+        """The trees as one forest that answers by ``aggregate`` ("probability" or
+        "density", as ``risk``)."""
+        if aggregate not in ("probability", "density"):
+            raise ValueError(f"aggregate={aggregate!r}: use 'probability' or 'density'")
         sizes = np.array([t.n_nodes for t in trees])
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
 
@@ -129,6 +134,10 @@ class BackgroundForest:
             return np.concatenate(arrays).astype(dtype, copy=False)
 
         pairs = list(zip(trees, offsets, strict=True))
+        if aggregate == "probability":
+            leaf = [t.value for t in trees]
+        else:
+            leaf = [np.minimum(t.ratio, F32_MAX) for t in trees]
         return cls(
             roots=offsets.astype(np.int64),
             feature=joined([t.feature for t in trees], np.int32),
@@ -136,8 +145,8 @@ class BackgroundForest:
             left=np.concatenate([shift(t.left, o) for t, o in pairs]),
             right=np.concatenate([shift(t.right, o) for t, o in pairs]),
             p_left=joined([t.p_left for t in trees], np.float32),
-            value=joined([t.value for t in trees], np.float32),
-            ratio=joined([np.minimum(t.ratio, F32_MAX) for t in trees], np.float32),
+            leaf=joined(leaf, np.float32),
+            aggregate=aggregate,
             depth=max(t.depth for t in trees),
         )
 
@@ -145,18 +154,17 @@ class BackgroundForest:
     def n_trees(self) -> int:
         return self.roots.shape[0]
 
-    def risk(self, Z: np.ndarray, aggregate: str = "probability") -> np.ndarray:
+    def risk(self, Z: np.ndarray) -> np.ndarray:
         """Each row's risk from the leaves it reaches (a C4.5 mix of leaves where a value is
         missing). ``aggregate="probability"`` averages the trees' leaf risks ``bg / (fg + bg)``
         (report §2.5); ``"density"`` averages their density ratios ``fg / bg`` (each tree a
         density estimate) and returns ``1 / (1 + mean ratio)``."""
         Z = np.ascontiguousarray(Z, dtype=np.float64)
-        leaf = {"probability": self.value, "density": self.ratio}[aggregate]
         mean = _route(
             Z, self.roots, self.feature, self.threshold, self.left, self.right,
-            self.p_left, leaf, self.depth,
+            self.p_left, self.leaf, self.depth,
         )  # fmt: skip
-        return mean if aggregate == "probability" else 1.0 / (1.0 + mean)
+        return mean if self.aggregate == "probability" else 1.0 / (1.0 + mean)
 
 
 # --------------------------------------------------------------------------- public helpers
@@ -246,6 +254,7 @@ def fit_background_forest(
     prune: str | None = None,
     structure_fraction: float = 0.5,
     bootstrap: bool = True,
+    aggregate: str = "probability",
     n_jobs: int | None = None,
     random_state=None,
 ) -> tuple[BackgroundForest, list[BackgroundTree]]:
@@ -281,7 +290,7 @@ def fit_background_forest(
         return tree
 
     trees = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(one)(*job) for job in jobs)
-    return BackgroundForest.stack(trees), trees
+    return BackgroundForest.stack(trees, aggregate), trees
 
 
 def _compact(tree: BackgroundTree, left: np.ndarray, right: np.ndarray) -> BackgroundTree:

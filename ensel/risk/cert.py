@@ -116,12 +116,12 @@ class BackgroundForestDetector(Detector):
         space = self.space_
         self.forest_, _ = fit_background_forest(
             Z, space.low, space.high, space.categorical, n_estimators=self.n_estimators,
-            grow=self._grow_options(Z.shape[1]), n_jobs=self.n_jobs,
+            grow=self._grow_options(Z.shape[1]), aggregate=self.aggregate, n_jobs=self.n_jobs,
             random_state=self.random_state, **self._sampling(),
         )  # fmt: skip
 
     def _risk(self, Z):
-        return self.forest_.risk(Z, self.aggregate)
+        return self.forest_.risk(Z)
 
 
 @register("cert_forest")

@@ -215,7 +215,7 @@ def test_cert_forest_trees_have_no_edge_splits():
     # without edge splits every leaf keeps data (report §3: edge splits hurt CERT forests)
     det = CERTForest(5, random_state=0).fit(blob())
     leaves = det.forest_.left < 0
-    assert (det.forest_.value[leaves] < 1.0).all()
+    assert (det.forest_.leaf[leaves] < 1.0).all()
 
 
 def test_pruning_never_raises_the_held_out_loss():
@@ -280,10 +280,13 @@ def test_too_few_rows_to_prune_is_a_clear_error():
     assert CERT(prune=None).fit(blob(4)).risk(blob(4)).shape == (4,)
 
 
-def test_a_stacked_forest_keeps_32_bytes_a_node():
+def test_a_stacked_forest_keeps_28_bytes_a_node():
     forest = BackgroundForest.stack([hand_tree(), hand_tree()])
-    arrays = ("feature", "threshold", "left", "right", "p_left", "value", "ratio")
-    assert sum(getattr(forest, a).nbytes for a in arrays) == 32 * 10
+    arrays = ("feature", "threshold", "left", "right", "p_left", "leaf")
+    assert sum(getattr(forest, a).nbytes for a in arrays) == 28 * 10
+    assert forest.leaf.tolist() == pytest.approx(np.tile(hand_tree().value, 2).tolist())
+    density = BackgroundForest.stack([hand_tree(), hand_tree()], aggregate="density")
+    assert density.leaf.tolist() == pytest.approx(np.tile(hand_tree().ratio, 2).tolist())
     assert forest.left.tolist() == [1, 3, -1, -1, -1, 6, 8, -1, -1, -1]  # global child ids
     assert forest.threshold.dtype == np.float64  # every row takes its training branch
 
@@ -294,10 +297,10 @@ def test_a_leaf_without_background_keeps_a_finite_density_ratio():
         bg=np.array([0.5, 0.5, 0.0, 0.1, 0.3]),  # the right leaf holds no background
         p_left=np.array([1.0, 0.6, 0.5, 0.5, 0.5]),  # and no training weight of a missing x0
     )
-    forest = BackgroundForest.stack([tree])
-    assert np.isfinite(forest.ratio).all() and forest.ratio[2] > 1e38
+    forest = BackgroundForest.stack([tree], aggregate="density")
+    assert np.isfinite(forest.leaf).all() and forest.leaf[2] > 1e38
     Z = np.array([[0.2, 0.7], [0.7, 0.2], [np.nan, 0.7]])
-    risk = forest.risk(Z, aggregate="density")
+    risk = forest.risk(Z)
     assert np.isfinite(risk).all()
     assert risk[0] == risk[2] == pytest.approx(1 / (1 + 0.7 / 0.3))  # weight 0 adds nothing
     assert risk[1] < 1e-30
