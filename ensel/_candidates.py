@@ -319,9 +319,9 @@ def _regression(name: str, P: np.ndarray, y: np.ndarray) -> StepScorer:
     if name == "rmse":
         return lambda S, n: np.sqrt(mse(S, n))
     if name == "r2":
-        var = float(y.var())
-        if var == 0.0:  # the metric's own rule for a constant target
+        if y.min() == y.max():  # the metric's own rule for a constant target (on the values)
             return lambda S, n: np.where(mse(S, n) == 0.0, 1.0, 0.0)
+        var = float(y.var())
         return lambda S, n: 1.0 - mse(S, n) / var
     raise ValueError(f"no compiled kernel for regression metric {name!r}")
 

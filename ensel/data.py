@@ -52,12 +52,19 @@ def _is_categorical(col: pd.Series) -> bool:
 
 def as_frame(X) -> pd.DataFrame:
     """X as a DataFrame with string column names (array columns become x0, x1, ...); object
-    arrays of numbers become numeric columns."""
+    arrays of numbers become numeric columns. A frame whose column names repeat (as strings:
+    ``0`` and ``"0"`` are one name) is refused: a name must pick one column."""
     if sp.issparse(X):
         raise TypeError("sparse input is not supported; pass a dense array (X.toarray())")
     if isinstance(X, pd.DataFrame):
         frame = X.reset_index(drop=True)
         frame.columns = [str(c) for c in frame.columns]
+        repeated = frame.columns[frame.columns.duplicated()].unique().tolist()
+        if repeated:
+            raise ValueError(
+                f"X has duplicate column name(s) {repeated[:10]} (names compared as strings); "
+                "give each column a unique name"
+            )
         return frame
     arr = np.asarray(X)
     if arr.ndim != 2:
@@ -100,10 +107,14 @@ def check_features(X: pd.DataFrame) -> None:
     numeric = X.select_dtypes(include=[np.number], exclude=[bool])
     infinite = [c for c in numeric.columns if np.isinf(numeric[c].to_numpy(float)).any()]
     if infinite:
-        raise ValueError(
-            f"X has infinite values in column(s) {infinite[:10]}; replace them (by NaN, which "
-            "counts as missing) first"
-        )
+        raise _infinite(infinite)
+
+
+def _infinite(columns: list[str]) -> ValueError:
+    return ValueError(
+        f"X has infinite values in column(s) {columns[:10]}; replace them (by NaN, which "
+        "counts as missing) first"
+    )
 
 
 MAX_STRAY_TOKENS = 3
@@ -145,12 +156,16 @@ def _warn_tokens(name: str, tokens: list[str], n_cells: int, stacklevel: int) ->
 
 def coerce_numeric_text(frame: pd.DataFrame, stacklevel: int = 4) -> pd.DataFrame:
     """``frame`` (a copy) with each numeric column read as text because of a few stray tokens
-    ("?", "NA", "-") made numeric, its tokens missing; a warning names the column and tokens."""
+    ("?", "NA", "-") made numeric, its tokens missing; a warning names the column and tokens.
+    Text that parses as infinite ("inf") is refused as :func:`check_features` refuses
+    infinities in numeric columns."""
     frame = frame.copy()
     for name in frame.columns:
         found = _stray_tokens(frame[name])
         if found is not None:
             numbers, tokens = found
+            if np.isinf(numbers.to_numpy()).any():
+                raise _infinite([name])
             n_cells = int(numbers.isna().sum() - frame[name].isna().sum())
             _warn_tokens(name, tokens, n_cells, stacklevel=stacklevel)
             frame[name] = numbers

@@ -340,7 +340,9 @@ class EnsembleSelection:
 
     def _blend(self, P: np.ndarray, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
         """The weighted average of the used rows, read ``chunk_bytes`` at a time and summed
-        row after row: the same numbers whether ``P`` is in memory or read in blocks."""
+        row after row: the same numbers whether ``P`` is in memory or read in blocks. An
+        average of probabilities is clipped to [0, 1]: weights that sum to one up to rounding
+        turn members that all say 1.0 into 1.0000000000000002, which ``score`` refuses."""
         used = np.flatnonzero(self.weights_)
         chunk = max(1, chunk_bytes // max(1, P[0].size * 8))
         total = np.zeros(P.shape[1:])
@@ -348,6 +350,8 @@ class EnsembleSelection:
             rows = used[start : start + chunk]
             for w, row in zip(self.weights_[rows], np.asarray(P[rows], np.float64), strict=True):
                 total += w * row
+        if self._task_ != "regression":
+            np.clip(total, 0.0, 1.0, out=total)
         return total
 
     def _hillclimb(

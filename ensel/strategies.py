@@ -183,6 +183,8 @@ def cheapest_within_noise(
 
     def gains(w: np.ndarray) -> tuple[float, np.ndarray]:
         pred = np.tensordot(w / w.sum(), P, axes=1)
+        if metric.task == "classification":  # rounding may put an average past 1
+            pred = np.clip(pred, 0.0, 1.0)
         return sign * score(metric, y, pred), np.array(
             [sign * score(metric, y[b], pred[b]) for b in boot]
         )

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensel.data import check_columns, check_features, clean_columns
+from ensel.data import as_frame, check_columns, check_features, clean_columns
 from ensel.library.training import prepare
 
 
@@ -97,3 +97,23 @@ def test_arrays_take_the_training_names_after_one_width_check():
     encoding = Encoding.fit(np.random.default_rng(0).random((5, 3)))
     with pytest.raises(ValueError, match="X has 4 features, but the mimic net is expecting 3"):
         encoding.frame(np.zeros((2, 4)))
+
+
+def test_duplicate_column_names_are_a_one_line_error():
+    """A repeated name (also one that repeats once read as a string) failed deep inside with
+    AttributeError: 'DataFrame' object has no attribute 'dtype'."""
+    X = pd.DataFrame(np.arange(8.0).reshape(4, 2), columns=["a", "a"])
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['a'\]"):
+        prepare(X, np.array([0, 1, 0, 1]), cv=None)
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['0'\]"):
+        as_frame(pd.DataFrame(np.zeros((2, 2)), columns=[0, "0"]))
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['a'\]"):  # predict time
+        check_columns(as_frame(pd.concat([X, X[["a"]]], axis=1)), ["a"], {})
+
+
+def test_infinity_in_a_numeric_text_column_is_the_infinity_error():
+    """'inf' in a column read as text because of a '?' passed the infinity check (it runs before
+    the text is parsed); every run then failed with sklearn's misleading 'contains NaN'."""
+    X = pd.DataFrame({"x": ["1.5", "?", "inf", "2.0", "3.5", "0.5"], "z": np.arange(6.0)})
+    with pytest.raises(ValueError, match=r"infinite values in column\(s\) \['x'\]"):
+        prepare(X, np.array([0, 1] * 3), cv=None)

@@ -143,3 +143,14 @@ def test_saved_file_is_compressed_and_holds_large_arrays(tmp_path):
     buffer.write(packer.flush())
     np.testing.assert_array_equal(pickle.loads(zlib.decompress(buffer.getvalue()))["a"], obj["a"])
     assert len(buffer.getvalue()) < obj["a"].nbytes / 5
+
+
+def test_average_of_members_that_all_say_one_is_a_probability():
+    """Weights of 1, 6, 8 and 11 picks of 37 sum to one only up to rounding: members that all
+    predict 1.0 averaged to 1.0000000000000002 (and 1 - p < 0), which ``score`` refused in fit."""
+    from ensel.estimator.classifier import _average
+
+    weights = np.array([1, 6, 8, 11, 11]) / 37
+    proba = _average(weights, np.ones((5, 3)))
+    assert proba.max() == 1.0
+    score("mxe", np.ones(3, dtype=int), proba)

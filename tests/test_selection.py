@@ -356,3 +356,18 @@ def test_predict_proba_checks_layout(binary_library):
         es.predict_proba(P[:-1])
     with pytest.raises(AttributeError, match="not fitted"):
         EnsembleSelection().predict_proba(P)
+
+
+def test_predict_proba_stays_in_unit_interval_where_every_member_says_one():
+    """Bag weights sum to one only up to rounding: averaging members that all predict 1.0 gave
+    1.0000000000000002, which ``score`` refused as not a probability."""
+    rng = np.random.default_rng(0)
+    for seed in range(5):
+        y = rng.integers(0, 2, 60)
+        y[:2] = [0, 1]
+        P = np.clip(y + rng.normal(0, 0.6, (12, 60)), 0.0, 1.0)
+        P[:, 0] = 1.0
+        es = EnsembleSelection(metric="rms", n_bags=5, random_state=seed).fit(P, y)
+        proba = es.predict_proba(P)
+        assert proba.max() <= 1.0
+        score("mxe", y, proba)  # accepted as probabilities
