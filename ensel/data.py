@@ -2,7 +2,8 @@
 (numeric or categorical, with their categories), the checks every caller shares (empty data,
 odd cell types, infinities, columns and categories unseen in training), and the policy for
 messy columns: missing values are allowed everywhere, numeric columns with stray text tokens
-are read as numbers, all-missing and constant columns are left out, id-like ones are warned. It
+are read as numbers, dates and durations are numbers, all-missing and constant columns are
+left out, id-like ones are warned. It
 imports nothing else of ensel."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "named",
     "select_columns",
     "stratified_rows",
+    "times_as_numbers",
 ]
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ def as_frame(X) -> pd.DataFrame:
                 f"X has duplicate column name(s) {repeated[:10]} (names compared as strings); "
                 "give each column a unique name"
             )
-        return frame
+        return times_as_numbers(frame)
     arr = np.asarray(X)
     if arr.ndim != 2:
         raise ValueError(
@@ -76,6 +78,26 @@ def as_frame(X) -> pd.DataFrame:
         raise ValueError("Complex data not supported: X has complex values")
     frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
     return frame.infer_objects() if arr.dtype == object else frame
+
+
+EPOCH = pd.Timestamp("1970-01-01")
+
+
+def times_as_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its datetime columns as days since 1970-01-01 (in UTC where the column
+    has a time zone) and its timedelta columns as seconds, float64 with NaT as missing. Read as
+    categories, dates would be levels of their own, and every date after the training rows
+    unseen at predict time; as numbers, trees split on them and later dates extrapolate."""
+    converted = {}
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_datetime64_any_dtype(col):
+            if col.dt.tz is not None:
+                col = col.dt.tz_convert("UTC").dt.tz_localize(None)
+            converted[name] = ((col - EPOCH) / pd.Timedelta(days=1)).astype(np.float64)
+        elif pd.api.types.is_timedelta64_dtype(col):
+            converted[name] = (col / pd.Timedelta(seconds=1)).astype(np.float64)
+    return frame.assign(**converted) if converted else frame
 
 
 def _is_missing(value) -> bool:

@@ -117,3 +117,28 @@ def test_infinity_in_a_numeric_text_column_is_the_infinity_error():
     X = pd.DataFrame({"x": ["1.5", "?", "inf", "2.0", "3.5", "0.5"], "z": np.arange(6.0)})
     with pytest.raises(ValueError, match=r"infinite values in column\(s\) \['x'\]"):
         prepare(X, np.array([0, 1] * 3), cv=None)
+
+
+def test_dates_and_durations_are_numbers_at_fit_and_at_predict():
+    """A date read as a category made every later date unseen at predict time; as days since
+    1970 (UTC for a zoned column) and durations as seconds, later dates are numbers too."""
+    X = pd.DataFrame(
+        {
+            "day": pd.to_datetime(["1970-01-02", None, "2020-01-01"]),
+            "zoned": pd.to_datetime(["1970-01-01 01:00"] * 3).tz_localize("Europe/Berlin"),
+            "wait": pd.to_timedelta([90, None, 1], unit="s"),
+            "x": [1.0, 2.0, 3.0],
+        }
+    )
+    frame = as_frame(X)
+    assert frame.dtypes.map(str).tolist() == ["float64"] * 4
+    np.testing.assert_array_equal(frame["day"], [1.0, np.nan, 18262.0])
+    np.testing.assert_array_equal(frame["zoned"], [0.0] * 3)  # 01:00 in Berlin is 00:00 UTC
+    np.testing.assert_array_equal(frame["wait"], [90.0, np.nan, 1.0])
+    data = prepare(pd.concat([X] * 4), np.array([0, 1] * 6), cv=2)
+    assert pd.api.types.is_float_dtype(data.X["day"]) and data.dropped == {"zoned": "constant"}
+    later = as_frame(X.assign(day=pd.to_datetime(["2030-05-01"] * 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "categories never seen in training"
+        checked = check_columns(later, list(X.columns), {})
+    assert (checked["day"] > 18262.0).all()

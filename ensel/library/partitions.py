@@ -21,6 +21,7 @@ from ..data import (
     _is_missing,
     _warn_tokens,
     left_out,
+    times_as_numbers,
     warn_id,
 )
 
@@ -62,7 +63,7 @@ class PartSummary:
 def _frame(part: pd.DataFrame) -> pd.DataFrame:
     frame = part.reset_index(drop=True)
     frame.columns = [str(c) for c in frame.columns]
-    return frame
+    return times_as_numbers(frame)
 
 
 def _range(values: np.ndarray) -> tuple[float, float]:

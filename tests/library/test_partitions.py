@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensel.data import Columns, check_features, clean_columns
+from ensel.data import Columns, as_frame, check_features, clean_columns
 from ensel.library.partitions import apply_plan, merge, summarize
 from ensel.library.sources import SourcedData, parquet_files, prepare_source
 from ensel.library.training import prepare
@@ -153,3 +153,18 @@ def test_parquet_paths_and_labels_are_checked(tmp_path):
     messy().iloc[:, :3].to_parquet(tmp_path / "b.parquet")
     with pytest.raises(ValueError, match="must share its columns"):
         prepare_source(str(tmp_path), "label", cv=3)
+
+
+def test_dates_in_parts_are_the_numbers_they_are_in_memory():
+    X = messy().assign(
+        day=pd.date_range("2020-01-01", periods=60, freq="D", tz="UTC"),
+        wait=pd.to_timedelta(np.arange(60), unit="min"),
+    )
+    X.loc[7, "day"] = pd.NaT
+    frame, _, columns = caught(whole, as_frame(X))[0]
+    parts = split(X, [30])
+    plan = caught(merge, [summarize(p) for p in parts])[0]
+    assert plan.columns == columns and {"day", "wait"} <= set(columns.numeric)
+    rows = pd.concat([apply_plan(p, plan) for p in parts], ignore_index=True)
+    pd.testing.assert_frame_equal(rows, frame)
+    assert rows["day"].isna().sum() == 1 and rows["wait"].iloc[-1] == 59 * 60.0
