@@ -148,11 +148,34 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read_csv(path: Path):
+    """The CSV file at ``path`` (comma-separated, UTF-8, a header row); what cannot be read
+    that way is one ValueError that names the file and says what to do."""
     import pandas as pd
 
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    return pd.read_csv(path)
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path} is empty; give a CSV file with a header row") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not UTF-8 text ({exc.reason}); save it as a UTF-8 CSV file"
+        ) from None
+    except pd.errors.ParserError as exc:
+        raise ValueError(
+            f"{path} is not a well-formed CSV file ({str(exc).strip()}); check the quoting and "
+            "that every row has as many fields as the header"
+        ) from None
+    if frame.shape[1] == 1:
+        name = str(frame.columns[0])
+        sep = next((s for s in (";", "\t", "|") if s in name), None)
+        if sep is not None:
+            raise ValueError(
+                f"{path} reads as one column {name[:60]!r}: its fields look separated by "
+                f"{sep!r}; ensel reads comma-separated files, so save it with ',' separators"
+            )
+    return frame
 
 
 def _is_parquet(path: Path) -> bool:

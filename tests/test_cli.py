@@ -79,6 +79,27 @@ def test_errors_are_one_line(csvs, capsys, argv, message):
     assert err.startswith("ensel: error: ") and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "bad.csv is empty; give a CSV file with a header row"),
+        (b"a;b;y\n1;2;x\n3;4;z\n", "bad.csv reads as one column 'a;b;y': its fields look separa"),
+        (b"a\tb\ty\n1\t2\tx\n", "look separated by '\\t'; ensel reads comma-separated files"),
+        (b"a,b,y\n1,caf\xe9,x\n", "bad.csv is not UTF-8 text"),
+        (b"a,b,y\n1,2,x\n3,4,z,5\n", "bad.csv is not a well-formed CSV file (Error tokenizing"),
+    ],
+)
+def test_an_unreadable_csv_is_one_line_naming_the_file(capsys, tmp_path, content, message):
+    """An empty file, ';' or tab separators, latin-1 text, a ragged row: one line that names
+    the file and says what to do (was pandas' bare 'No columns to parse from file', a missing
+    --target, a codec error). 'ensel predict' and 'compress' read through the same function."""
+    (tmp_path / "bad.csv").write_bytes(content)
+    argv = ["fit", str(tmp_path / "bad.csv"), "--target", "y", "--out", str(tmp_path / "m")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ensel: error: ") and message in err and err.count("\n") == 1
+
+
 @pytest.mark.slow
 def test_compress_writes_an_onnx_file(csvs, capsys):
     pytest.importorskip("torch")

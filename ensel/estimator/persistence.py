@@ -72,7 +72,9 @@ def read_model(path: str | os.PathLike, cls: type):
                 "original file"
             ) from None
     if not isinstance(model, cls):
-        raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        raise TypeError(
+            f"{path} holds a {type(model).__name__} object, not an ensel model ({cls.__name__})"
+        )
     check_version(model, path)
     return model
 

@@ -97,7 +97,8 @@ def resolve_cv(
     if n_rows < AUTO_SWITCH_ROWS:
         folds, why = AUTO_FOLDS, f"{n_rows} rows < {AUTO_SWITCH_ROWS}: K folds"
         if task != "regression" and y is not None:  # stratified: no more folds than rarest rows
-            rarest = int(pd.Series(np.ravel(np.asarray(y, dtype=object))).value_counts().min())
+            counts = pd.Series(np.ravel(np.asarray(y, dtype=object))).value_counts()
+            rarest = int(counts.min()) if counts.size else 0  # no rows: prepare says so
             if 2 <= rarest < folds:
                 folds, why = rarest, f"{why}, as many as the rarest class has rows ({rarest})"
         return CVChoice(folds, hillclimb_fraction, why)
@@ -295,9 +296,16 @@ def prepare(
     classes, y_enc = np.unique(y_arr, return_inverse=True)
     if classes.size < 2:
         raise ValueError(
-            f"y has a single class, 1 class ({classes[0]!r}); need at least two classes"
+            f"y has a single class, 1 class ({_plain(classes[0])!r}); need at least two classes"
         )
     counts = np.bincount(y_enc)
+    if counts.min() < 2:  # neither K stratified folds nor a stratified held-out split hold it
+        alone = [_plain(c) for c in classes[counts < 2]]
+        raise ValueError(
+            f"class(es) {alone[:10]} of y have a single row; every class needs at least 2 "
+            "(folds and the hillclimb split are stratified): drop or merge those rows, or, for a "
+            "numeric target, use EnsembleSelectionRegressor (or --task regression)"
+        )
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape != y_arr.shape:
@@ -307,8 +315,8 @@ def prepare(
             raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
         if counts.min() < cv:
             raise ValueError(
-                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, fewer than cv={cv} "
-                "folds; lower cv or use cv=None"
+                f"class {_plain(classes[counts.argmin()])!r} has {counts.min()} rows, fewer than "
+                f"cv={cv} folds; lower cv or use cv=None"
             )
         folds = _kfold(y_enc, cv, groups, random_state)
         cal_groups = folds[folds != HOLDOUT]
@@ -322,8 +330,9 @@ def prepare(
         k = int(min(CROSS_FIT_GROUPS, hill_counts.min()))
         if k < 2 or (counts - hill_counts).min() < 1:
             raise ValueError(
-                f"class {classes[counts.argmin()]!r} has {counts.min()} rows, too few to hold "
-                f"out a stratified hillclimb split of {hillclimb_fraction:.0%}; use more data or cv"
+                f"class {_plain(classes[counts.argmin()])!r} has {counts.min()} rows, too few to "
+                f"hold out a stratified hillclimb split of {hillclimb_fraction:.0%}; use more "
+                "data or cv"
             )
         hill_groups = None if groups is None else groups[hill]
         if hill_groups is not None:
@@ -341,6 +350,11 @@ def prepare(
         input_columns=input_columns,
         dropped=dropped,
     )
+
+
+def _plain(label):
+    """A class label as the user wrote it: ``10``, not ``np.int64(10)``, in messages."""
+    return label.item() if isinstance(label, np.generic) else label
 
 
 def _prepare_regression(

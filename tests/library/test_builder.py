@@ -322,6 +322,26 @@ def test_bad_input_is_named(X, y, kwargs, message):
         build_library(X, y, spec="tiny", **{"cv": 2, "verbose": 0, **kwargs})
 
 
+@pytest.mark.parametrize("cv", ["auto", None, 3])
+def test_a_class_of_one_row_is_named_with_what_to_do(cv):
+    """A count target with one value seen once: one message that names the class as written
+    (10, not np.int64(10) nor its code 2) for every cv; it used to say 'use cv=None' for K
+    folds, and cv=None failed in scikit-learn naming codes, not classes."""
+    X, y = np.arange(21.0)[:, None], np.array([0, 1] * 10 + [10])
+    message = r"^class\(es\) \[10\] of y have a single row; .*\(or --task regression\)$"
+    with pytest.raises(ValueError, match=message):
+        build_library(X, y, spec="tiny", cv=cv, verbose=0)
+
+
+@pytest.mark.parametrize("cv", ["auto", None, 3])
+def test_no_rows_is_named(cv):
+    """A CSV with only a header: 0 samples, not cv="auto"'s 'cannot convert float NaN to
+    integer'."""
+    X = pd.DataFrame({"a": [], "b": []}, dtype=float)
+    with pytest.raises(ValueError, match=r"^X has 0 sample\(s\) \(shape=\(0, 2\)\)"):
+        build_library(X, pd.Series([], dtype=object), spec="tiny", cv=cv, verbose=0)
+
+
 def test_store_refuses_other_data_and_reports_corruption(cancer, tmp_path):
     X, y = cancer
     path = tmp_path / "store"
