@@ -224,6 +224,24 @@ def test_missing_values_in_features(diabetes):
     assert np.isfinite(pred).all() and score("r2", y_test, pred) > 0.2
 
 
+def test_a_target_far_from_zero_keeps_the_members_apart():
+    """A target of 1e9 plus a signal of a few units: the store kept hillclimb predictions in
+    float32 (steps of 64 at 1e9), so every member scored as the constant 1e9 (hillclimb RMSE
+    the target's spread, R2 -0.004) and selection picked blind."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    signal = 3.0 * X["a"] - X["b"]
+    knn = {"family": "knn", "stages": [1, 10]}
+    spec = {"task": "regression", "families": [{"family": "linear"}, knn]}
+    for offset in (0.0, 1e9):
+        y = offset + signal + 0.1 * rng.normal(size=200)
+        model = EnsembleSelectionRegressor(library=spec, n_jobs=1, cv=3, random_state=0)
+        board = model.fit(X, y).leaderboard()
+        linear = board.loc[board["family"] == "linear", "rmse"].iloc[0]
+        assert linear < 0.2 < board["rmse"].max(), (offset, board[["family", "rmse"]])
+        assert model.comparison_["r2"]["ensemble"] > 0.99
+
+
 @dataclasses.dataclass
 class _MeanRun:
     value: float

@@ -56,5 +56,5 @@ class ScriptedMimic(torch.nn.Module):
             blocks.append(hot.float().reshape(n, self.widths[j]))
         out = self.net(torch.cat(blocks, 1))
         if self.regression:  # predicted values (n,) in the target's units
-            return out[:, 0] * self.target[1] + self.target[0]
+            return out[:, 0].double() * self.target[1] + self.target[0]  # 1e9 +- 10: double
         return torch.softmax(out, 1)

@@ -11,7 +11,7 @@ the training mean, plus the missing-indicator inputs the mimic learnt with), the
 Outputs: ``probabilities``, float ``(n, n_classes)``, and ``label`` (the most probable class).
 The column lists and the classes are in the model's metadata (``numeric_columns``,
 ``categorical_columns``, ``classes``, JSON).
-A regression mimic's one output is ``prediction``, float ``(n,)``, in the target's units.
+A regression mimic's one output is ``prediction``, double ``(n,)``, in the target's units.
 """
 
 from __future__ import annotations
@@ -117,14 +117,17 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
         ]
         if not last:
             nodes.append(helper.make_node(activation, [f"a{i}"], [out]))
-    if hasattr(mimic, "target_mean_"):  # a regression mimic: back to the target's units
+    if hasattr(mimic, "target_mean_"):  # a regression mimic: back to the target's units,
+        # in double: a target of 1e9 +- 10 is steps of 64 in float
         nodes += [
+            helper.make_node("Cast", ["logits"], ["logits_double"], to=TensorProto.DOUBLE),
             helper.make_node(
-                "Mul", ["logits", const("target_scale", np.float32([mimic.target_scale_]))],
+                "Mul",
+                ["logits_double", const("target_scale", np.float64([mimic.target_scale_]))],
                 ["scaled"],
             ),
             helper.make_node(
-                "Add", ["scaled", const("target_mean", np.float32([mimic.target_mean_]))],
+                "Add", ["scaled", const("target_mean", np.float64([mimic.target_mean_]))],
                 ["prediction_column"],
             ),
             helper.make_node(
@@ -132,7 +135,7 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
                 ["prediction"],
             ),
         ]  # fmt: skip
-        outputs = [helper.make_tensor_value_info("prediction", TensorProto.FLOAT, ["n"])]
+        outputs = [helper.make_tensor_value_info("prediction", TensorProto.DOUBLE, ["n"])]
         props = {"target_mean": json.dumps(mimic.target_mean_)}
         doc = "ensel regression mimic net: raw rows in, predicted values out"
     else:
@@ -192,8 +195,9 @@ def to_torchscript(mimic, path: str | os.PathLike) -> None:
     """Write ``mimic`` as a TorchScript module (see ``_torchscript.ScriptedMimic``):
     ``forward(numeric, categorical)`` takes a double tensor ``(n, n_numeric)`` and a list of
     the categorical columns, each a list of n strings, and returns ``(n, n_classes)`` float
-    probabilities. torch 2.9+ marks TorchScript deprecated (its successor, ``torch.export``,
-    takes no string inputs); its warnings are silenced here, and ONNX is the format to ship."""
+    probabilities (a regression mimic: double ``(n,)`` values). torch 2.9+ marks TorchScript
+    deprecated (its successor, ``torch.export``, takes no string inputs); its warnings are
+    silenced here, and ONNX is the format to ship."""
     torch = optional("torch", "exporting a mimic net to TorchScript")
     from ._torchscript import ScriptedMimic
 

@@ -26,7 +26,16 @@ import numpy as np
 
 from ..errors import SpecError
 
-__all__ = ["Kind", "PackedRun", "RunLike", "get_kind", "kinds", "register_kind", "run_seed"]
+__all__ = [
+    "Kind",
+    "PackedRun",
+    "RunLike",
+    "get_kind",
+    "kinds",
+    "prediction_dtype",
+    "register_kind",
+    "run_seed",
+]
 
 KIND_MODULE = "_kind"
 """Name of the module through which a package of ensel registers its kinds."""
@@ -55,7 +64,7 @@ class PackedRun:
     """A finished run as a worker sends it: hillclimb predictions and the fitted siblings
     already pickled (see :meth:`pack`), so the client only moves and writes bytes."""
 
-    predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
+    predictions: np.ndarray  # (n_members, n_hillclimb, C), see prediction_dtype
     fitted: bytes
     costs: dict | None = None  # predict cost per sibling (ensel.library.runs.measure_cost)
 
@@ -129,6 +138,14 @@ def _discover() -> None:
     top = __name__.split(".")[0]
     for path in sorted(root.glob(f"*/{KIND_MODULE}.py")):
         importlib.import_module(f"{top}.{path.parent.name}.{KIND_MODULE}")
+
+
+def prediction_dtype(task: str | None) -> type[np.floating]:
+    """The dtype hillclimb predictions are kept in: float32 for probabilities (half the
+    memory, and the fast kernels read float32), float64 for regression values, whose offset
+    from zero can be far larger than the differences between members (a target of 1e9 +- 10
+    rounds to steps of 64 in float32, and every member scored alike)."""
+    return np.float64 if task == "regression" else np.float32
 
 
 def run_seed(run: RunLike, random_state: int) -> int:

@@ -84,7 +84,7 @@ class RepeatedLibrary(Library):
             total[have] += np.asarray(other.predictions)[where[have]]
             count[have] += 1
         shape = (-1,) + (1,) * (total.ndim - 1)
-        self.predictions = (total / count.reshape(shape)).astype(np.float32)
+        self.predictions = (total / count.reshape(shape)).astype(first.predictions.dtype)
 
     @property
     def siblings(self) -> int:

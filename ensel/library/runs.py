@@ -23,7 +23,7 @@ from ..data import stratified_rows
 from . import encoding  # noqa: F401 - registers the view "te"
 from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
-from .kinds import run_seed
+from .kinds import prediction_dtype, run_seed
 from .predict_work import PREDICT_WORK
 from .spec import RunSpec
 from .training import TrainingData
@@ -126,7 +126,7 @@ class FittedRun:
 class RunResult:
     """What a finished run hands back to the builder."""
 
-    predictions: np.ndarray  # (n_members, n_hillclimb, C) float32
+    predictions: np.ndarray  # (n_members, n_hillclimb, C), see kinds.prediction_dtype
     fitted: FittedRun
     costs: dict = field(default_factory=dict)  # see measure_cost
 
@@ -253,7 +253,7 @@ def fit_run(
             )
             calibrators[(s_idx, method)] = cals
             members.append(pred)
-    predictions = np.stack(members).astype(np.float32)
+    predictions = np.stack(members).astype(prediction_dtype(run.task))
     if not np.isfinite(predictions).all():
         raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
     fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)

@@ -5,7 +5,8 @@ Layout::
     store.json         format, fingerprint of the data and folds, classes, hillclimb size
     hillclimb.npz      hillclimb row indices and their encoded labels
     manifest.jsonl     one line per finished run (ok, failed or timeout): the commit record
-    runs/<id>.npy      a run's hillclimb predictions, (members, N, C) float32
+    runs/<id>.npy      a run's hillclimb predictions, (members, N, C) float32 (float64 for
+                       regression, see kinds.prediction_dtype)
     runs/<id>.pkl      a run's fitted siblings and calibrators (pickle: open trusted stores only)
     predictions-<token>.npy   all ok members' predictions, (M, N) or (M, N, C), memory-mapped
     predictions.json   which matrix file is current, and its run order
@@ -34,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StoreError
-from .kinds import PackedRun, RunLike
+from .kinds import PackedRun, RunLike, prediction_dtype
 
 __all__ = ["PackedRun", "PredictionStore", "member_id"]
 
@@ -198,13 +199,17 @@ class PredictionStore:
         """Run id -> manifest record of every finished run."""
         return dict(self._records)
 
+    @property
+    def _task(self) -> str:
+        return self.header.get("task", "classification")
+
     # ------------------------------------------------------------------ writing runs
 
     def write_run(self, run: RunLike, result: PackedRun, seconds: float, note: str = "") -> None:
         """Commit a finished run: predictions and fitted bundle first, the manifest line last.
         ``note``: how the build trained it where that differs from the spec (a subsample)."""
         rid = run.run_id
-        preds = np.ascontiguousarray(result.predictions, dtype=np.float32)
+        preds = np.ascontiguousarray(result.predictions, dtype=prediction_dtype(self._task))
         fitted = result.fitted
         _atomic_write(self.path / "runs" / f"{rid}.npy", lambda fh: np.save(fh, preds))
         _atomic_write(self.path / "runs" / f"{rid}.pkl", lambda fh: fh.write(fitted))
@@ -311,7 +316,8 @@ class PredictionStore:
         token = hashlib.sha1(json.dumps([runs, n_members, time.time_ns()]).encode()).hexdigest()
         final = self.path / f"predictions-{token[:12]}.npy"
         tmp = final.with_name(f".{final.stem}.tmp.npy")
-        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+        dtype = prediction_dtype(self._task)
+        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape)
         row = 0
         for p in parts:
             matrix[row : row + p.shape[0]] = p[..., 0] if regression else p[..., 1] if flat else p

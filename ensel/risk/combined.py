@@ -136,8 +136,15 @@ class Combination:
         return np.stack([self.calibrators[i].predict(R[i]) for i in which])
 
     def combined(self, R: np.ndarray) -> np.ndarray:
+        """The weighted average of calibrated risks; 1 where every weighted detector says 1
+        (every detector does outside its training box or for an unseen category, Sandia report
+        §2.1). The calibrators only saw points inside the box, where a raw risk of 1 is rare
+        and mostly held-out data rows at its edge: their fitted map may give such a row 0.9 or,
+        with a slope fitted the wrong way, less than an ordinary training row."""
         keep = np.flatnonzero(self.weights > 0)  # a left-out detector's NaN must not leak in
-        return np.clip(self.weights[keep] @ self.calibrated(R, keep), 0.0, 1.0)
+        out = np.clip(self.weights[keep] @ self.calibrated(R, keep), 0.0, 1.0)
+        out[(np.asarray(R, dtype=float)[keep] >= 1.0).all(axis=0)] = 1.0
+        return out
 
 
 def fit_combination(

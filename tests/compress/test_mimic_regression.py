@@ -99,3 +99,32 @@ def test_onnx_and_torchscript_reproduce_the_regression_mimic(mimic, tmp_path):
     np.testing.assert_array_equal(
         MimicRegressor.load(tmp_path / "m.pkl").predict(X), mimic.predict(X)
     )
+
+
+class FarFromZero(Smooth):
+    """Smooth's values a billion up: float32 holds them only to steps of 64."""
+
+    def predict(self, X):
+        return 1e9 + super().predict(X)
+
+
+def test_exports_keep_a_target_far_from_zero(tmp_path):
+    """The ONNX graph put the mean back in float32, so every row came out in steps of 64
+    (1e9 + 512 where mimic.predict said 1e9 + 541); TorchScript likewise."""
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    mimic = compress(FarFromZero(), frame(200), n_pseudo=600, hidden=8, epochs=5, random_state=0)
+    X = frame(20, seed=5)
+    expected = mimic.predict(X) - 1e9
+    assert np.ptp(expected) > 10
+    mimic.export(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"))
+    feeds = {"numeric": X[["a", "b"]].to_numpy(np.float64), "categorical": X[["colour"]].to_numpy()}
+    (prediction,) = session.run(None, feeds)
+    np.testing.assert_allclose(prediction - 1e9, expected, atol=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mimic.export(tmp_path / "m.pt")
+        scripted = torch.jit.load(str(tmp_path / "m.pt"))
+    out = scripted(torch.from_numpy(X[["a", "b"]].to_numpy()), [X["colour"].tolist()])
+    np.testing.assert_allclose(out.numpy() - 1e9, expected, atol=1e-3)

@@ -206,3 +206,22 @@ def test_a_budgeted_build_plans_its_detectors_with_its_models(cancer):
     # a detector without measured constants is kept, not estimated
     assert plan.loc["test_distance", "seconds"] == 0
     assert "not estimated" in plan.loc["test_distance", "note"]
+
+
+def test_a_row_every_detector_puts_outside_the_box_has_combined_risk_one():
+    """Seen on categorical-only data: every detector said 1 for an unseen category, yet the
+    combined risk was 0.19, below an ordinary row's 0.49 (an isolation forest's Platt slope
+    fitted the wrong way on the box's points), so predict(reject=0.9) accepted it; far
+    numeric rows topped out near 0.9."""
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"c1": rng.choice(list("abc"), 150), "c2": rng.choice(list("xy"), 150)})
+    dets = ["box", "cert", "isolation_forest"]
+    comb = CombinedRisk(detectors=dets, cv=5, random_state=0).fit(X)
+    r = comb.risks(pd.DataFrame({"c1": ["a", "z", "b"], "c2": ["x", "y", "q"]}))
+    np.testing.assert_array_equal(r[dets].iloc[1:], 1.0)
+    np.testing.assert_array_equal(r["combined"].iloc[1:], 1.0)
+    assert r["combined"].iloc[0] < 1.0
+    Xn = pd.DataFrame({"v": rng.normal(size=150), "w": rng.normal(size=150)})
+    comb = CombinedRisk(detectors=dets, cv=5, random_state=0).fit(Xn)
+    far = comb.risks(pd.DataFrame({"v": [0.0, 1e6], "w": [0.0, 0.0]}))["combined"]
+    assert far[0] < 0.9 and far[1] == 1.0
