@@ -58,7 +58,7 @@ def inputs_for(session, X: pd.DataFrame) -> dict:
     if numeric:
         feeds["numeric"] = X[numeric].to_numpy(np.float64)
     if categorical:  # a missing categorical cell is the empty string
-        feeds["categorical"] = X[categorical].astype(str).fillna("").to_numpy()
+        feeds["categorical"] = X[categorical].astype(object).fillna("").astype(str).to_numpy()
     return feeds
 
 
@@ -135,7 +135,10 @@ def test_onnx_and_torchscript_take_missing_values_as_the_torch_mimic_does(tmp_pa
         mimic.export(tmp_path / "m.pt")
         scripted = torch.jit.load(str(tmp_path / "m.pt"))
     numeric = torch.from_numpy(fresh[scripted.numeric_columns].to_numpy(np.float64))
-    categorical = [fresh[c].astype(str).fillna("").tolist() for c in scripted.categorical_columns]
+    categorical = [
+        fresh[c].astype(object).fillna("").astype(str).tolist()
+        for c in scripted.categorical_columns
+    ]
     got = scripted(numeric, categorical).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
 
