@@ -72,9 +72,13 @@ def read_model(path: str | os.PathLike, cls: type):
                 "original file"
             ) from None
     if not isinstance(model, cls):
-        raise TypeError(
-            f"{path} holds a {type(model).__name__} object, not an ensel model ({cls.__name__})"
-        )
+        held = type(model).__name__
+        if hasattr(model, "ensel_version_"):  # another ensel estimator
+            raise TypeError(
+                f"{path} holds an ensel {held}, not a {cls.__name__}; load it with "
+                f"{held}.load or ensel.estimator.load_model"
+            )
+        raise TypeError(f"{path} holds a {held} object, not an ensel model")
     check_version(model, path)
     return model
 

@@ -272,7 +272,8 @@ def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> 
     targets = _targets(entry.get("target"), task, where)
     if task == "regression" and calibrations != ("none",):
         raise SpecError(
-            f"{where}: key 'calibration': regression has no calibration variants; remove the key"
+            f"{where}: key 'calibration': regression has no calibration variants; remove the "
+            "key or give [none]"
         )
     grid = {k: v for k, v in params.items() if not isinstance(v, dict)}
     ranges = {k: v for k, v in params.items() if isinstance(v, dict)}
