@@ -154,8 +154,8 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures
         return (
             f"every run of spec {spec.name!r} was built and it has no spare tier "
             "(library='default_spare' adds one; on small tables that tier, repeated "
-            "cross-validation, tune_selection, a second level and growth judged on held-out "
-            "rows were measured not to improve the default's ensemble: docs/benchmarks.md, "
-            "'Spending spare time')"
+            "cross-validation, ten folds, tune_selection, a second level and growth judged on "
+            "held-out rows were measured not to improve the default's ensemble: "
+            "docs/benchmarks.md, 'Spending spare time')"
         )
     return f"every run of spec {spec.name!r} was built, its {len(spare)} spare run(s) included"
