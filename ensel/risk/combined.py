@@ -143,7 +143,8 @@ class Combination:
         with a slope fitted the wrong way, less than an ordinary training row."""
         keep = np.flatnonzero(self.weights > 0)  # a left-out detector's NaN must not leak in
         out = np.clip(self.weights[keep] @ self.calibrated(R, keep), 0.0, 1.0)
-        out[(np.asarray(R, dtype=float)[keep] >= 1.0).all(axis=0)] = 1.0
+        if keep.size:  # (no weighted detector: all() over none would be True everywhere)
+            out[(np.asarray(R, dtype=float)[keep] >= 1.0).all(axis=0)] = 1.0
         return out
 
 
