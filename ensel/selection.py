@@ -35,13 +35,27 @@ from ensel.metrics import (
     resolve_metric,
 )
 
-__all__ = ["EnsembleSelection", "PredictCost", "cost_front"]
+__all__ = ["EnsembleSelection", "PredictCost", "cost_front", "weighted_average"]
 
 COPY_BYTES = 16
 """Bytes per prediction of the in-memory path's copies: float64, float32, and a bag."""
 BLOCK_COPIES = 3
 """A streamed block is held about this many times over (its float32 copy and the kernels'
 temporaries)."""
+
+
+def weighted_average(weights: np.ndarray, P: np.ndarray, task: str) -> np.ndarray:
+    """``sum_m w_m P_m``: the ensemble of members ``P`` (members first) under ``weights``,
+    through :func:`within_range`."""
+    return within_range(np.tensordot(weights, P, axes=1), task)
+
+
+def within_range(average: np.ndarray, task: str) -> np.ndarray:
+    """An average of members' predictions, probabilities clipped to [0, 1] in place (weights
+    that sum to one up to rounding make members that all say 1.0 average to
+    1.0000000000000002, which ``score`` refuses and whose complement is negative); regression
+    values as they are."""
+    return average if task == "regression" else np.clip(average, 0.0, 1.0, out=average)
 
 
 @dataclass(frozen=True)
@@ -340,9 +354,8 @@ class EnsembleSelection:
 
     def _blend(self, P: np.ndarray, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
         """The weighted average of the used rows, read ``chunk_bytes`` at a time and summed
-        row after row: the same numbers whether ``P`` is in memory or read in blocks. An
-        average of probabilities is clipped to [0, 1]: weights that sum to one up to rounding
-        turn members that all say 1.0 into 1.0000000000000002, which ``score`` refuses."""
+        row after row: the same numbers whether ``P`` is in memory or read in blocks
+        (:func:`within_range`)."""
         used = np.flatnonzero(self.weights_)
         chunk = max(1, chunk_bytes // max(1, P[0].size * 8))
         total = np.zeros(P.shape[1:])
@@ -350,9 +363,7 @@ class EnsembleSelection:
             rows = used[start : start + chunk]
             for w, row in zip(self.weights_[rows], np.asarray(P[rows], np.float64), strict=True):
                 total += w * row
-        if self._task_ != "regression":
-            np.clip(total, 0.0, 1.0, out=total)
-        return total
+        return within_range(total, self._task_)
 
     def _hillclimb(
         self,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .metrics import greater_is_better, resolve_metric, score, score_batch
-from .selection import EnsembleSelection, PredictCost
+from .selection import EnsembleSelection, PredictCost, weighted_average
 
 __all__ = [
     "COST_FRACTIONS",
@@ -182,9 +182,7 @@ def cheapest_within_noise(
     boot = rng.integers(0, y.size, size=(n_boot, y.size))
 
     def gains(w: np.ndarray) -> tuple[float, np.ndarray]:
-        pred = np.tensordot(w / w.sum(), P, axes=1)
-        if metric.task == "classification":  # rounding may put an average past 1
-            pred = np.clip(pred, 0.0, 1.0)
+        pred = weighted_average(w / w.sum(), P, metric.task)
         return sign * score(metric, y, pred), np.array(
             [sign * score(metric, y[b], pred[b]) for b in boot]
         )

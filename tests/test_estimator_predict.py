@@ -148,9 +148,9 @@ def test_saved_file_is_compressed_and_holds_large_arrays(tmp_path):
 def test_average_of_members_that_all_say_one_is_a_probability():
     """Weights of 1, 6, 8 and 11 picks of 37 sum to one only up to rounding: members that all
     predict 1.0 averaged to 1.0000000000000002 (and 1 - p < 0), which ``score`` refused in fit."""
-    from ensel.estimator.classifier import _average
+    from ensel.selection import weighted_average
 
     weights = np.array([1, 6, 8, 11, 11]) / 37
-    proba = _average(weights, np.ones((5, 3)))
+    proba = weighted_average(weights, np.ones((5, 3)), "classification")
     assert proba.max() == 1.0
     score("mxe", np.ones(3, dtype=int), proba)

@@ -33,7 +33,7 @@ from ..library.training import resolve_cv
 from ..metrics import Metric, greater_is_better, resolve_metric
 from ..risk.combined import DetectorSet
 from ..risk.reject import RejectRule, reject_mask
-from ..selection import PredictCost
+from ..selection import PredictCost, weighted_average
 from ..strategies import STRATEGIES, cheapest_within_noise, choose_selection
 from . import budget
 from .dask_predict import predict_partitions
@@ -360,10 +360,11 @@ class EnsembleSelectionBase(BaseEstimator):
         return grow  # the builder's error message names what is wrong
 
     def _weighted_sum(self, X) -> np.ndarray:
-        """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout."""
+        """``sum_m w_m * prediction_m(X)`` over the kept members, in the library's layout
+        (probabilities within [0, 1])."""
         check_is_fitted(self, "weights_")
         members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
-        return np.tensordot(self.weights_, members, axes=1)
+        return weighted_average(self.weights_, members, self._task)
 
     def risk(self, X) -> pd.DataFrame:
         """Extrapolation risk of each row: one column per detector of the library spec (its own

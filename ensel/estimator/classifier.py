@@ -15,6 +15,7 @@ from ..calibration import ColumnCalibrator, cross_fit, cross_fit_groups
 from ..library.grow import GrowSpec
 from ..library.sources import is_dask_frame
 from ..metrics import METRICS, score
+from ..selection import weighted_average
 from ._base import EnsembleSelectionBase, _best, _full, _refused
 from .dask_predict import predict_partitions
 
@@ -274,7 +275,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         fit = self._fit_members(X, y, groups)
         lib, P, metric, weights = fit.library, fit.P, fit.metric, fit.weights
         self.classes_ = lib.classes
-        hill = _average(weights, P)
+        hill = weighted_average(weights, P, self._task)
         self.calibrator_, self.calibration_report_, hill = self._calibrate(
             hill, lib.y, metric, fit.seed
         )
@@ -326,7 +327,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
                 f"member_predictions has {member_predictions.shape[0]} members; the library "
                 f"has {weights.size}"
             )
-        return self._finish(_average(weights, member_predictions))
+        return self._finish(weighted_average(weights, member_predictions, self._task))
 
     def predict(self, X, reject=None) -> np.ndarray:
         """The most probable class of each row, as the labels given to ``fit``.
@@ -345,11 +346,5 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         return _refused(labels, self.refused_rows(X, reject, proba))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
-        proba = _full(np.clip(proba, 0.0, 1.0), self.classes_.size)
+        proba = _full(proba, self.classes_.size)
         return proba if self.calibrator_ is None else self.calibrator_.predict(proba)
-
-
-def _average(weights: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """The weighted average of the members' probabilities, clipped to [0, 1]: weights that sum
-    to one up to rounding make members that all say 1.0 average to 1.0000000000000002."""
-    return np.clip(np.tensordot(weights, P, axes=1), 0.0, 1.0)

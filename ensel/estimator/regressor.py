@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..library.sources import is_dask_frame
 from ..metrics import REGRESSION_METRICS, score
+from ..selection import weighted_average
 from ._base import EnsembleSelectionBase, _best, _refused
 from .dask_predict import predict_partitions
 
@@ -197,7 +198,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         fold. Every parameter is checked before any model is trained."""
         fit = self._fit_members(X, y, groups)
         lib, P, metric, weights = fit.library, fit.P, fit.metric, fit.weights
-        hill = np.tensordot(weights, P.astype(np.float64), axes=1)
+        hill = weighted_average(weights, P, self._task)  # float64, as the store keeps it
         self.hillclimb_predictions_ = hill
         self.hillclimb_targets_ = np.asarray(lib.y, dtype=np.float64)
         self.hillclimb_score_ = score(metric, lib.y, hill)
@@ -239,4 +240,4 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
                 f"member_predictions has {member_predictions.shape[0]} members; the library "
                 f"has {weights.size}"
             )
-        return np.tensordot(weights, member_predictions, axes=1)
+        return weighted_average(weights, member_predictions, self._task)
