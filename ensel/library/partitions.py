@@ -17,6 +17,7 @@ from ..data import (
     ID_MIN_ROWS,
     MAX_STRAY_TOKENS,
     Columns,
+    _infinite,
     _is_categorical,
     _is_missing,
     _warn_tokens,
@@ -49,6 +50,7 @@ class ColumnPart:
     tokens: set | None = None  # None: more than MAX_STRAY_TOKENS distinct tokens
     parsed_low: float = np.nan
     parsed_high: float = np.nan
+    parsed_infinite: bool = False  # a cell parses as infinite ("inf")
 
 
 @dataclass
@@ -120,7 +122,9 @@ def _parse(c: ColumnPart, present: pd.Series) -> None:
     c.n_failed = int(failed.sum())
     tokens = set(text[failed])
     c.tokens = tokens if len(tokens) <= MAX_STRAY_TOKENS else None
-    c.parsed_low, c.parsed_high = _range(parsed.to_numpy(np.float64, na_value=np.nan))
+    numbers = parsed.to_numpy(np.float64, na_value=np.nan)
+    c.parsed_low, c.parsed_high = _range(numbers)
+    c.parsed_infinite = bool(np.isinf(numbers).any())
 
 
 @dataclass
@@ -184,10 +188,7 @@ def merge(parts: list[PartSummary], stacklevel: int = 4) -> Plan:
             )
     infinite = [c for c in names if any(p.columns[c].infinite for p in parts)]
     if infinite:
-        raise ValueError(
-            f"X has infinite values in column(s) {infinite[:10]}; replace them (by NaN, which "
-            "counts as missing) first"
-        )
+        raise _infinite(infinite)
     cols = {name: [p.columns[name] for p in parts] for name in names}
     categorical = {name: _is_categorical(empty[name]) for name in names}
     coerced, missing, low, high = [], {}, {}, {}
@@ -197,6 +198,8 @@ def merge(parts: list[PartSummary], stacklevel: int = 4) -> Plan:
         if categorical[name]:
             tokens = _stray(pieces, n - missing[name])
             if tokens is not None:
+                if any(c.parsed_infinite for c in pieces):  # as coerce_numeric_text refuses it
+                    raise _infinite([name])
                 n_cells = sum(c.n_failed for c in pieces)
                 _warn_tokens(name, sorted(tokens), n_cells, stacklevel=stacklevel)
                 coerced.append(name)

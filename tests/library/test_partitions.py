@@ -104,6 +104,12 @@ def test_stray_tokens_spread_over_parts_past_the_limit():
     "change, error, message",
     [
         (lambda X: X.assign(x=X["x"].where(X.index != 45, np.inf)), ValueError, "infinite"),
+        # "inf" in a text column read as numbers (its tokens in the other part)
+        (
+            lambda X: X.assign(text_num=X["text_num"].where(X.index != 45, "inf")),
+            ValueError,
+            "infinite",
+        ),
         (lambda X: X.assign(name=[*X["name"][:45], {"a": 1}, *X["name"][46:]]), TypeError, "dict"),
         (lambda X: X.iloc[:0], ValueError, "0 sample"),
     ],
