@@ -66,6 +66,7 @@ def main() -> None:
         eval_metric=job["eval_metric"],
         path=str(job_dir / "model"),
         verbosity=job["verbosity"],
+        groups=job.get("groups"),  # a column of bagging fold ids, not a feature
     )
     cpus = {} if job["num_cpus"] is None else {"num_cpus": job["num_cpus"]}
     start = time.perf_counter()

@@ -203,6 +203,10 @@ def _run_job(job_dir: Path, job: dict, timeout: float) -> dict:
     return record
 
 
+FOLD_COLUMN = "__fold"
+"""The train column that carries the bagging fold ids given to ``run_autogluon``."""
+
+
 def run_autogluon(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -215,6 +219,7 @@ def run_autogluon(
     *,
     eval_metric: str | None = None,
     fit_kwargs: dict | None = None,
+    folds: pd.Series | None = None,
     verbosity: int = 0,
 ) -> PeerResult:
     """Fit ``TabularPredictor(presets=presets)`` on ``train`` within ``time_limit`` seconds with
@@ -222,9 +227,12 @@ def run_autogluon(
     ``test`` (its ``target`` column, if any, is ignored). ``eval_metric`` None is AutoGluon's
     default (accuracy for classes, RMSE for regression); pass e.g. "log_loss" or "roc_auc" to
     match what you compare. AutoGluon has no global seed: ``seed`` sets numpy's and the models'
-    ``model_random_seed``. Data travel as CSV (categorical columns read back as strings, only
-    empty cells missing); the saved predictor is measured and deleted. ``info`` holds the
-    version, ``best_model``, ``predict_us_per_row``, ``peak_rss_mb`` and the fitted models."""
+    ``model_random_seed``. ``folds`` (one bagging fold id per train row) makes the bagging
+    folds those given, for grouped rows (``TabularPredictor(groups=...)``: one fold per
+    value, the column not a feature). Data travel as CSV (categorical columns read back as
+    strings, only empty cells missing); the saved predictor is measured and deleted. ``info``
+    holds the version, ``best_model``, ``predict_us_per_row``, ``peak_rss_mb`` and the
+    fitted models."""
     classes = _check(train, target, problem_type)
     features = [c for c in train.columns if c != target]
     categorical = [
@@ -243,8 +251,13 @@ def run_autogluon(
         "categorical": categorical,
         "classes": None if classes is None else [str(c) for c in classes],
         "fit_kwargs": fit_kwargs or {},
+        "groups": None if folds is None else FOLD_COLUMN,
         "verbosity": verbosity,
     }
+    if folds is not None:
+        if FOLD_COLUMN in train or len(folds) != len(train):
+            raise ValueError(f"folds: one id per train row, and no column named {FOLD_COLUMN}")
+        train = train.assign(**{FOLD_COLUMN: np.asarray(folds)})
     with tempfile.TemporaryDirectory(prefix="ensel-autogluon-") as tmp:
         job_dir = Path(tmp)
         train.to_csv(job_dir / "train.csv", index=False)

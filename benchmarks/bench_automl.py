@@ -27,14 +27,19 @@ overrides them for every configuration):
   record ``unused_s`` (the budget's seconds left when the fit ended) and ``spare_members``
   (members with weight from the spare tier).
 
-Every row records the dataset, seed, configuration and budget; test AUC (one-vs-rest macro for
-multiclass) and log loss; fit wall seconds; predict microseconds per row, the same way for both
-(``benchmarks._predict_timing``: warm, all test rows as one batch, in the process holding the
-model); the peak resident memory and the CPU seconds of the fitting process tree (ensel's
-process and its workers, or AutoGluon's runner and its ray workers); the model chosen
-(AutoGluon's ``model_best``, or ensel's heaviest member); ensel's commit and versions,
-AutoGluon's version and its models' packages; the 1/5/15-minute load average at the start
-and the 1-minute one at the end.
+Where a dataset has groups (biopsy_na, doctor_contacts, vietnam_i: one subject in several
+rows), the fit is grouped as well as the split: ensel gets ``fit(X, y, groups=...)``, AutoGluon
+its ``groups`` argument with ``bagging_folds`` (eight folds, each subject in one). AutoGluon's
+DyStack holdout is drawn by row, not by group (its ``groups`` reaches only the bagging folds).
+
+Every row records the dataset, seed, configuration and budget; whether the fit was grouped;
+test AUC (one-vs-rest macro for multiclass) and log loss; fit wall seconds; predict
+microseconds per row, the same way for both (``benchmarks._predict_timing``: warm, all test
+rows as one batch, in the process holding the model); the peak resident memory and the CPU
+seconds of the fitting process tree (ensel's process and its workers, or AutoGluon's runner and
+its ray workers); the model chosen (AutoGluon's ``model_best``, or ensel's heaviest member);
+ensel's commit and versions, AutoGluon's version and its models' packages; the 1/5/15-minute
+load average at the start and the 1-minute one at the end.
 
 Report (``benchmarks._stats``): per dataset, the mean over the chosen seeds with its standard
 error; over datasets, wins, the mean difference, a paired t-test and a sign test (two-sided);
@@ -68,7 +73,7 @@ from benchmarks._predict_timing import warm_predict
 from benchmarks._record import PeakMemory, git_commit, load_average, load_results, versions
 from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
-from benchmarks.datasets import CLASSIFICATION, train_test
+from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
 
 SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,6 +95,8 @@ BUDGETS = {"ensel": (60.0, 120.0, 300.0, 600.0), "autogluon": (60.0, 300.0, 600.
 OTHER_BUDGETS = (60.0, 300.0, 600.0)
 """Budgets per configuration in the full protocol (``OTHER_BUDGETS`` for the variants)."""
 JUDGED_SEEDS = (2, 3, 4)
+AUTOGLUON_FOLDS = 8
+"""best_quality's ``num_bag_folds``: the grouped bagging folds are made this many."""
 PAIRINGS = (
     ("ensel", "autogluon"),
     ("ensel", "fixed"),
@@ -124,9 +131,10 @@ def _heaviest_member(members: pd.DataFrame) -> str:
     return f"{top['family']} (weight {top['weight']:.2f} of {len(members)} members)"
 
 
-def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
-    """Fit an ensel configuration and predict the test rows (warm, ``_predict_timing``), with
-    the peak memory of this process and its workers over both."""
+def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=None) -> dict:
+    """Fit an ensel configuration (its folds grouped by ``groups``, where given) and predict the
+    test rows (warm, ``_predict_timing``), with the peak memory of this process and its workers
+    over both."""
     from ensel import EnsembleSelectionClassifier
 
     extra = {
@@ -147,7 +155,7 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
     )
     with PeakMemory() as memory:
         start = time.perf_counter()
-        clf.fit(X_tr, y_tr)
+        clf.fit(X_tr, y_tr, groups=groups)
         fit_s = time.perf_counter() - start
         proba, us_per_row = warm_predict(clf.predict_proba, X_te, len(X_te))
     return {
@@ -164,7 +172,24 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int) -> dict:
     }
 
 
-def fit_autogluon(X_tr, y_tr, X_te, y_te, problem_type: str, budget: float, seed: int) -> dict:
+def bagging_folds(groups: pd.Series, y: pd.Series, seed: int) -> np.ndarray:
+    """AutoGluon's bagging folds for grouped rows: ``AUTOGLUON_FOLDS`` folds, each group in one,
+    classes stratified as far as the groups allow. (Its ``groups`` argument makes one fold per
+    value, so the groups themselves, thousands of people, would mean thousands of folds.)"""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    folds = np.empty(len(y), dtype=int)
+    splitter = StratifiedGroupKFold(AUTOGLUON_FOLDS, shuffle=True, random_state=seed)
+    for fold, (_, rows) in enumerate(splitter.split(np.zeros((len(y), 1)), y, groups)):
+        folds[rows] = fold
+    return folds
+
+
+def fit_autogluon(
+    X_tr, y_tr, X_te, y_te, problem_type: str, budget: float, seed: int, groups=None
+) -> dict:
+    """Fit AutoGluon best_quality in its venv (bagging folds grouped by ``groups``, where
+    given: ``bagging_folds``) and predict the test rows the way ``fit_ensel`` does."""
     from benchmarks._peers import run_autogluon
 
     result = run_autogluon(
@@ -177,6 +202,7 @@ def fit_autogluon(X_tr, y_tr, X_te, y_te, problem_type: str, budget: float, seed
         num_cpus=2,
         seed=seed,
         eval_metric="log_loss",
+        folds=None if groups is None else bagging_folds(groups, y_tr, seed),
     )
     return {
         "classes": [str(c) for c in result.classes],
@@ -195,12 +221,13 @@ def fit_autogluon(X_tr, y_tr, X_te, y_te, problem_type: str, budget: float, seed
 def run_pair(name: str, seed: int, config: str, budget: float) -> dict:
     """Fit one configuration on one dataset and seed; the result row (see the module doc)."""
     X_tr, X_te, y_tr, y_te, ds = train_test(name, seed)
+    groups = train_groups(name, seed)
     y_tr, y_te = y_tr.astype(str), y_te.astype(str)
     load = load_average()
     if config == "autogluon":
-        out = fit_autogluon(X_tr, y_tr, X_te, y_te, ds.problem_type, budget, seed)
+        out = fit_autogluon(X_tr, y_tr, X_te, y_te, ds.problem_type, budget, seed, groups)
     else:
-        out = fit_ensel(config, X_tr, y_tr, X_te, budget, seed)
+        out = fit_ensel(config, X_tr, y_tr, X_te, budget, seed, groups)
     scores = pair_scores(y_te, out.pop("classes"), out.pop("proba"))
     return {
         "dataset": name,
@@ -211,6 +238,7 @@ def run_pair(name: str, seed: int, config: str, budget: float) -> dict:
         **out,
         "n_train": len(y_tr),
         "n_test": len(y_te),
+        "grouped_fit": groups is not None,
         "commit": git_commit(),
         "versions": versions(),
         "load_start": load,

@@ -404,6 +404,24 @@ def protocol_split(
     return np.sort(train), np.sort(test)
 
 
+def train_groups(name: str, seed: int, *, test_size: float = 0.3) -> pd.Series | None:
+    """The groups of ``train_test(name, seed)``'s training rows (index reset), or None where
+    the dataset has none. Pass them to the fit, so that its own folds keep a subject's rows
+    together as the protocol split does: otherwise a person's other years sit in the folds
+    that judge the models fitted on them, and selection favours whatever memorises people."""
+    ds = load(name)
+    if ds.groups is None:
+        return None
+    train, _ = protocol_split(
+        ds.y,
+        seed,
+        groups=ds.groups,
+        classification=ds.problem_type != "regression",
+        test_size=test_size,
+    )
+    return ds.groups.iloc[train].reset_index(drop=True)
+
+
 def train_test(
     name: str, seed: int, *, test_size: float = 0.3, missing: float = 0.0
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, pd.Series, Dataset]:

@@ -196,3 +196,16 @@ def test_the_protocol_without_configs_reads_and_writes_its_results_file(tmp_path
     monkeypatch.setattr(bench_automl, "RESULTS", path)
     bench_automl.main(["--plan", "--seeds", "2", "--datasets", "pima", "--budgets", "300"])
     assert capsys.readouterr().out.splitlines()[0] == "ensel 300 s: 1 fits"  # AutoGluon's: done
+
+
+def test_bagging_folds_keep_each_group_in_one_of_eight_folds():
+    from benchmarks.bench_automl import AUTOGLUON_FOLDS, bagging_folds
+
+    rng = np.random.default_rng(0)
+    groups = pd.Series(rng.integers(0, 200, size=1000))
+    y = pd.Series(rng.choice(["a", "b"], size=1000, p=[0.3, 0.7]))
+    folds = bagging_folds(groups, y, seed=1)
+    assert sorted(set(folds)) == list(range(AUTOGLUON_FOLDS))
+    assert (pd.Series(folds).groupby(groups.to_numpy()).nunique() == 1).all()
+    share = pd.Series(y.to_numpy() == "a").groupby(folds).mean()
+    assert share.between(0.2, 0.4).all()  # classes stratified across the folds

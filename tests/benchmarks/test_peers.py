@@ -124,3 +124,26 @@ def test_autogluon_on_files_checks_its_paths_first(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="target 'y' has one class"):
         _peers.run_autogluon_files(tmp_path / "one.parquet", tmp_path / "train.csv", "y", 60)
     assert not (tmp_path / "envs").exists()  # nothing installed on the way
+
+
+def test_autogluon_bagging_folds_travel_as_a_train_column_only(monkeypatch):
+    data = frame(n=60)
+    seen = {}
+
+    def fake_job(job_dir, job, timeout):
+        seen["job"] = job
+        seen["train"] = pd.read_csv(job_dir / job["train"])
+        seen["test"] = pd.read_csv(job_dir / job["test"])
+        np.save(job_dir / "pred.npy", np.full((len(data), 2), 0.5))
+        return {"fit_seconds": 1.0, "predict_seconds": 0.1, "model_mb": 1.0, "cpu_seconds": 2.0}
+
+    monkeypatch.setattr(_peers, "_run_job", fake_job)
+    folds = pd.Series(np.arange(60) % 8)
+    _peers.run_autogluon(data, data, "y", "binary", time_limit=60, folds=folds)
+    assert seen["job"]["groups"] == _peers.FOLD_COLUMN
+    assert (seen["train"][_peers.FOLD_COLUMN].to_numpy() == folds.to_numpy()).all()
+    assert _peers.FOLD_COLUMN not in seen["test"] and "y" not in seen["test"]
+    _peers.run_autogluon(data, data, "y", "binary", time_limit=60)
+    assert seen["job"]["groups"] is None and _peers.FOLD_COLUMN not in seen["train"]
+    with pytest.raises(ValueError, match="one id per train row"):
+        _peers.run_autogluon(data, data, "y", "binary", time_limit=60, folds=folds[:10])
