@@ -24,8 +24,11 @@ replace it. Builders then count costs, never time them, so the constants must no
 each run: rerun this only to recalibrate.
 
     nice python -m benchmarks.calibrate_costs [--quick] [--out PATH]
+    python -m benchmarks.calibrate_costs --families svm svr    # after a change to their code
 
 ``--quick`` uses two small sizes and writes to a temporary file unless ``--out`` is given.
+``--families`` measures only those families and replaces their constants in the file, the
+others kept (``measured.reruns`` records each such rerun).
 """
 
 from __future__ import annotations
@@ -217,10 +220,14 @@ def fit_seconds(points: list[tuple[float, float, float]], linear_only: bool = Fa
     return {"overhead_s": 0.0, "s_per_unit": c, "exponent": e, "worst_factor": power}
 
 
-def calibrate(sizes: tuple[int, ...], quadratic_sizes: tuple[int, ...]) -> dict:
+def calibrate(sizes: tuple[int, ...], quadratic_sizes: tuple[int, ...], only=None) -> dict:
+    """Predict and fit constants of every family (of those named in ``only``, if given:
+    then without the views' constants and the defaults, which need every family)."""
     predict, fit, views = {}, {}, {}
     for task, registry in (("classification", FAMILIES), ("regression", REGRESSORS)):
         for name, family in sorted(registry.items()):
+            if only is not None and name not in only:
+                continue
             if missing_requirements(family):
                 print(f"skip {task}/{name}: needs {missing_requirements(family)}")
                 continue
@@ -249,6 +256,8 @@ def calibrate(sizes: tuple[int, ...], quadratic_sizes: tuple[int, ...]) -> dict:
                 f" s + {f['s_per_unit']:.4g} s/unit^{f['exponent']} (worst x{f['worst_factor']})",
                 flush=True,
             )
+    if only is not None:
+        return {"predict": predict, "fit": fit}
     for kind, points in views.items():
         call, unit = fit_two(points)
         predict[f"view/{kind}"] = {
@@ -321,7 +330,16 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes, a temporary file")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        default=None,
+        help="recalibrate only these families (after a change to their code) and keep the "
+        "file's other constants",
+    )
     args = parser.parse_args(argv)
+    if args.families:
+        return recalibrate(args.families, args.out or OUT)
     sizes = QUICK_SIZES if args.quick else SIZES
     quadratic_sizes = QUICK_SIZES if args.quick else QUADRATIC_SIZES
     load_before = os.getloadavg()
@@ -346,6 +364,31 @@ def main(argv=None) -> None:
     out = args.out or (Path(tempfile.gettempdir()) / OUT.name if args.quick else OUT)
     out.write_text(json.dumps(constants, indent=1, sort_keys=True) + "\n")
     print(f"wrote {out}")
+
+
+def recalibrate(families: list[str], out: Path) -> None:
+    """Measure ``families`` again (both tasks, the full sizes) and replace their predict and
+    fit constants in ``out``, the rest as they were; ``measured`` lists each partial rerun."""
+    unknown = sorted(set(families) - set(FAMILIES) - set(REGRESSORS))
+    if unknown:
+        raise SystemExit(f"unknown families {unknown}; known: {sorted({*FAMILIES, *REGRESSORS})}")
+    constants = json.loads(out.read_text())
+    load_before = os.getloadavg()
+    started = datetime.now(UTC)
+    with threadpool_limits(1):
+        fresh = calibrate(SIZES, QUADRATIC_SIZES, only=set(families))
+    for part in ("predict", "fit"):
+        constants[part].update(fresh[part])
+    constants["measured"].setdefault("reruns", []).append(
+        {
+            "families": sorted(families),
+            "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+            "load_average_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+            "command": "python -m benchmarks.calibrate_costs --families " + " ".join(families),
+        }
+    )
+    out.write_text(json.dumps(constants, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {out}: {', '.join(sorted(fresh['predict']))}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,124 @@
+"""The kernel SVM's decision values at predict time: ensel's matrix-product evaluation
+(``ensel.library.families.svm.decision``) against scikit-learn's ``decision_function``
+(libsvm, one kernel value at a time), on the same fitted SVCs and rows.
+
+    python -m benchmarks.bench_svm_decision [--quick]
+
+Each case fits the svm family's own run (``fit_svm``, its default grid: C 1, RBF width 0.1;
+and the degree-2 polynomial kernel) on a synthetic standardised table (``make_classification``,
+50 features) of 2,000 or 6,000 rows with 2 or 6 classes, then decides 5,000 new rows both ways:
+the median of 5 warm calls, BLAS limited to one thread (libsvm uses one) and at two threads for
+ensel's. Reports the time ratio (libsvm's over ensel's) and the largest absolute difference of
+the values. A timing: run it alone on a quiet machine. The table goes to docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from benchmarks._record import git_commit, load_average, versions
+from benchmarks._report import machine_line, markdown_table, write_section
+from ensel.library.families import svm
+
+SECTION = "## Kernel SVM decision values (bench_svm_decision)"
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_svm_decision.jsonl"
+KERNELS = {"rbf": dict(svm.GRID), "poly2": {**svm.GRID, "kernel": "poly2"}}
+PREDICT_ROWS = 5_000
+REPEATS = 5
+
+
+def table(n_rows: int, n_classes: int, seed: int = 0):
+    """Standardised training rows, their labels and ``PREDICT_ROWS`` new rows of one concept."""
+    X, y = make_classification(
+        n_rows + PREDICT_ROWS,
+        n_features=50,
+        n_informative=20,
+        n_classes=n_classes,
+        n_clusters_per_class=2,
+        flip_y=0.05,
+        random_state=seed,
+    )
+    X = StandardScaler().fit_transform(X)
+    return X[:n_rows], y[:n_rows], X[n_rows:]
+
+
+def median_ms(call, threads: int) -> float:
+    with threadpool_limits(threads):
+        call()
+        times = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+    return 1e3 * float(np.median(times))
+
+
+def case(n_rows: int, n_classes: int, kernel: str) -> dict:
+    X, y, rows = table(n_rows, n_classes)
+    run = svm.fit_svm(
+        X, y, n_classes=n_classes, params=KERNELS[kernel], stages=None, random_state=0
+    )
+    model = run.model
+    libsvm = median_ms(lambda: model.decision_function(rows), 1)
+    ours_1 = median_ms(lambda: svm.decision(model, rows), 1)
+    ours_2 = median_ms(lambda: svm.decision(model, rows), 2)
+    diff = np.abs(svm.decision(model, rows) - model.decision_function(rows)).max()
+    return {
+        "train_rows": n_rows,
+        "classes": n_classes,
+        "kernel": kernel,
+        "support_vectors": len(model.support_vectors_),
+        "libsvm_ms": libsvm,
+        "ensel_ms_1_thread": ours_1,
+        "ensel_ms_2_threads": ours_2,
+        "speedup_1_thread": libsvm / ours_1,
+        "speedup_2_threads": libsvm / ours_2,
+        "max_abs_diff": float(diff),
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 rows, RBF only")
+    args = parser.parse_args(argv)
+    sizes, kernels = ((2_000,), ("rbf",)) if args.quick else ((2_000, 6_000), tuple(KERNELS))
+    load = load_average()
+    rows = [case(n, c, k) for n in sizes for c in (2, 6) for k in kernels]
+    frame = pd.DataFrame(rows)
+    print(frame.to_string(index=False))
+    if args.quick:
+        return
+    command = "python -m benchmarks.bench_svm_decision"
+    record = {"commit": git_commit(), "versions": versions(), "load_start": load}
+    with RESULTS.open("a") as out:
+        for row in rows:
+            out.write(json.dumps({**row, **record}) + "\n")
+    write_section(
+        SECTION,
+        [
+            "",
+            machine_line(command),
+            f"Commit {record['commit']}; load average at the start "
+            f"{', '.join(f'{x:.2f}' for x in load)}; scikit-learn "
+            f"{record['versions'].get('scikit-learn', '?')}, numpy "
+            f"{record['versions'].get('numpy', '?')}. Median of {REPEATS} warm calls on "
+            f"{PREDICT_ROWS:,} rows; speed-up = libsvm's time over ensel's.",
+            "",
+            markdown_table(frame, ".3g", index=False),
+            "",
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
