@@ -404,6 +404,18 @@ def protocol_split(
     return np.sort(train), np.sort(test)
 
 
+def dataset_split(ds: Dataset, seed: int, test_size: float) -> tuple[np.ndarray, np.ndarray]:
+    """``protocol_split`` of a loaded dataset: grouped where it has groups, stratified for
+    classes."""
+    return protocol_split(
+        ds.y,
+        seed,
+        groups=ds.groups,
+        classification=ds.problem_type != "regression",
+        test_size=test_size,
+    )
+
+
 def train_groups(name: str, seed: int, *, test_size: float = 0.3) -> pd.Series | None:
     """The groups of ``train_test(name, seed)``'s training rows (index reset), or None where
     the dataset has none. Pass them to the fit, so that its own folds keep a subject's rows
@@ -412,13 +424,7 @@ def train_groups(name: str, seed: int, *, test_size: float = 0.3) -> pd.Series |
     ds = load(name)
     if ds.groups is None:
         return None
-    train, _ = protocol_split(
-        ds.y,
-        seed,
-        groups=ds.groups,
-        classification=ds.problem_type != "regression",
-        test_size=test_size,
-    )
+    train, _ = dataset_split(ds, seed, test_size)
     return ds.groups.iloc[train].reset_index(drop=True)
 
 
@@ -430,13 +436,7 @@ def train_test(
     cells of every feature column is blanked first (``remove_cells`` with the same seed)."""
     ds = load(name)
     X = remove_cells(ds.X, missing, random_state=seed) if missing else ds.X
-    train, test = protocol_split(
-        ds.y,
-        seed,
-        groups=ds.groups,
-        classification=ds.problem_type != "regression",
-        test_size=test_size,
-    )
+    train, test = dataset_split(ds, seed, test_size)
     parts = [X.iloc[train], X.iloc[test], ds.y.iloc[train], ds.y.iloc[test]]
     X_tr, X_te, y_tr, y_te = (p.reset_index(drop=True) for p in parts)
     return X_tr, X_te, y_tr, y_te, ds
