@@ -221,7 +221,7 @@ def fit_autogluon(
 def run_pair(name: str, seed: int, config: str, budget: float) -> dict:
     """Fit one configuration on one dataset and seed; the result row (see the module doc)."""
     X_tr, X_te, y_tr, y_te, ds = train_test(name, seed)
-    groups = train_groups(name, seed)
+    groups = train_groups(ds, seed)
     y_tr, y_te = y_tr.astype(str), y_te.astype(str)
     load = load_average()
     if config == "autogluon":

@@ -416,12 +416,12 @@ def dataset_split(ds: Dataset, seed: int, test_size: float) -> tuple[np.ndarray,
     )
 
 
-def train_groups(name: str, seed: int, *, test_size: float = 0.3) -> pd.Series | None:
-    """The groups of ``train_test(name, seed)``'s training rows (index reset), or None where
-    the dataset has none. Pass them to the fit, so that its own folds keep a subject's rows
-    together as the protocol split does: otherwise a person's other years sit in the folds
-    that judge the models fitted on them, and selection favours whatever memorises people."""
-    ds = load(name)
+def train_groups(ds: Dataset, seed: int, *, test_size: float = 0.3) -> pd.Series | None:
+    """The groups of ``train_test``'s training rows (index reset) for the dataset it returned,
+    ``ds``, or None where it has none. Pass them to the fit, so that its own folds keep a
+    subject's rows together as the protocol split does: otherwise a person's other years sit in
+    the folds that judge the models fitted on them, and selection favours whatever memorises
+    people."""
     if ds.groups is None:
         return None
     train, _ = dataset_split(ds, seed, test_size)

@@ -222,9 +222,9 @@ def test_train_test_on_a_panel_set_with_removed_cells():
 
 def test_train_groups_are_the_training_rows_groups():
     X_tr, _, _, _, ds = datasets.train_test("biopsy_na", 3)
-    groups = datasets.train_groups("biopsy_na", 3)
+    groups = datasets.train_groups(ds, 3)
     train, _ = datasets.protocol_split(ds.y, 3, groups=ds.groups)
     assert len(groups) == len(X_tr)
     assert (groups.to_numpy() == ds.groups.iloc[train].to_numpy()).all()
     assert groups.index.equals(X_tr.index)
-    assert datasets.train_groups("pima", 3) is None
+    assert datasets.train_groups(datasets.load("pima"), 3) is None

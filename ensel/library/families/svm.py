@@ -65,9 +65,10 @@ def decision(model: SVC, X: np.ndarray) -> np.ndarray:
     n_classes = len(model.classes_)
     pairs = [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
     out = np.empty((len(X), len(pairs)))
+    sv_norms = np.einsum("ij,ij->i", sv, sv)  # once per call, not per block
     step = max(1, KERNEL_CELLS // max(len(sv), 1))
     for start in range(0, len(X), step):
-        K = _kernel(model, X[start : start + step], sv)
+        K = _kernel(model, X[start : start + step], sv, sv_norms)
         if n_classes == 2:  # sklearn's binary sign: the public coef and intercept as they are
             out[start : start + step, 0] = K @ coef[0] + b[0]
             continue
@@ -79,13 +80,13 @@ def decision(model: SVC, X: np.ndarray) -> np.ndarray:
     return _ovr(out, pairs, n_classes) if model.decision_function_shape == "ovr" else out
 
 
-def _kernel(model: SVC, X: np.ndarray, sv: np.ndarray) -> np.ndarray:
-    """SVMLight's kernels as libsvm computes them: RBF ``exp(-gamma |x - s|^2)``, polynomial
-    ``(gamma x.s + coef0)^degree``."""
+def _kernel(model: SVC, X: np.ndarray, sv: np.ndarray, sv_norms: np.ndarray) -> np.ndarray:
+    """SVMLight's kernels as libsvm computes them: RBF ``exp(-gamma |x - s|^2)`` (``sv_norms``:
+    each support vector's squared length), polynomial ``(gamma x.s + coef0)^degree``."""
     dot = X @ sv.T
     if model.kernel == "poly":
         return (model.gamma * dot + model.coef0) ** model.degree
-    squared = np.einsum("ij,ij->i", X, X)[:, None] + np.einsum("ij,ij->i", sv, sv) - 2.0 * dot
+    squared = np.einsum("ij,ij->i", X, X)[:, None] + sv_norms - 2.0 * dot
     return np.exp(-model.gamma * np.maximum(squared, 0.0))
 
 
