@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-ENSEL_PACKAGES = ("ensel", "scikit-learn", "numpy", "lightgbm", "xgboost", "xgboost-cpu")
+ENSEL_PACKAGES = ("ensel", "scikit-learn", "numpy", "numba", "lightgbm", "xgboost", "xgboost-cpu")
 
 
 UNTRACKED_OUTPUTS = (":!benchmarks/results", ":!docs/benchmarks.md")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ._base import Family, check_stages, entropy_bits, register, stratified_rows
+from ._nearest import nearest
 from ._regression import column
 
 __all__ = [
@@ -127,28 +128,18 @@ def _sq_distances(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
     return np.maximum(sq, 0.0, out=sq)
 
 
-def _nearest_first(sq: np.ndarray, k: int) -> np.ndarray:
-    """Indices of each row's ``k`` nearest points, nearest first, ties by training index: the
-    first ``k`` columns of a stable argsort, without sorting the rest. The k-th smallest value
-    fixes the set (the lowest indices among points tied with it), so the result does not depend
-    on how ``np.partition`` orders ties; only rows whose ties cross the k-th place pay for
-    choosing among them."""
-    kth = np.partition(sq, k - 1, axis=1)[:, k - 1 : k]
-    chosen = sq <= kth
-    crossing = np.flatnonzero(np.count_nonzero(chosen, axis=1) > k)
-    if crossing.size:  # points tied at the k-th distance: keep the lowest indices
-        rows, bound = sq[crossing], kth[crossing]
-        tied = rows == bound
-        need = k - np.count_nonzero(rows < bound, axis=1, keepdims=True)
-        chosen[crossing] = (rows < bound) | (tied & (np.cumsum(tied, axis=1) <= need))
-    nearest = np.nonzero(chosen)[1].reshape(len(sq), k)  # in index order within each row
-    d_nearest = np.take_along_axis(sq, nearest, axis=1)
-    return np.take_along_axis(nearest, np.argsort(d_nearest, axis=1, kind="stable"), axis=1)
-
-
 def _inverse(sq: np.ndarray) -> np.ndarray:
     """Inverse-distance weights ``1 / max(d, 1e-6)`` from squared distances."""
     return 1.0 / np.maximum(np.sqrt(sq), _MIN_DISTANCE)
+
+
+def _queries(X: np.ndarray, train: np.ndarray, ks: np.ndarray):
+    """``(first row, neighbour indices, squared distances)`` per batch of query rows (a batch
+    holds at most ``_BUDGET`` neighbours): ``_nearest.nearest`` for every k in ``ks``."""
+    rows = int(max(1, _BUDGET // int(np.max(ks))))
+    for start in range(0, len(X), rows):
+        index, sq = nearest(X[start : start + rows], train, ks)
+        yield start, index, sq
 
 
 def _min_distance(X: np.ndarray) -> float:
@@ -194,44 +185,53 @@ class _KnnRun:
         X = np.asarray(X, dtype=float)
         if self.scale is not None:
             X = X * self.scale
-        out = np.empty((len(self.stages), len(X), self.n_classes))
         onehot = np.eye(self.n_classes)[self.y]
+        if self.weighting != "lwa":
+            return {"none": self._vote(X, onehot)}
+        out = np.empty((len(self.stages), len(X), self.n_classes))
         sq_train = np.einsum("ij,ij->i", self.X, self.X)
-        n_train = len(self.y)
-        rows = int(np.clip(_BUDGET // n_train, 1, _MAX_BATCH))
+        rows = int(np.clip(_BUDGET // len(self.y), 1, _MAX_BATCH))
         for start in range(0, len(X), rows):
             sq = _sq_distances(X[start : start + rows], self.X, sq_train)
-            if self.weighting == "lwa":
-                out[:, start : start + rows] = self._lwa(sq, onehot)
-            else:
-                out[:, start : start + rows] = self._vote(sq, onehot)
+            out[:, start : start + rows] = self._lwa(sq, onehot)
         return {"none": out}
 
-    def _vote(self, sq: np.ndarray, onehot: np.ndarray) -> np.ndarray:
-        """Vote fractions of the k nearest for every k at once: sort the nearest max-k once
-        (ties by training index), then cumulative sums of (weighted) class indicators; a k that
-        takes the whole training set needs no sort. Inverse-distance weights are
+    def _vote(self, X: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+        """Vote fractions of the k nearest for every k at once (ties by training index): one
+        nearest-neighbour query for the largest k (``_nearest.nearest``, which leaves every
+        smaller k's neighbours first), then cumulative sums of (weighted) class indicators; a k
+        that takes the whole training set needs no query. Inverse-distance weights are
         ``1 / max(d, 1e-6)``: a query on top of training points gives them (nearly) all the
         weight, shared equally among coincident ones, as scikit-learn does for zero distances."""
-        n_train = sq.shape[1]
+        n_train = len(self.y)
         ks = np.minimum(np.asarray(self.stages), n_train)
         distance = self.weighting == "distance"
-        out = np.zeros((len(ks), sq.shape[0], self.n_classes))
+        out = np.zeros((len(ks), len(X), self.n_classes))
         every = ks == n_train
         if every.any():
-            out[every] = onehot.sum(axis=0) if not distance else _inverse(sq) @ onehot
-        if not every.all():
-            partial = ks[~every]
-            k_max = int(partial.max())
-            order = _nearest_first(sq, k_max)
-            labels = self.y[order]
-            weights = _inverse(np.take_along_axis(sq, order, axis=1)) if distance else None
-            rows = np.flatnonzero(~every)
-            for c in np.unique(self.y):  # one cumulative sum per class present
-                hits = labels == c
-                totals = np.cumsum(hits if weights is None else np.where(hits, weights, 0), axis=1)
-                out[rows, :, c] = totals[:, partial - 1].T
+            out[every] = onehot.sum(axis=0) if not distance else self._all_inverse(X, onehot)
+        partial = ks[~every]
+        if partial.size:
+            where = np.flatnonzero(~every)
+            for start, index, sq in _queries(X, self.X, partial):
+                labels = self.y[index]
+                weights = _inverse(sq) if distance else None
+                for c in np.unique(self.y):  # one cumulative sum per class present
+                    hits = labels == c
+                    hits = hits if weights is None else np.where(hits, weights, 0)
+                    totals = np.cumsum(hits, axis=1)
+                    out[where, start : start + len(index), c] = totals[:, partial - 1].T
         return out / out.sum(axis=2, keepdims=True)
+
+    def _all_inverse(self, X: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+        """Class totals of inverse-distance weights over every training point (k = all)."""
+        sq_train = np.einsum("ij,ij->i", self.X, self.X)
+        rows = int(np.clip(_BUDGET // len(self.y), 1, _MAX_BATCH))
+        totals = np.empty((len(X), self.n_classes))
+        for start in range(0, len(X), rows):
+            sq = _sq_distances(X[start : start + rows], self.X, sq_train)
+            totals[start : start + rows] = _inverse(sq) @ onehot
+        return totals
 
     def _lwa(self, sq: np.ndarray, onehot: np.ndarray) -> np.ndarray:
         """Locally weighted averaging: class shares of the Gaussian kernel weights
@@ -293,28 +293,21 @@ class _KnnRegressionRun:
     stages: tuple[int, ...]
 
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        """Means of the k nearest targets for every k at once: sort the nearest max-k once
-        (ties by training index, as the classifier), then cumulative sums of the
-        (inverse-distance weighted) targets."""
+        """Means of the k nearest targets for every k at once: one nearest-neighbour query
+        for the largest k (ties by training index, as the classifier), then cumulative sums of
+        the (inverse-distance weighted) targets."""
         X = np.asarray(X, dtype=float)
-        n_train = len(self.y)
-        ks = np.minimum(np.asarray(self.stages), n_train)
-        k_max = int(ks.max())
+        ks = np.minimum(np.asarray(self.stages), len(self.y))
         out = np.empty((len(ks), len(X)))
-        sq_train = np.einsum("ij,ij->i", self.X, self.X)
-        rows = int(np.clip(_BUDGET // n_train, 1, _MAX_BATCH))
-        for start in range(0, len(X), rows):
-            sq = _sq_distances(X[start : start + rows], self.X, sq_train)
-            order = _nearest_first(sq, k_max)
-            targets = self.y[order]
+        for start, index, sq in _queries(X, self.X, ks):
+            targets = self.y[index]
             if self.weighting == "distance":
-                d = np.sqrt(np.take_along_axis(sq, order, axis=1))
-                w = 1.0 / np.maximum(d, _MIN_DISTANCE)
+                w = _inverse(sq)
             else:
                 w = np.ones_like(targets)
             num = np.cumsum(w * targets, axis=1)[:, ks - 1]
             den = np.cumsum(w, axis=1)[:, ks - 1]
-            out[:, start : start + rows] = (num / den).T
+            out[:, start : start + len(index)] = (num / den).T
         return {"none": column(out)}
 
 
