@@ -95,23 +95,25 @@ def _select(d, i, count, k):  # pragma: no cover - compiled
 
 
 @njit(**_JIT)
-def _first_bound(q, XT, k):  # pragma: no cover - compiled
+def _first_bound(q, X, k):  # pragma: no cover - compiled
     """A distance that about ``_MARGIN * k`` training points are nearer than, from a strided
     sample of ``_SAMPLE`` of them (inf when k is a large share of the points): candidates start
     below it instead of filling the buffer with the first points seen."""
-    n_cols, n = XT.shape
+    n, n_cols = X.shape
     size = min(n, _SAMPLE)
     m = (_MARGIN * k * size + n - 1) // n
     if m >= size:
         return np.inf
-    d = np.zeros(size)
+    d = np.empty(size)
     i = np.empty(size, dtype=np.int64)
     for t in range(size):
         j = (t * n) // size
-        i[t] = j
+        x = X[j]  # a row of X: contiguous, where a column of XT strides across the table
+        total = 0.0
         for f in range(n_cols):
-            u = XT[f, j] - q[f]
-            d[t] += u * u
+            u = x[f] - q[f]
+            total += u * u
+        d[t], i[t] = total, j
     _select(d, i, size, m)
     return d[:m].max()
 
@@ -132,7 +134,7 @@ def _scan(Q, X, XT, norms, ks, tile, r0, r1, index, dist, guess):  # pragma: no 
     bound = np.full(rows, np.inf)  # candidates must be nearer than this
     if guess:
         for r in range(rows):
-            bound[r] = _first_bound(Q[r0 + r], XT, k)
+            bound[r] = _first_bound(Q[r0 + r], X, k)
     for start in range(0, n, tile):
         stop = min(start + tile, n)
         width = stop - start
