@@ -97,3 +97,35 @@ def variants_against(every, baseline: str, called: str | None = None) -> list[st
             )
         lines.append("")
     return lines
+
+
+def write_timing_rows(
+    rows: list[dict], results: Path, section: str, command: str, load, detail: str, packages
+) -> None:
+    """Append ``rows`` with their provenance (commit, versions, the load at the start) to the
+    JSON lines ``results``, and write them as ``section`` of docs/benchmarks.md: the machine,
+    commit, load and the versions of ``packages``, then ``detail`` (what was timed), then the
+    table."""
+    import json
+
+    import pandas as pd
+
+    from benchmarks._record import git_commit, versions
+
+    record = {"commit": git_commit(), "versions": versions(), "load_start": load}
+    with results.open("a") as out:
+        for row in rows:
+            out.write(json.dumps({**row, **record}) + "\n")
+    named = ", ".join(f"{p} {record['versions'].get(p, '?')}" for p in packages)
+    write_section(
+        section,
+        [
+            "",
+            machine_line(command),
+            f"Commit {record['commit']}; load average at the start "
+            f"{', '.join(f'{x:.2f}' for x in load)}; {named}. {detail}",
+            "",
+            markdown_table(pd.DataFrame(rows), ".3g", index=False),
+            "",
+        ],
+    )

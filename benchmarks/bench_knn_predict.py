@@ -18,7 +18,6 @@ no ties). A timing: run it alone on a quiet machine. The table goes to docs/benc
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -30,8 +29,8 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from benchmarks._record import git_commit, load_average, versions
-from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._record import load_average
+from benchmarks._report import write_timing_rows
 from ensel.library.families._nearest import nearest
 
 SECTION = "## k-NN neighbour queries (bench_knn_predict)"
@@ -97,28 +96,17 @@ def main(argv=None) -> None:
     print(frame.to_string(index=False))
     if args.quick:
         return
-    command = "python -m benchmarks.bench_knn_predict"
-    record = {"commit": git_commit(), "versions": versions(), "load_start": load}
-    with RESULTS.open("a") as out:
-        for row in rows:
-            out.write(json.dumps({**row, **record}) + "\n")
-    write_section(
+    write_timing_rows(
+        rows,
+        RESULTS,
         SECTION,
-        [
-            "",
-            machine_line(command),
-            f"Commit {record['commit']}; load average at the start "
-            f"{', '.join(f'{x:.2f}' for x in load)}; scikit-learn "
-            f"{record['versions'].get('scikit-learn', '?')}, numba "
-            f"{record['versions'].get('numba', '?')}. Median of {REPEATS} warm calls on "
-            f"{PREDICT_ROWS:,} rows, one thread; the neighbours for k = "
-            f"{', '.join(map(str, STAGES))} (scikit-learn: the 257 nearest, sorted); "
-            "speed-up = scikit-learn's time over ensel's; same sets: share of rows with the "
-            "same 257 neighbours.",
-            "",
-            markdown_table(frame, ".3g", index=False),
-            "",
-        ],
+        "python -m benchmarks.bench_knn_predict",
+        load,
+        f"Median of {REPEATS} warm calls on {PREDICT_ROWS:,} rows, one thread; the neighbours "
+        f"for k = {', '.join(map(str, STAGES))} (scikit-learn: the 257 nearest, sorted); "
+        "speed-up = scikit-learn's time over ensel's; same sets: share of rows with the same "
+        "257 neighbours.",
+        ("scikit-learn", "numba"),
     )
 
 

@@ -15,7 +15,6 @@ the values. A timing: run it alone on a quiet machine. The table goes to docs/be
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,8 +25,8 @@ from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from benchmarks._record import git_commit, load_average, versions
-from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._record import load_average
+from benchmarks._report import write_timing_rows
 from ensel.library.families import svm
 
 SECTION = "## Kernel SVM decision values (bench_svm_decision)"
@@ -100,25 +99,15 @@ def main(argv=None) -> None:
     print(frame.to_string(index=False))
     if args.quick:
         return
-    command = "python -m benchmarks.bench_svm_decision"
-    record = {"commit": git_commit(), "versions": versions(), "load_start": load}
-    with RESULTS.open("a") as out:
-        for row in rows:
-            out.write(json.dumps({**row, **record}) + "\n")
-    write_section(
+    write_timing_rows(
+        rows,
+        RESULTS,
         SECTION,
-        [
-            "",
-            machine_line(command),
-            f"Commit {record['commit']}; load average at the start "
-            f"{', '.join(f'{x:.2f}' for x in load)}; scikit-learn "
-            f"{record['versions'].get('scikit-learn', '?')}, numpy "
-            f"{record['versions'].get('numpy', '?')}. Median of {REPEATS} warm calls on "
-            f"{PREDICT_ROWS:,} rows; speed-up = libsvm's time over ensel's.",
-            "",
-            markdown_table(frame, ".3g", index=False),
-            "",
-        ],
+        "python -m benchmarks.bench_svm_decision",
+        load,
+        f"Median of {REPEATS} warm calls on {PREDICT_ROWS:,} rows; speed-up = libsvm's time "
+        "over ensel's.",
+        ("scikit-learn", "numpy"),
     )
 
 
