@@ -48,6 +48,16 @@ def median_seconds(fn, repeats: int) -> float:
     return float(np.median(times))
 
 
+def warm_median_ms(call, repeats: int, threads: int) -> tuple[float, object]:
+    """The median milliseconds of ``repeats`` calls of ``call`` at ``threads`` BLAS/OpenMP
+    threads, after one untimed call (whose output is returned with it)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(threads):
+        out = call()
+        return 1e3 * median_seconds(call, repeats), out
+
+
 def markdown_table(frame, floatfmt: str = ".4f", index: bool = True) -> str:
     """``frame`` as a GitHub markdown table (no tabulate needed): the index as leading columns
     when ``index``, floats formatted with ``floatfmt``, multi-level column names joined."""

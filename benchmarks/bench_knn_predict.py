@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +26,9 @@ import pandas as pd
 from sklearn.datasets import make_classification
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
 
 from benchmarks._record import load_average
-from benchmarks._report import write_timing_rows
+from benchmarks._report import warm_median_ms, write_timing_rows
 from ensel.library.families._nearest import nearest
 
 SECTION = "## k-NN neighbour queries (bench_knn_predict)"
@@ -53,19 +51,6 @@ def table(n_rows: int, n_columns: int, seed: int = 0):
     return X[:n_rows], X[n_rows:]
 
 
-def median_ms(call) -> tuple[float, object]:
-    """The median milliseconds of ``REPEATS`` warm calls on one thread, and what the call
-    returns."""
-    with threadpool_limits(1):
-        out = call()
-        times = []
-        for _ in range(REPEATS):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-    return 1e3 * float(np.median(times)), out
-
-
 def same_sets(a: np.ndarray, b: np.ndarray) -> float:
     """Share of query rows whose neighbour sets agree."""
     return float(np.mean(np.all(np.sort(a, axis=1) == np.sort(b, axis=1), axis=1)))
@@ -74,11 +59,13 @@ def same_sets(a: np.ndarray, b: np.ndarray) -> float:
 def case(n_rows: int, n_columns: int) -> dict:
     X, rows = table(n_rows, n_columns)
     k = max(STAGES)
-    ours, (index, _) = median_ms(lambda: nearest(rows, X, STAGES))
+    ours, (index, _) = warm_median_ms(lambda: nearest(rows, X, STAGES), REPEATS, 1)
     row = {"train_rows": n_rows, "columns": n_columns, "ensel_ms": ours}
     for algorithm in ("brute", "auto"):
         peer = NearestNeighbors(n_neighbors=k, algorithm=algorithm, n_jobs=1).fit(X)
-        took, theirs = median_ms(lambda peer=peer: peer.kneighbors(rows, return_distance=False))
+        took, theirs = warm_median_ms(
+            lambda peer=peer: peer.kneighbors(rows, return_distance=False), REPEATS, 1
+        )
         row[f"sklearn_{algorithm}_ms"] = took
         row[f"speedup_vs_{algorithm}"] = took / ours
         row[f"same_sets_{algorithm}"] = same_sets(index, theirs)

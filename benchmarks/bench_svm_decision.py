@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
 
 from benchmarks._record import load_average
-from benchmarks._report import write_timing_rows
+from benchmarks._report import warm_median_ms, write_timing_rows
 from ensel.library.families import svm
 
 SECTION = "## Kernel SVM decision values (bench_svm_decision)"
@@ -51,28 +49,15 @@ def table(n_rows: int, n_classes: int, seed: int = 0):
     return X[:n_rows], y[:n_rows], X[n_rows:]
 
 
-def median_ms(call, threads: int) -> tuple[float, np.ndarray]:
-    """The median milliseconds of ``REPEATS`` warm calls at ``threads`` BLAS threads, and what
-    the call returns."""
-    with threadpool_limits(threads):
-        out = call()
-        times = []
-        for _ in range(REPEATS):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-    return 1e3 * float(np.median(times)), out
-
-
 def case(n_rows: int, n_classes: int, kernel: str) -> dict:
     X, y, rows = table(n_rows, n_classes)
     run = svm.fit_svm(
         X, y, n_classes=n_classes, params=KERNELS[kernel], stages=None, random_state=0
     )
     model = run.model
-    libsvm, expected = median_ms(lambda: model.decision_function(rows), 1)
-    ours_1, got = median_ms(lambda: svm.decision(model, rows), 1)
-    ours_2, _ = median_ms(lambda: svm.decision(model, rows), 2)
+    libsvm, expected = warm_median_ms(lambda: model.decision_function(rows), REPEATS, 1)
+    ours_1, got = warm_median_ms(lambda: svm.decision(model, rows), REPEATS, 1)
+    ours_2, _ = warm_median_ms(lambda: svm.decision(model, rows), REPEATS, 2)
     diff = np.abs(got - expected).max()
     return {
         "train_rows": n_rows,
