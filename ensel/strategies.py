@@ -20,6 +20,7 @@ __all__ = [
     "bayes_average",
     "cheapest_within_noise",
     "choose_selection",
+    "drop_costly_runs",
     "ensemble_selection",
     "model_selection",
 ]
@@ -147,6 +148,34 @@ because leaving it out raised the log loss by 9.2e-6, past half a standard error
 (bench_scale at 4efad06); a test set of any size cannot tell 1e-4 of the score apart."""
 
 
+class _NoiseBar:
+    """The unconstrained ensemble's hillclimb score, and whether another ensemble is within
+    noise of it: it loses no more than ``n_se`` standard errors of the paired difference (a
+    bootstrap over the hillclimb rows, ``n_boot`` draws seeded by ``seed``), or no more than
+    ``NEGLIGIBLE_LOSS`` of the score."""
+
+    def __init__(self, P, y, metric, weights, seed, n_boot: int = 50, n_se: float = 0.5):
+        self.P, self.y, self.metric, self.n_se = P, np.asarray(y), metric, n_se
+        self.sign = 1.0 if greater_is_better(metric) else -1.0
+        rng = np.random.default_rng(seed)
+        self.boot = rng.integers(0, self.y.size, size=(n_boot, self.y.size))
+        self.full, self.full_boot = self._gains(weights)
+
+    def _gains(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        pred = weighted_average(w / w.sum(), self.P, self.metric.task)
+        y, sign = self.y, self.sign
+        return sign * score(self.metric, y, pred), np.array(
+            [sign * score(self.metric, y[b], pred[b]) for b in self.boot]
+        )
+
+    def check(self, w: np.ndarray) -> dict:
+        """``{"score", "lost", "se", "accepted"}`` of the ensemble of weights ``w``."""
+        gain, gain_boot = self._gains(w)
+        lost, se = self.full - gain, float(np.std(self.full_boot - gain_boot, ddof=1))
+        accepted = bool(lost <= max(self.n_se * se, NEGLIGIBLE_LOSS * abs(self.full)))
+        return {"score": self.sign * gain, "lost": lost, "se": se, "accepted": accepted}
+
+
 def cheapest_within_noise(
     P: np.ndarray,
     y: np.ndarray,
@@ -176,18 +205,7 @@ def cheapest_within_noise(
     accepted."""
     metric = resolve_metric(metric)
     cost = PredictCost.coerce(cost, len(P))
-    sign = 1.0 if greater_is_better(metric) else -1.0
-    y = np.asarray(y)
-    rng = np.random.default_rng(options.get("random_state"))
-    boot = rng.integers(0, y.size, size=(n_boot, y.size))
-
-    def gains(w: np.ndarray) -> tuple[float, np.ndarray]:
-        pred = weighted_average(w / w.sum(), P, metric.task)
-        return sign * score(metric, y, pred), np.array(
-            [sign * score(metric, y[b], pred[b]) for b in boot]
-        )
-
-    full, full_boot = gains(weights)
+    bar = _NoiseBar(P, y, metric, weights, options.get("random_state"), n_boot, n_se)
     full_cost = cost.of(np.flatnonzero(weights > 0))
     cheapest = float(cost.member_cost().min())
     chosen, chosen_budget, rows = weights, None, []
@@ -208,22 +226,61 @@ def cheapest_within_noise(
             continue
         finally:
             took = time.monotonic() - started
-        gain, gain_boot = gains(es.weights_)
-        lost, se = full - gain, float(np.std(full_boot - gain_boot, ddof=1))
-        accepted = bool(lost <= max(n_se * se, NEGLIGIBLE_LOSS * abs(full)))
-        rows.append(
-            {
-                "fraction": fractions[mid],
-                "budget": budget,
-                "cost": es.cost_,
-                "score": sign * gain,
-                "lost": lost,
-                "se": se,
-                "accepted": accepted,
-            }
-        )
-        if accepted:
+        row = bar.check(es.weights_)
+        rows.append({"fraction": fractions[mid], "budget": budget, "cost": es.cost_, **row})
+        if row["accepted"]:
             chosen, chosen_budget, lo = es.weights_, budget, mid + 1
         else:
             hi = mid
     return chosen, chosen_budget, rows
+
+
+def drop_costly_runs(
+    P: np.ndarray,
+    y: np.ndarray,
+    metric,
+    cost,
+    weights: np.ndarray,
+    full_weights: np.ndarray,
+    runs,
+    seed=None,
+    deadline: float | None = None,
+    n_boot: int = 50,
+    n_se: float = 0.5,
+) -> tuple[np.ndarray, list[dict]]:
+    """``weights`` less the runs that cost most per unit of weight, while the hillclimb score
+    stays within noise of the unconstrained ensemble (``full_weights``; the bar of
+    :func:`cheapest_within_noise`, so the two together lose no more than it allows).
+
+    A budget's selection keeps whatever helps within its budget: a k-NN run of five siblings
+    holding 0.006 of the weight, which costs as much as a dozen boosted models. Here each kept
+    run (``runs``: the run of each member; its members go together, since they share its
+    work) is priced by the cost its removal saves over the weight it holds; the costliest run
+    whose removal (the others' weights renormalised) stays within noise goes, and the search
+    starts again, until no run can go or ``deadline`` (``time.monotonic()``) passes. Returns
+    ``(weights, rows of the runs dropped)``."""
+    metric = resolve_metric(metric)
+    cost = PredictCost.coerce(cost, len(P))
+    runs = np.asarray(runs)
+    bar = _NoiseBar(P, y, metric, full_weights, seed, n_boot, n_se)
+    w = np.asarray(weights, dtype=float) / np.sum(weights)
+    dropped = []
+    while deadline is None or time.monotonic() < deadline:
+        kept = np.flatnonzero(w > 0)
+        total = cost.of(kept)
+        candidates = []
+        for run in dict.fromkeys(runs[kept]):
+            rest = kept[runs[kept] != run]
+            if rest.size:
+                saved = total - cost.of(rest)
+                candidates.append((saved / w[kept[runs[kept] == run]].sum(), saved, run))
+        for _, saved, run in sorted(candidates, key=lambda c: -c[0]):
+            trial = np.where(runs == run, 0.0, w)
+            row = bar.check(trial)
+            if row["accepted"]:
+                w = trial / trial.sum()
+                dropped.append({"run": str(run), "saved": saved, "cost": total - saved, **row})
+                break
+        else:
+            break
+    return w, dropped

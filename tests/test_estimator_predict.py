@@ -90,8 +90,12 @@ def test_auto_budget_is_the_default_and_never_costs_more_than_no_budget(data):
         assert auto.predict_budget_["max_predict_ms"] == best["budget"]
         assert auto.predict_cost_ms_ <= best["budget"] * (1 + 1e-9)
         assert all(row["lost"] <= 0.5 * row["se"] for row in accepted)
-    else:
-        np.testing.assert_array_equal(auto.weights_, free.weights_)
+    else:  # no budget: the unconstrained ensemble, less the costly runs dropped after
+        dropped = {row["run"] for row in auto.predict_budget_["dropped"]}
+        left = ~free.members_["run"].isin(dropped).to_numpy()
+        np.testing.assert_array_equal(auto.members_["id"], free.members_["id"][left])
+        np.testing.assert_allclose(auto.weights_, free.weights_[left] / free.weights_[left].sum())
+    assert all(row["accepted"] for row in auto.predict_budget_["dropped"])
     assert score("roc", y_te.to_numpy(), auto.predict_proba(X_te)[:, 1]) > 0.95
     with pytest.raises(ValueError, match=r"'max_predict_ms' parameter .* Got 'fast'"):
         _fit(data, max_predict_ms="fast")

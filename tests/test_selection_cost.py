@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ensel.selection import EnsembleSelection, PredictCost, cost_front
-from ensel.strategies import NEGLIGIBLE_LOSS, cheapest_within_noise
+from ensel.strategies import NEGLIGIBLE_LOSS, cheapest_within_noise, drop_costly_runs
 
 
 def _library(rng, n_members: int = 30, n: int = 300):
@@ -176,3 +176,36 @@ def test_a_bag_with_no_member_within_the_budget_abstains():
     assert es.cost_ == 1.0
     with pytest.raises(ValueError, match="no member left after pruning"):
         EnsembleSelection("mxe", n_iter=5, max_cost=2.0, prune_fraction=0.5).fit(P, y, cost=cost)
+
+
+def test_a_costly_run_whose_loss_is_within_noise_is_dropped_and_the_others_renormalised():
+    P, y, cost = _twins(np.random.default_rng(0))  # 0: good and costly, 1: its cheap twin
+    weights = np.array([0.6, 0.4, 0.0])
+    w, dropped = drop_costly_runs(P, y, "mxe", cost, weights, weights, ["a", "b", "c"])
+    np.testing.assert_allclose(w, [0.0, 1.0, 0.0])  # the twin alone: the same predictions
+    assert [row["run"] for row in dropped] == ["a"]
+    assert dropped[0]["saved"] == 100.0 and dropped[0]["cost"] == 1.0
+    assert dropped[0]["accepted"] and dropped[0]["lost"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_run_that_carries_the_ensemble_stays():
+    P, y, cost = _twins(np.random.default_rng(1))
+    P, cost = P[[0, 2]], PredictCost.additive([100.0, 1.0])  # the costly one is the good one
+    weights = np.array([0.8, 0.2])
+    w, dropped = drop_costly_runs(P, y, "roc", cost, weights, weights, ["good", "weak"])
+    assert w[0] > 0 and "good" not in [row["run"] for row in dropped]
+    # past the deadline nothing is tried
+    w, dropped = drop_costly_runs(P, y, "roc", cost, weights, weights, ["a", "b"], deadline=0.0)
+    np.testing.assert_array_equal(w, weights) and dropped == []
+
+
+def test_the_members_of_a_run_go_together():
+    """Two members of one run share its cost: dropping either alone saves nothing, the run
+    together saves it all."""
+    P, y, _ = _twins(np.random.default_rng(2))
+    P = P[[0, 0, 1]]  # run "k": two stages of the costly good model; run "c": its cheap twin
+    cost = PredictCost(np.array([[1, 0], [1, 0], [0, 1]], bool), np.array([100.0, 1.0]))
+    weights = np.array([0.4, 0.4, 0.2])
+    w, dropped = drop_costly_runs(P, y, "mxe", cost, weights, weights, ["k", "k", "c"])
+    np.testing.assert_allclose(w, [0.0, 0.0, 1.0])
+    assert [row["run"] for row in dropped] == ["k"] and dropped[0]["cost"] == 1.0

@@ -34,7 +34,7 @@ from ..metrics import Metric, greater_is_better, resolve_metric
 from ..risk.combined import DetectorSet
 from ..risk.reject import RejectRule, reject_mask
 from ..selection import PredictCost, weighted_average
-from ..strategies import STRATEGIES, cheapest_within_noise, choose_selection
+from ..strategies import STRATEGIES, cheapest_within_noise, choose_selection, drop_costly_runs
 from . import budget
 from .dask_predict import predict_partitions
 from .persistence import read_model, version, write_model
@@ -242,10 +242,22 @@ class EnsembleSelectionBase(BaseEstimator):
         weights = STRATEGIES[self.strategy](P, lib.y, metric, chosen)
         self.predict_budget_ = {"max_predict_ms": None if auto else self.max_predict_ms}
         if auto and self.strategy == "es" and cost is not None:
+            full = weights
             weights, ms, tried = cheapest_within_noise(
-                P, lib.y, metric, options, cost, weights, deadline=deadline
+                P, lib.y, metric, options, cost, full, deadline=deadline
             )
-            self.predict_budget_ = {"max_predict_ms": ms, "tried": tried}
+            weights, dropped = drop_costly_runs(
+                P,
+                lib.y,
+                metric,
+                cost,
+                weights,
+                full,
+                lib.members["run"].to_numpy(),
+                seed=options.get("random_state"),
+                deadline=deadline,
+            )
+            self.predict_budget_ = {"max_predict_ms": ms, "tried": tried, "dropped": dropped}
         self.predict_cost_ms_ = np.nan if cost is None else cost.of(np.flatnonzero(weights > 0))
         return weights
 
