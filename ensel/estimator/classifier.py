@@ -93,8 +93,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         :mod:`ensel.library.cost`, per sibling times K, or once with ``refit="full"``.
         ``"auto"``: the cheapest ensemble whose hillclimb score is within half a standard
         error of the unconstrained one's, or within 1e-4 of it (budgets of 1/2 to 1/64 of its
-        cost, bisected; ``predict_budget_`` shows what was tried), so predictions get faster only
-        where the hillclimb rows cannot tell the difference; the other strategies ignore it.
+        cost, bisected), less the runs that cost most per unit of weight while the score stays
+        within that bar (:func:`ensel.strategies.drop_costly_runs`; ``predict_budget_`` shows
+        the budgets tried and the runs dropped), so predictions get faster only where the
+        hillclimb rows cannot tell the difference; the other strategies ignore it.
     tune_selection : bool, default=False
         Choose the selection options per fit by a nested out-of-fold comparison on the
         hillclimb rows (:func:`ensel.strategies.choose_selection`: the options as given, the
@@ -171,7 +173,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     selection_comparison_ : list
         The comparison ``tune_selection`` made (empty without it).
     predict_budget_ : dict
-        The prediction-time budget used, and under ``"auto"`` the budgets tried.
+        The prediction-time budget used, and under ``"auto"`` the budgets tried and the runs
+        dropped.
     predict_cost_ms_ : float
         Estimated milliseconds per 1,000 rows of predicting with the ensemble (NaN where
         unknown).

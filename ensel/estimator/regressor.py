@@ -114,7 +114,8 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
     selection_comparison_ : list
         Always empty here (the classifier's ``tune_selection`` fills it).
     predict_budget_ : dict
-        The prediction-time budget used, and under ``"auto"`` the budgets tried.
+        The prediction-time budget used, and under ``"auto"`` the budgets tried and the runs
+        dropped.
     predict_cost_ms_ : float
         Estimated milliseconds per 1,000 rows of predicting with the ensemble.
     budget_ : dict
