@@ -40,16 +40,16 @@ def nearest(Q: np.ndarray, X: np.ndarray, ks):
     (the ensemble predicts its runs on threads of its own; numba releases the GIL)."""
     Q = np.ascontiguousarray(Q, dtype=np.float64)
     X = np.ascontiguousarray(X, dtype=np.float64)
-    XT = np.ascontiguousarray(X.T)
     ks = np.unique(np.asarray(ks, dtype=np.int64))
-    if ks.size == 0 or ks[0] < 1 or ks[-1] > XT.shape[1]:
-        raise ValueError(f"each k must be between 1 and the {XT.shape[1]} training rows: {ks}")
-    if Q.ndim != 2 or Q.shape[1] != XT.shape[0]:
-        raise ValueError(f"queries of shape {Q.shape}; training rows of {XT.shape[0]} columns")
-    if X.shape[1] > _DIRECT_COLUMNS:  # BLAS: a long tile, the squared norms once
-        tile, norms = 2048, np.einsum("ij,ij->i", X, X)
-    else:
-        tile, norms = int(np.clip(_TILE_VALUES // max(X.shape[1], 1), 64, 4096)), np.zeros(0)
+    if ks.size == 0 or ks[0] < 1 or ks[-1] > X.shape[0]:
+        raise ValueError(f"each k must be between 1 and the {X.shape[0]} training rows: {ks}")
+    if Q.ndim != 2 or Q.shape[1] != X.shape[1]:
+        raise ValueError(f"queries of shape {Q.shape}; training rows of {X.shape[1]} columns")
+    if X.shape[1] > _DIRECT_COLUMNS:  # BLAS on X: a long tile, the squared norms once
+        tile, norms, XT = 2048, np.einsum("ij,ij->i", X, X), np.empty((0, 0))
+    else:  # direct sums read the columns of X: its transpose, once
+        tile = int(np.clip(_TILE_VALUES // max(X.shape[1], 1), 64, 4096))
+        norms, XT = np.zeros(0), np.ascontiguousarray(X.T)
     return _nearest(Q, X, XT, norms, ks, tile)
 
 
@@ -123,7 +123,7 @@ def _scan(Q, X, XT, norms, ks, tile, r0, r1, index, dist, guess):  # pragma: no 
     """Rows ``r0:r1`` of ``index`` and ``dist`` (see ``nearest``); with ``guess``, each row's
     candidates start below ``_first_bound``. Returns the rows (offsets from ``r0``) whose
     guess was too tight (fewer than k points below it): they need a scan without one."""
-    n_cols, n = XT.shape
+    n, n_cols = X.shape
     rows = r1 - r0
     k = ks[-1]
     wide = n_cols > _DIRECT_COLUMNS
