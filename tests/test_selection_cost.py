@@ -196,7 +196,8 @@ def test_a_run_that_carries_the_ensemble_stays():
     assert w[0] > 0 and "good" not in [row["run"] for row in dropped]
     # past the deadline nothing is tried
     w, dropped = drop_costly_runs(P, y, "roc", cost, weights, weights, ["a", "b"], deadline=0.0)
-    np.testing.assert_array_equal(w, weights) and dropped == []
+    np.testing.assert_array_equal(w, weights)
+    assert dropped == []
 
 
 def test_the_members_of_a_run_go_together():
