@@ -30,7 +30,6 @@ __all__ = [
     "get_family",
     "missing_requirements",
     "register",
-    "sq_distances",
     "stratified_rows",
     "tree_input",
     "tree_leaves",
@@ -257,14 +256,3 @@ def entropy_bits(counts: np.ndarray) -> np.ndarray:
     total = counts.sum(axis=-1, keepdims=True)
     p = counts / np.where(total > 0, total, 1.0)
     return -(p * np.log2(np.where(p > 0, p, 1.0))).sum(axis=-1)
-
-
-def sq_distances(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances ``(len(A), len(B))`` as ``|a|^2 - 2 a.b + |b|^2`` (``sq_b``:
-    the rows of B's squared lengths, computed once by the caller), clipped at 0 against
-    rounding: k-NN's full distance matrices and the RBF kernel."""
-    sq = A @ B.T
-    sq *= -2.0
-    sq += np.einsum("ij,ij->i", A, A)[:, None]
-    sq += sq_b[None, :]
-    return np.maximum(sq, 0.0, out=sq)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, check_stages, entropy_bits, register, sq_distances, stratified_rows
+from ._base import Family, check_stages, entropy_bits, register, stratified_rows
 from ._nearest import nearest
 from ._regression import column
 
@@ -119,6 +119,15 @@ def gain_ratio_weights(X: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarr
     return weights
 
 
+def _sq_distances(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances ``(len(A), len(B))``, clipped at 0 against rounding."""
+    sq = A @ B.T
+    sq *= -2.0
+    sq += np.einsum("ij,ij->i", A, A)[:, None]
+    sq += sq_b[None, :]
+    return np.maximum(sq, 0.0, out=sq)
+
+
 def _inverse(sq: np.ndarray) -> np.ndarray:
     """Inverse-distance weights ``1 / max(d, 1e-6)`` from squared distances."""
     return 1.0 / np.maximum(np.sqrt(sq), _MIN_DISTANCE)
@@ -143,7 +152,7 @@ def _min_distance(X: np.ndarray) -> float:
     rows = int(np.clip(_BUDGET // len(U), 1, _MAX_BATCH))
     best, pair = np.inf, (0, 1)
     for start in range(0, len(U), rows):
-        sq = sq_distances(U[start : start + rows], U, sq_u)
+        sq = _sq_distances(U[start : start + rows], U, sq_u)
         own = np.arange(sq.shape[0])
         sq[own, start + own] = np.inf
         i, j = np.unravel_index(int(np.argmin(sq)), sq.shape)
@@ -183,7 +192,7 @@ class _KnnRun:
         sq_train = np.einsum("ij,ij->i", self.X, self.X)
         rows = int(np.clip(_BUDGET // len(self.y), 1, _MAX_BATCH))
         for start in range(0, len(X), rows):
-            sq = sq_distances(X[start : start + rows], self.X, sq_train)
+            sq = _sq_distances(X[start : start + rows], self.X, sq_train)
             out[:, start : start + rows] = self._lwa(sq, onehot)
         return {"none": out}
 
@@ -220,7 +229,7 @@ class _KnnRun:
         rows = int(np.clip(_BUDGET // len(self.y), 1, _MAX_BATCH))
         totals = np.empty((len(X), self.n_classes))
         for start in range(0, len(X), rows):
-            sq = sq_distances(X[start : start + rows], self.X, sq_train)
+            sq = _sq_distances(X[start : start + rows], self.X, sq_train)
             totals[start : start + rows] = _inverse(sq) @ onehot
         return totals
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sklearn.svm import SVC, SVR, LinearSVC, LinearSVR
 
-from ._base import Family, full_proba, min_max_scores, register, sq_distances
+from ._base import Family, full_proba, min_max_scores, register
 from ._regression import SingleRun, TargetScale
 
 SVR_KERNELS = ("linear", "rbf", "poly2")
@@ -83,9 +83,11 @@ def decision(model: SVC, X: np.ndarray) -> np.ndarray:
 def _kernel(model: SVC, X: np.ndarray, sv: np.ndarray, sv_norms: np.ndarray) -> np.ndarray:
     """SVMLight's kernels as libsvm computes them: RBF ``exp(-gamma |x - s|^2)`` (``sv_norms``:
     each support vector's squared length), polynomial ``(gamma x.s + coef0)^degree``."""
+    dot = X @ sv.T
     if model.kernel == "poly":
-        return (model.gamma * (X @ sv.T) + model.coef0) ** model.degree
-    return np.exp(-model.gamma * sq_distances(X, sv, sv_norms))
+        return (model.gamma * dot + model.coef0) ** model.degree
+    squared = np.einsum("ij,ij->i", X, X)[:, None] + sv_norms - 2.0 * dot
+    return np.exp(-model.gamma * np.maximum(squared, 0.0))
 
 
 def _ovr(ovo: np.ndarray, pairs, n_classes: int) -> np.ndarray:
