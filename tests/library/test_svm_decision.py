@@ -55,3 +55,32 @@ def test_the_family_predicts_with_it(monkeypatch):
     before = run.predict(X)["none"]
     monkeypatch.setattr(svm, "decision", lambda model, X: model.decision_function(X) * 0.0)
     assert not np.allclose(run.predict(X)["none"], before)  # the family goes through decision
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly2"])
+def test_svr_predicts_as_libsvm_through_decision(kernel, monkeypatch):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 6))
+    y = 3.0 * X[:, 0] - X[:, 1] ** 2 + rng.normal(scale=0.3, size=300) + 10.0
+    params = {**svm.GRID, "epsilon": 0.1, "kernel": kernel}
+    run = svm.fit_svr(X, y, n_classes=1, params=params, stages=None, random_state=0)
+    rows = rng.normal(size=(83, 6)) * 1.5
+    monkeypatch.setattr(svm, "KERNEL_CELLS", 7 * len(run.model.support_vectors_))
+    expected = run.scale.inverse(run.model.predict(rows))
+    got = run.predict(rows)["none"]
+    assert got.shape == (1, 83, 1)
+    np.testing.assert_allclose(got[0, :, 0], expected, rtol=1e-9, atol=1e-9)
+    monkeypatch.setattr(svm, "decision", lambda model, X: np.zeros(len(X)))
+    assert np.allclose(run.predict(rows)["none"], run.scale.mean)  # it goes through decision
+
+
+def test_a_linear_svr_keeps_liblinear():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 4))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0]) + rng.normal(scale=0.1, size=200)
+    params = {**svm.GRID, "epsilon": 0.1, "kernel": "linear"}
+    run = svm.fit_svr(X, y, n_classes=1, params=params, stages=None, random_state=0)
+    assert not svm._dense_kernel(run.model, X)
+    np.testing.assert_allclose(
+        run.predict(X)["none"][0, :, 0], run.scale.inverse(run.model.predict(X))
+    )

@@ -46,8 +46,12 @@ class SingleRun:
     model: Any
     scale: TargetScale | None = None
 
+    def raw(self, X: np.ndarray) -> np.ndarray:
+        """The model's prediction on the scale it learned."""
+        return np.asarray(self.model.predict(X), dtype=np.float64)
+
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        p = np.asarray(self.model.predict(X), dtype=np.float64)
+        p = self.raw(X)
         if self.scale is not None:
             p = self.scale.inverse(p)
         return {"none": column(p[None])}

@@ -42,10 +42,11 @@ KERNEL_CELLS = 1 << 22
 
 
 def _dense_kernel(model, X) -> bool:
-    """Whether ``decision`` can stand in for ``model.decision_function``: a kernel SVC fitted
-    on dense rows with a numeric gamma (ensel's always are), asked about dense rows."""
+    """Whether ``decision`` can stand in for ``model.decision_function`` (an SVC's) or
+    ``model.predict`` (an SVR's): a kernel model fitted on dense rows with a numeric gamma
+    (ensel's always are), asked about dense rows."""
     return (
-        isinstance(model, SVC)
+        isinstance(model, SVC | SVR)
         and model.kernel in ("rbf", "poly")
         and isinstance(X, np.ndarray)
         and isinstance(model.support_vectors_, np.ndarray)
@@ -53,23 +54,23 @@ def _dense_kernel(model, X) -> bool:
     )
 
 
-def decision(model: SVC, X: np.ndarray) -> np.ndarray:
-    """``model.decision_function(X)`` computed with matrix products: the kernel values of a
-    block of rows against every support vector at once, then each one-vs-one pair's sum from
-    per-class blocks. libsvm evaluates the kernel one (row, support vector) pair at a time;
-    this gives the same values (within 1e-11) 2.9-6.7 times faster on one core
-    (``benchmarks.bench_svm_decision``)."""
+def decision(model: SVC | SVR, X: np.ndarray) -> np.ndarray:
+    """``model.decision_function(X)`` (an SVR's ``predict(X)``) computed with matrix products:
+    the kernel values of a block of rows against every support vector at once, then each
+    one-vs-one pair's sum from per-class blocks. libsvm evaluates the kernel one (row, support
+    vector) pair at a time; this gives the same values (within 1e-11) 2.9-6.7 times faster on
+    one core (``benchmarks.bench_svm_decision``)."""
     X = np.asarray(X, dtype=float)
     sv, coef, b = model.support_vectors_, model.dual_coef_, model.intercept_
     edges = np.concatenate([[0], np.cumsum(model.n_support_)])
-    n_classes = len(model.classes_)
+    n_classes = 2 if isinstance(model, SVR) else len(model.classes_)  # SVR: one sum, as binary
     pairs = [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
     out = np.empty((len(X), len(pairs)))
     sv_norms = np.einsum("ij,ij->i", sv, sv)  # once per call, not per block
     step = max(1, KERNEL_CELLS // max(len(sv), 1))
     for start in range(0, len(X), step):
         K = _kernel(model, X[start : start + step], sv, sv_norms)
-        if n_classes == 2:  # sklearn's binary sign: the public coef and intercept as they are
+        if n_classes == 2:  # sklearn's binary sign (and SVR's): the public coef and intercept
             out[start : start + step, 0] = K @ coef[0] + b[0]
             continue
         blocks = [K[:, a:z] @ coef[:, a:z].T for a, z in pairwise(edges)]
@@ -80,7 +81,7 @@ def decision(model: SVC, X: np.ndarray) -> np.ndarray:
     return _ovr(out, pairs, n_classes) if model.decision_function_shape == "ovr" else out
 
 
-def _kernel(model: SVC, X: np.ndarray, sv: np.ndarray, sv_norms: np.ndarray) -> np.ndarray:
+def _kernel(model: SVC | SVR, X: np.ndarray, sv: np.ndarray, sv_norms: np.ndarray) -> np.ndarray:
     """SVMLight's kernels as libsvm computes them: RBF ``exp(-gamma |x - s|^2)`` (``sv_norms``:
     each support vector's squared length), polynomial ``(gamma x.s + coef0)^degree``."""
     dot = X @ sv.T
@@ -152,7 +153,15 @@ def fit_svr(X, y, *, n_classes, params, stages, random_state):
             extra = dict(KERNELS["poly2"])
         model = SVR(C=params["C"], epsilon=params["epsilon"], max_iter=params["max_iter"], **extra)
     model.fit(X, scale.forward(y))
-    return SingleRun(model, scale)
+    return _SvrRun(model, scale)
+
+
+@dataclass
+class _SvrRun(SingleRun):
+    """A fitted SVR: a kernel one predicts through :func:`decision`, not libsvm."""
+
+    def raw(self, X: np.ndarray) -> np.ndarray:
+        return decision(self.model, X) if _dense_kernel(self.model, X) else super().raw(X)
 
 
 def validate_svr(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
