@@ -114,6 +114,8 @@ class EnsembleSelectionBase(BaseEstimator):
             )
         started = time.monotonic()
         metric, source = self._check_before_work()
+        if isinstance(source, LibrarySpec):
+            source = budget.with_spare_tier(source, self.library, self.time_limit, X)
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
         lib = self._library(X, y, groups, started, source, seed)
@@ -121,6 +123,8 @@ class EnsembleSelectionBase(BaseEstimator):
         if self.strategy == "es":  # selection's copies of P stay under the ceiling too
             options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, metric, options, started)
+        if self.time_limit is not None and isinstance(source, LibrarySpec):
+            self.budget_["library"] = source.name  # default_spare where with_spare_tier chose it
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started

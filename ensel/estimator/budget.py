@@ -8,6 +8,8 @@ import time
 
 import numpy as np
 
+from ..library.sources import n_rows
+from ..library.spec import load_spec
 from ..strategies import STRATEGIES
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "selection_units",
     "selection_within",
     "unused_budget",
+    "with_spare_tier",
 ]
 
 RESERVE_SHARE = 0.25
@@ -36,6 +39,21 @@ SELECTION_SPEED = 5e-8
 hillclimb rows after the build, on 2 cores)."""
 STEP_SECONDS = 3e-4
 """Seconds of overhead per selection step (one bag, one step), whatever the library's size."""
+SPARE_MIN_ROWS = 10_000
+"""Under ``time_limit``, a fit asked for the ``default`` library on at least this many training
+rows builds ``default_spare`` (the default's runs, then a spare tier of 39 in the time they
+leave). At 300 s that tier gained on the three allowed tables of 13,000-18,500 training rows
+(AUC +0.0014, log loss +0.0009 over seeds 0-1, ahead or level on all three) and not on the
+eight of 300-5,000 (log loss -0.0001 on seed 0): docs/benchmarks.md, "Spending spare time"."""
+
+
+def with_spare_tier(spec, asked, time_limit: float | None, X):
+    """``spec``, or ``default_spare`` in its place where the spare tier is measured to pay: the
+    library ``asked`` for is the string ``"default"``, a ``time_limit`` gives spare time, and
+    the table ``X`` has at least ``SPARE_MIN_ROWS`` rows."""
+    if asked == "default" and time_limit is not None and n_rows(X) >= SPARE_MIN_ROWS:
+        return load_spec("default_spare")
+    return spec
 
 
 def selection_units(n_members: int, n_rows: int, n_classes: int, options: dict) -> float:
@@ -153,9 +171,9 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures
     if not spare:
         return (
             f"every run of spec {spec.name!r} was built and it has no spare tier "
-            "(library='default_spare' adds one; on small tables that tier, repeated "
-            "cross-validation, ten folds, tune_selection, a second level and growth judged on "
-            "held-out rows were measured not to improve the default's ensemble: "
-            "docs/benchmarks.md, 'Spending spare time')"
+            f"(library='default_spare' adds one, and the default does from {SPARE_MIN_ROWS:,} "
+            "rows; on small tables that tier, repeated cross-validation, ten folds, "
+            "tune_selection, a second level and growth judged on held-out rows were measured "
+            "not to improve the default's ensemble: docs/benchmarks.md, 'Spending spare time')"
         )
     return f"every run of spec {spec.name!r} was built, its {len(spare)} spare run(s) included"

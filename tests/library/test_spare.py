@@ -157,6 +157,19 @@ def test_estimator_reports_unused_seconds_as_info(data, caplog):
     unused = model.budget_["unused_seconds"]
     assert unused == pytest.approx(600 - model.fit_seconds_)
     assert "no spare tier" in model.budget_["unused_reason"]
+    assert model.budget_["library"] == "<dict>"  # a spec given as a dict: as given
     notes = [r for r in caplog.records if "before its time_limit" in r.getMessage()]
     assert len(notes) == 1 and notes[0].levelno == logging.INFO
     assert np.isfinite(unused)
+
+
+def test_the_default_takes_its_spare_tier_on_large_tables_under_a_time_limit():
+    default = load_spec("default")
+    big = pd.DataFrame({"x": np.zeros(budget.SPARE_MIN_ROWS)})
+    small = big.iloc[:-1]
+    chosen = budget.with_spare_tier(default, "default", 300, big)
+    assert chosen.name == "default_spare" and len(chosen.spare) == 39
+    assert budget.with_spare_tier(default, "default", 300, small) is default
+    assert budget.with_spare_tier(default, "default", None, big) is default  # no spare time
+    other = load_spec("tiny")
+    assert budget.with_spare_tier(other, "tiny", 300, big) is other  # only the default asked
