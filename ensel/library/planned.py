@@ -230,7 +230,8 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     native view took 27 and 44 ms, the ``te`` view 0.22 and 0.54 s: most of a call on a small
     sample is per call (per level of its categories). Extrapolated to 800,000 rows, the rates
     gave 0.7-1.0 of the time those two took there and half the standardized view's (a 1 GB
-    matrix written; the pace of the finished runs corrects what remains)."""
+    matrix written; the pace of the finished runs corrects what remains). A parquet or dask
+    source is not timed (empty): its rows are read where its runs fit, not here."""
     from .families import get_family
     from .runs import label_classes
     from .views import make_view
@@ -242,8 +243,8 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     }
     n = len(data.y)
     small, large = (min(n, rows) for rows in VIEW_PILOT_ROWS)
-    if not kinds or large < 2:
-        return {}
+    if not kinds or large < 2 or not getattr(data, "in_memory", True):
+        return {}  # a parquet or dask source's rows are read by the workers, not here
     order = np.random.default_rng(0).permutation(n)[:large]
     classes = label_classes(data)
 

@@ -138,6 +138,18 @@ def test_estimator_from_parquet_equals_the_estimator_in_memory(table, fitted):
     np.testing.assert_allclose(fitted.predict_proba(X), ref.predict_proba(X), rtol=0, atol=1e-9)
 
 
+def test_a_budgeted_fit_from_parquet_in_worker_processes(table):
+    """Under ``time_limit`` the build is planned before it starts, and its views used to be
+    timed on the client's rows, which a parquet source does not hold there (an IndexError)."""
+    path, X, _ = table
+    with pytest.warns(UserWarning):
+        model = EnsembleSelectionClassifier(
+            library="tiny", cv=CV, n_jobs=2, time_limit=60, **OPTIONS
+        ).fit(str(path), "label")
+    assert model.budget_["plan"]["runs"] and model.budget_["library"] == "tiny"
+    assert model.predict_proba(X).shape == (len(X), 2)
+
+
 def test_predictions_of_a_dask_frame_equal_the_frame_in_memory_bitwise(table, fitted, client):
     path, _, _ = table
     ddf = dd.read_parquet(str(path)).drop(columns="label").repartition(npartitions=4)
