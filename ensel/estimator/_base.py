@@ -114,11 +114,13 @@ class EnsembleSelectionBase(BaseEstimator):
             )
         started = time.monotonic()
         metric, source = self._check_before_work()
+        # counted once (a dask frame's count is a pass over it): the budget's planning needs it
+        rows = None if self.time_limit is None else n_rows(X)
         if isinstance(source, LibrarySpec):
-            source = budget.with_spare_tier(source, self.library, self.time_limit, X)
+            source = budget.with_spare_tier(source, self.library, self.time_limit, rows)
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
-        lib = self._library(X, y, groups, started, source, seed)
+        lib = self._library(X, y, groups, started, source, seed, rows)
         P = np.asarray(lib.predictions)
         if self.strategy == "es":  # selection's copies of P stay under the ceiling too
             options["memory_budget"] = selection_memory(self.max_memory)
@@ -319,11 +321,11 @@ class EnsembleSelectionBase(BaseEstimator):
         """Whether ``max_predict_ms`` is a number of milliseconds."""
         return self.max_predict_ms is not None and not self._auto_budget()
 
-    def _build_budget(self, spec, X, y, started: float) -> float | None:
-        """The seconds the library build may take (:func:`budget.build_seconds`)."""
+    def _build_budget(self, spec, X, y, started: float, n: int) -> float | None:
+        """The seconds the library build may take (:func:`budget.build_seconds`) on ``X``'s
+        ``n`` rows."""
         if self.time_limit is None:
             return None
-        n = n_rows(X)
         labels = None if is_source(X) else y
         rows = resolve_cv(self.cv, n, labels, task=self._task).hillclimb_rows(n)
         classes = 1 if self._task == "regression" else n_classes(X, y)
@@ -337,9 +339,10 @@ class EnsembleSelectionBase(BaseEstimator):
             time.monotonic() - started,
         )
 
-    def _library(self, X, y, groups, started: float, source, seed: int) -> Library:
+    def _library(self, X, y, groups, started: float, source, seed: int, rows) -> Library:
         """``source`` (from :meth:`_check_before_work`) itself where it is a Library, else
-        the library of that spec built (or resumed) on ``X, y``."""
+        the library of that spec built (or resumed) on ``X, y`` (``rows`` of them, counted
+        under ``time_limit``)."""
         if isinstance(source, Library):
             return source
         spec = source
@@ -354,7 +357,7 @@ class EnsembleSelectionBase(BaseEstimator):
             client=self.client,
             random_state=seed,
             groups=groups,
-            time_limit=self._build_budget(spec, X, y, started),
+            time_limit=self._build_budget(spec, X, y, started, rows),
             run_time_limit=self.run_time_limit,
             verbose=self.verbose,
             grow=self._grow_spec(),

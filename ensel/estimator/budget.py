@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 
-from ..library.sources import n_rows
 from ..library.spec import load_spec
 from ..strategies import STRATEGIES
 
@@ -47,11 +46,11 @@ leave). At 300 s that tier gained on the three allowed tables of 13,455-18,511 t
 eight of 372-3,633 (log loss -0.0001 on seed 0): docs/benchmarks.md, "Spending spare time"."""
 
 
-def with_spare_tier(spec, asked, time_limit: float | None, X):
+def with_spare_tier(spec, asked, time_limit: float | None, rows: int | None):
     """``spec``, or ``default_spare`` in its place where the spare tier is measured to pay: the
     library ``asked`` for is the string ``"default"``, a ``time_limit`` gives spare time, and
-    the table ``X`` has at least ``SPARE_MIN_ROWS`` rows."""
-    if asked == "default" and time_limit is not None and n_rows(X) >= SPARE_MIN_ROWS:
+    the table has at least ``SPARE_MIN_ROWS`` ``rows``."""
+    if asked == "default" and time_limit is not None and rows >= SPARE_MIN_ROWS:
         return load_spec("default_spare")
     return spec
 

@@ -165,11 +165,27 @@ def test_estimator_reports_unused_seconds_as_info(data, caplog):
 
 def test_the_default_takes_its_spare_tier_on_large_tables_under_a_time_limit():
     default = load_spec("default")
-    big = pd.DataFrame({"x": np.zeros(budget.SPARE_MIN_ROWS)})
-    small = big.iloc[:-1]
+    big = budget.SPARE_MIN_ROWS
     chosen = budget.with_spare_tier(default, "default", 300, big)
     assert chosen.name == "default_spare" and len(chosen.spare) == 39
-    assert budget.with_spare_tier(default, "default", 300, small) is default
-    assert budget.with_spare_tier(default, "default", None, big) is default  # no spare time
+    assert budget.with_spare_tier(default, "default", 300, big - 1) is default
+    assert budget.with_spare_tier(default, "default", None, None) is default  # no spare time
     other = load_spec("tiny")
     assert budget.with_spare_tier(other, "tiny", 300, big) is other  # only the default asked
+
+
+def test_the_estimator_asks_with_its_rows_and_builds_what_it_is_given(data, monkeypatch):
+    asked = []
+    spare = load_spec(_spec())
+
+    def spy(spec, library, time_limit, rows):
+        asked.append((library, time_limit, rows))
+        return spare
+
+    monkeypatch.setattr(budget, "with_spare_tier", spy)
+    model = EnsembleSelectionClassifier(
+        library={"families": MAIN}, cv=3, time_limit=600, backend="local"
+    ).fit(*data)
+    assert asked == [({"families": MAIN}, 600, len(data[0]))]
+    assert model.budget_["library"] == spare.name
+    assert "naive_bayes" in set(model.leaderboard_["family"])  # the spare run was built
