@@ -116,8 +116,6 @@ class EnsembleSelectionBase(BaseEstimator):
         metric, source = self._check_before_work()
         # counted once (a dask frame's count is a pass over it): the budget's planning needs it
         rows = None if self.time_limit is None else n_rows(X)
-        if isinstance(source, LibrarySpec):
-            source = budget.with_spare_tier(source, self.library, self.time_limit, rows)
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
         lib = self._library(X, y, groups, started, source, seed, rows)
@@ -126,23 +124,22 @@ class EnsembleSelectionBase(BaseEstimator):
             options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, metric, options, started)
         if self.time_limit is not None and isinstance(source, LibrarySpec):
-            self.budget_["library"] = source.name  # default_spare where with_spare_tier chose it
+            self.budget_["library"] = source.name
+            self.budget_["spare_runs"] = len(source.spare_for(rows, budgeted=True))
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started
         if self.time_limit is not None:
-            self._report_unused(source, lib)
+            self._report_unused(source, lib, rows)
         self.ensel_version_ = version()
         return Selected(lib, P, metric, weights, seed)
 
-    def _report_unused(self, source, lib) -> None:
+    def _report_unused(self, source, lib, rows: int) -> None:
         """Under ``time_limit``: ``budget_["unused_seconds"]`` (seconds of the budget left when
         the fit ended) and, where the fit ended early, an INFO note that says why."""
         self.budget_["unused_seconds"] = max(0.0, self.time_limit - self.fit_seconds_)
         spec = source if isinstance(source, LibrarySpec) else None
-        why = budget.unused_budget(
-            self.time_limit, self.fit_seconds_, spec, lib.members, lib.failures
-        )
+        why = budget.unused_budget(self.time_limit, self.fit_seconds_, spec, rows, lib.failures)
         if why is not None:
             self.budget_["unused_reason"] = why
             log.info(

@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 
-from ..library.spec import load_spec
 from ..strategies import STRATEGIES
 
 __all__ = [
@@ -20,7 +19,6 @@ __all__ = [
     "selection_units",
     "selection_within",
     "unused_budget",
-    "with_spare_tier",
 ]
 
 RESERVE_SHARE = 0.25
@@ -38,21 +36,6 @@ SELECTION_SPEED = 5e-8
 hillclimb rows after the build, on 2 cores)."""
 STEP_SECONDS = 3e-4
 """Seconds of overhead per selection step (one bag, one step), whatever the library's size."""
-SPARE_MIN_ROWS = 10_000
-"""Under ``time_limit``, a fit asked for the ``default`` library on at least this many training
-rows builds ``default_spare`` (the default's runs, then a spare tier of 39 in the time they
-leave). At 300 s that tier gained on the three allowed tables of 13,455-18,511 training rows
-(AUC +0.0014, log loss +0.0009 over seeds 0-1, ahead or level on all three) and not on the
-eight of 372-3,633 (log loss -0.0001 on seed 0): docs/benchmarks.md, "Spending spare time"."""
-
-
-def with_spare_tier(spec, asked, time_limit: float | None, rows: int | None):
-    """``spec``, or ``default_spare`` in its place where the spare tier is measured to pay: the
-    library ``asked`` for is the string ``"default"``, a ``time_limit`` gives spare time, and
-    the table has at least ``SPARE_MIN_ROWS`` ``rows``."""
-    if asked == "default" and time_limit is not None and rows >= SPARE_MIN_ROWS:
-        return load_spec("default_spare")
-    return spec
 
 
 def selection_units(n_members: int, n_rows: int, n_classes: int, options: dict) -> float:
@@ -152,11 +135,10 @@ def plan_summary(plan) -> dict:
     }
 
 
-def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures) -> str | None:
+def unused_budget(time_limit: float, fit_seconds: float, spec, rows: int, failures) -> str | None:
     """Why a fit under ``time_limit`` left more than ``UNUSED_SHARE`` of it unused (None when
     it did not): the library had nothing left to build. ``spec``: the LibrarySpec built (None
-    for a library given built); ``members``, ``failures``: the library's member tables (with
-    their ``tier``)."""
+    for a library given built) on ``rows`` rows; ``failures``: the library's failure table."""
     left = time_limit - fit_seconds
     if left <= UNUSED_SHARE * time_limit:
         return None
@@ -166,13 +148,19 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, members, failures
     if waiting.any():
         runs = failures.loc[waiting, "run"].nunique()
         return f"{runs} run(s) were estimated not to end before the deadline and not started"
-    spare = spec.spare
-    if not spare:
-        return (
-            f"every run of spec {spec.name!r} was built and it has no spare tier "
-            f"(library='default_spare' adds one, and the default does from {SPARE_MIN_ROWS:,} "
-            "rows; on small tables that tier, repeated cross-validation, ten folds, "
-            "tune_selection, a second level and growth judged on held-out rows were measured "
-            "not to improve the default's ensemble: docs/benchmarks.md, 'Spending spare time')"
+    spare = spec.spare_for(rows, budgeted=True)
+    if spare:
+        return f"every run of spec {spec.name!r} was built, its {len(spare)} spare run(s) included"
+    if spec.spare:
+        tier = (
+            f"its spare tier is built from {spec.spare_min_rows:,} rows and this table has "
+            f"{rows:,} (library='default_spare' builds it on any table)"
         )
-    return f"every run of spec {spec.name!r} was built, its {len(spare)} spare run(s) included"
+    else:
+        tier = "it has no spare tier (library='default_spare' has one)"
+    return (
+        f"every run of spec {spec.name!r} was built and {tier}; on small tables that tier, "
+        "repeated cross-validation, ten folds, tune_selection, a second level and growth "
+        "judged on held-out rows were measured not to improve the default's ensemble: "
+        "docs/benchmarks.md, 'Spending spare time'"
+    )

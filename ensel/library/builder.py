@@ -264,7 +264,8 @@ def _build(
             fits[section] = kind.fit
             tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
         tasks = _installed(tasks)
-        spare_ids = _spare_ids(library_spec)
+        spare_runs = library_spec.spare_for(data.y.size, deadline is not None)
+        spare_ids = {r.run_id for r in spare_runs}  # a run the main tier has is fitted there
         spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in spare_ids]
         tasks = [t for t in tasks if t[0] != SPARE]
         notes: dict[str, str] = {}
@@ -304,7 +305,7 @@ def _build(
         if spare:
             _run_spare(executor, spare, shared, stores, verbose, deadline, budget_cap, ceiling)
         order = [r.run_id for r in library_spec.runs]
-        order += [r.run_id for r in library_spec.spare]
+        order += [r.run_id for r in spare_runs]
         if not writer.ok_runs(order):
             failed = writer.members(order, statuses=FAILED)
             if deadline is not None and (failed["status"] == "budget").any():
@@ -346,11 +347,6 @@ def _build(
             part.close()
         shutil.rmtree(writer.path / TRAINING_DIR, ignore_errors=True)
     return Library(PredictionStore(writer.path), _tmp=tmp)
-
-
-def _spare_ids(library_spec: LibrarySpec) -> set[str]:
-    """Ids of the spare tier's runs (a run the main tier also has is fitted there)."""
-    return {r.run_id for r in library_spec.spare}
 
 
 def _plan_options(executor: Executor) -> dict:

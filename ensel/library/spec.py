@@ -22,7 +22,9 @@ A ``spare:`` section (entries as in ``families``) is the spare-time tier: runs t
 only after every run of ``families`` is done, and under a ``time_limit`` only those the
 planner's estimates (:mod:`ensel.library.plan`) say will end before the deadline; without a
 ``time_limit`` they are built like any other runs. Their members carry ``tier == "spare"`` in
-``Library.members``.
+``Library.members``. A top-level ``spare_min_rows: N`` makes the tier spare-time work only: it
+is built under a ``time_limit`` and on tables of at least N rows, and not otherwise (the
+default spec's tier was measured to pay from 10,000 rows: docs/benchmarks.md).
 
 A regression spec says ``task: regression``; its families are the regressors registered beside
 each algorithm's classifier (by the same plain names), it has no calibration variants, and an
@@ -66,13 +68,24 @@ BUILTIN_SPECS = (
     "regression",
     "tiny_regression",
 )
+DERIVED_SPECS = {"default_spare": "default"}
+"""Built-in names for another built-in spec with its spare tier built whenever the spec is
+(``spare_min_rows`` lifted): ``default_spare`` is the default with its tier on every table."""
 SPARE = "spare"
 """The section (and the ``tier`` of its runs) of the spare-time tier."""
 CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")
 ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler", "target")
-TOP_KEYS = ("name", "description", "seed", "run_time_limit", "time_limit", "task")
+TOP_KEYS = (
+    "name",
+    "description",
+    "seed",
+    "run_time_limit",
+    "time_limit",
+    "task",
+    "spare_min_rows",
+)
 """``time_limit`` is the old name of ``run_time_limit`` (a per-run cap), still read."""
 """Top-level keys about the spec itself; every other key is a section of runs (see kinds.py)."""
 TASKS = ("classification", "regression")
@@ -128,6 +141,8 @@ class LibrarySpec:
     run_time_limit: float | None  # seconds per training run (all folds), or None
     source: str
     task: str = "classification"
+    spare_min_rows: int | None = None
+    """Where set, the spare tier is built only under a time budget and from this many rows."""
 
     def section(self, name: str) -> tuple:
         """The run specs of section ``name`` (empty if the spec has no such section)."""
@@ -144,6 +159,13 @@ class LibrarySpec:
         main = {r.run_id for r in self.runs}
         return tuple(r for r in self.section(SPARE) if r.run_id not in main)
 
+    def spare_for(self, rows: int, budgeted: bool) -> tuple[RunSpec, ...]:
+        """The spare tier a build of ``rows`` rows fits: :attr:`spare`, or none where the spec
+        sets ``spare_min_rows`` and the build has no time budget (``budgeted``) or fewer rows."""
+        if self.spare_min_rows is not None and (not budgeted or rows < self.spare_min_rows):
+            return ()
+        return self.spare
+
     @property
     def detectors(self) -> tuple:
         """The extrapolation-risk detectors (the ``detectors`` section, a kind ensel.risk
@@ -156,13 +178,15 @@ class LibrarySpec:
 
 
 def load_spec(spec: str | Path | dict | LibrarySpec) -> LibrarySpec:
-    """A validated spec from a built-in name (``tiny``, ``default``, ``caruana2006``, and for
-    numeric targets ``regression`` and ``tiny_regression``), a YAML path, or an already-parsed
-    dict."""
+    """A validated spec from a built-in name (``tiny``, ``default``, ``default_spare``,
+    ``modern``, ``caruana2006``, and for numeric targets ``regression`` and
+    ``tiny_regression``), a YAML path, or an already-parsed dict."""
     if isinstance(spec, LibrarySpec):
         return spec
     if isinstance(spec, dict):
         return _parse(spec, "<dict>")
+    if isinstance(spec, str) and spec in DERIVED_SPECS:
+        return replace(load_spec(DERIVED_SPECS[spec]), name=spec, spare_min_rows=None)
     if isinstance(spec, str) and spec in BUILTIN_SPECS:
         text = resources.files("ensel.library").joinpath("specs", f"{spec}.yaml").read_text()
         return _parse(_yaml(text, f"{spec}.yaml"), f"{spec}.yaml")
@@ -210,6 +234,12 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
     task = doc.get("task", "classification")
     if task not in TASKS:
         raise SpecError(f"{source}: key 'task' is {task!r}; allowed: {list(TASKS)}")
+    spare_min_rows = doc.get("spare_min_rows")
+    whole = isinstance(spare_min_rows, int) and not isinstance(spare_min_rows, bool)
+    if spare_min_rows is not None and not (whole and spare_min_rows >= 0):
+        raise SpecError(f"{source}: key 'spare_min_rows' must be a whole number of rows (>= 0)")
+    if spare_min_rows is not None and SPARE not in doc:
+        raise SpecError(f"{source}: key 'spare_min_rows' applies to a 'spare' section; add one")
     order = ["families", *(k for k in sections if k != "families")]
     return LibrarySpec(
         name=str(doc.get("name", Path(source).stem)),
@@ -217,6 +247,7 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
         run_time_limit=run_time_limit,
         source=source,
         task=task,
+        spare_min_rows=spare_min_rows,
     )
 
 

@@ -59,9 +59,10 @@ def test_bad_spare_entries_are_named(spare, message):
         load_spec(_spec(spare))
 
 
-def test_default_spare_is_default_plus_a_spare_tier():
+def test_default_spare_is_the_default_with_its_tier_on_any_table():
     spare, default = load_spec("default_spare"), load_spec("default")
     assert [r.run_id for r in spare.runs] == [r.run_id for r in default.runs]
+    assert [r.run_id for r in spare.spare] == [r.run_id for r in default.spare]
     assert len(spare.detectors) == len(default.detectors)
     families = {r.family for r in spare.spare}
     assert {"catboost", "xgboost", "lightgbm", "tabular_mlp", "extra_trees"} <= families
@@ -69,6 +70,38 @@ def test_default_spare_is_default_plus_a_spare_tier():
     # the sampled entries give distinct runs, none of them one the main tier has
     assert len({r.run_id for r in spare.spare}) == len(spare.spare) == 39
     assert not {r.run_id for r in spare.spare} & {r.run_id for r in default.runs}
+    assert (spare.name, spare.spare_min_rows, default.spare_min_rows) == (
+        "default_spare",
+        None,
+        10_000,
+    )
+
+
+def test_the_default_builds_its_spare_tier_only_under_a_budget_from_10000_rows():
+    default, spare = load_spec("default"), load_spec("default_spare")
+    assert len(default.spare_for(10_000, budgeted=True)) == 39
+    assert default.spare_for(9_999, budgeted=True) == ()
+    assert default.spare_for(10**6, budgeted=False) == ()  # no time limit: no spare time
+    assert len(spare.spare_for(10, budgeted=False)) == 39  # default_spare: on any table
+    assert len(load_spec(_spec()).spare_for(10, budgeted=False)) == 1  # no key: always
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (-1, "'spare_min_rows' must be a whole number"),
+        (True, "'spare_min_rows' must be a whole number"),
+        (2.5, "'spare_min_rows' must be a whole number"),
+    ],
+)
+def test_a_bad_spare_min_rows_is_named(value, message):
+    with pytest.raises(SpecError, match=message):
+        load_spec({**_spec(), "spare_min_rows": value})
+
+
+def test_spare_min_rows_needs_a_spare_section():
+    with pytest.raises(SpecError, match="applies to a 'spare' section"):
+        load_spec({"families": MAIN, "spare_min_rows": 10})
 
 
 def _estimates(monkeypatch, seconds_of):
@@ -131,21 +164,24 @@ def test_runs_of_a_family_whose_package_is_missing_are_skipped(
     assert any(message in r.getMessage() for r in caplog.records)
 
 
-def _tables(statuses=()):
-    failures = pd.DataFrame({"run": [f"r{i}" for i in range(len(statuses))], "status": statuses})
-    return pd.DataFrame({"run": ["a"], "tier": ["main"]}), failures
+def _failures(statuses=()):
+    return pd.DataFrame({"run": [f"r{i}" for i in range(len(statuses))], "status": statuses})
 
 
 def test_unused_budget_says_why_only_when_the_fit_ended_early():
     plain, spare = load_spec({"families": MAIN}), load_spec(_spec())
-    members, failures = _tables()
-    assert budget.unused_budget(100, 95, plain, members, failures) is None
-    assert "has no spare tier" in budget.unused_budget(100, 30, plain, members, failures)
-    assert "1 spare run(s) included" in budget.unused_budget(100, 30, spare, members, failures)
-    assert "given built" in budget.unused_budget(100, 30, None, members, failures)
-    members, failures = _tables(["left_out", "failed"])
+    gated = load_spec({**_spec(), "spare_min_rows": 500})
+    none = _failures()
+    assert budget.unused_budget(100, 95, plain, 240, none) is None
+    assert "has no spare tier" in budget.unused_budget(100, 30, plain, 240, none)
+    assert "1 spare run(s) included" in budget.unused_budget(100, 30, spare, 240, none)
+    assert "built from 500 rows and this table has 240" in budget.unused_budget(
+        100, 30, gated, 240, none
+    )
+    assert "1 spare run(s) included" in budget.unused_budget(100, 30, gated, 500, none)
+    assert "given built" in budget.unused_budget(100, 30, None, 240, none)
     assert "1 run(s) were estimated not to end" in budget.unused_budget(
-        100, 30, spare, members, failures
+        100, 30, spare, 240, _failures(["left_out", "failed"])
     )
 
 
@@ -163,29 +199,18 @@ def test_estimator_reports_unused_seconds_as_info(data, caplog):
     assert np.isfinite(unused)
 
 
-def test_the_default_takes_its_spare_tier_on_large_tables_under_a_time_limit():
-    default = load_spec("default")
-    big = budget.SPARE_MIN_ROWS
-    chosen = budget.with_spare_tier(default, "default", 300, big)
-    assert chosen.name == "default_spare" and len(chosen.spare) == 39
-    assert budget.with_spare_tier(default, "default", 300, big - 1) is default
-    assert budget.with_spare_tier(default, "default", None, None) is default  # no spare time
-    other = load_spec("tiny")
-    assert budget.with_spare_tier(other, "tiny", 300, big) is other  # only the default asked
-
-
-def test_the_estimator_asks_with_its_rows_and_builds_what_it_is_given(data, monkeypatch):
-    asked = []
-    spare = load_spec(_spec())
-
-    def spy(spec, library, time_limit, rows):
-        asked.append((library, time_limit, rows))
-        return spare
-
-    monkeypatch.setattr(budget, "with_spare_tier", spy)
+@pytest.mark.parametrize(
+    ("min_rows", "time_limit", "spare_built"),
+    [(240, 600, True), (241, 600, False), (240, None, False)],
+)
+def test_a_gated_spare_tier_is_built_by_the_rows_and_the_budget(
+    data, monkeypatch, min_rows, time_limit, spare_built
+):
+    _estimates(monkeypatch, lambda family: 0.01)
+    spec = {**_spec(), "spare_min_rows": min_rows}  # the data has 240 rows
     model = EnsembleSelectionClassifier(
-        library={"families": MAIN}, cv=3, time_limit=600, backend="local"
+        library=spec, cv=3, time_limit=time_limit, backend="local"
     ).fit(*data)
-    assert asked == [({"families": MAIN}, 600, len(data[0]))]
-    assert model.budget_["library"] == spare.name
-    assert "naive_bayes" in set(model.leaderboard_["family"])  # the spare run was built
+    assert ("naive_bayes" in set(model.leaderboard_["family"])) == spare_built
+    if time_limit is not None:
+        assert model.budget_["spare_runs"] == int(spare_built)
