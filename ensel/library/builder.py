@@ -276,7 +276,7 @@ def _build(
                 tasks,
                 data,
                 deadline - time.monotonic(),
-                getattr(executor, "n_workers", 1),
+                executor.slots,
                 max_memory=ceiling,
                 **_plan_options(executor),
             )
@@ -389,7 +389,7 @@ def _run_spare(
             [("families", run) for _, run in spare],
             data,
             left,
-            getattr(executor, "n_workers", 1),
+            executor.slots,
             **_plan_options(executor),
         )
         todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes

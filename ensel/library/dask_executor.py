@@ -143,6 +143,11 @@ class DaskExecutor(Executor):
         self.client, self._owned = connect(client)
         self.time_limit = time_limit
 
+    @property
+    def slots(self) -> int:
+        """The threads of the cluster's workers now (at least 1): the runs it runs at once."""
+        return max(sum(self.client.nthreads().values()), 1)
+
     def close(self) -> None:
         """Close the client if this executor opened it."""
         if self._owned:

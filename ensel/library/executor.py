@@ -72,6 +72,11 @@ class Executor(ABC):
     """Whether ``run`` asks ``skip`` before each task starts (False where all tasks are sent
     at once): a build queues standby runs (:mod:`ensel.library.planned`) only where it does."""
 
+    @property
+    def slots(self) -> int:
+        """How many tasks ``run`` runs at once: the workers a build's plan schedules over."""
+        return 1
+
     @abstractmethod
     def run(
         self,
@@ -86,8 +91,8 @@ class Executor(ABC):
         yield outcomes in completion order. ``deadline`` (a ``time.monotonic()`` value) ends
         the whole run: tasks still running then are stopped and tasks not started are not
         started, each with status ``budget``. ``skip(index)``, asked just before a task would
-        start, may return a reason not to start it (status ``budget``; executors that send all
-        tasks at once, such as dask's, do not ask). ``memory`` (local executors): a task waits
+        start, may return a reason not to start it (status ``budget``; not asked where
+        ``asks_skip`` is False). ``memory`` (local executors): a task waits
         until its estimated peak fits under the ceiling beside the tasks in flight, a task
         that never fits is not started, and a task running when the processes' measured memory
         exceeds the ceiling is stopped (status ``memory`` for both)."""
@@ -246,6 +251,10 @@ class ProcessExecutor(Executor):
         self.n_workers = n_workers
         self.time_limit = time_limit
         self.threads = threads
+
+    @property
+    def slots(self) -> int:
+        return self.n_workers
 
     def run(
         self,
