@@ -8,6 +8,13 @@ peer) and the scheduler can recompute it if every worker holding it dies; data s
 stream back as runs finish; the builder writes them to the store on the client, so workers never
 touch the store.
 
+Under a build's deadline the runs go to the cluster as its workers free up, no more at a time
+than its worker threads, and ``skip`` is asked just before each is sent, as the local pool asks
+before each start: the build's pace (:mod:`ensel.library.planned`) then starts the runs the plan
+put on standby where the finished runs leave time, and leaves out those that would end after the
+deadline. Without a deadline every run is sent at once (an adaptive cluster scales on the tasks
+it sees queued).
+
 Faults: a worker that dies mid-run has its run retried on another worker by the scheduler; a run
 whose attempts kill ``allowed-failures + 1`` workers (``distributed.scheduler.allowed-failures``
 of the scheduler, 3 by default) ends with dask's ``KilledWorker`` and is recorded as failed with
@@ -25,7 +32,8 @@ import signal
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._imports import optional
@@ -137,8 +145,6 @@ class DaskExecutor(Executor):
     """Runs tasks on the workers of ``client`` (a ``distributed.Client``, a scheduler address,
     or None for the current client). ``time_limit`` is per task, in seconds of running time."""
 
-    asks_skip = False  # every task is submitted at once
-
     def __init__(self, client=None, time_limit: float | None = None) -> None:
         self.client, self._owned = connect(client)
         self.time_limit = time_limit
@@ -160,17 +166,27 @@ class DaskExecutor(Executor):
         tasks: Sequence[Any],
         shared: Any,
         deadline: float | None = None,
-        skip=None,
+        skip: Callable[[int], str | None] | None = None,
     ) -> Iterator[Outcome]:
+        """See :meth:`Executor.run`; under a ``deadline`` no more tasks are on the cluster at a
+        time than ``slots`` (read again every ``CHECK_SECONDS``), and ``skip`` is asked just
+        before each is sent; without one, every task is sent (and asked about) at once."""
+        slots = self.slots
         if not self.client.scheduler_info().get("workers"):
             log.warning("the dask cluster has no workers yet; runs wait until one joins")
         session = _Session(self.client, fn, tasks, shared)
-        next_check = time.monotonic() + CHECK_SECONDS
+        next_check = next_slots = time.monotonic() + CHECK_SECONDS
         try:
-            while session.live:
+            while session.live or session.pending:
                 if deadline is not None and time.monotonic() >= deadline:
                     yield from self._stop_all(session.live)
+                    yield from session.not_started()
                     return
+                if deadline is not None and session.pending and time.monotonic() >= next_slots:
+                    slots, next_slots = self.slots, time.monotonic() + CHECK_SECONDS
+                yield from session.send(slots if deadline is not None else len(tasks), skip)
+                if not session.live:
+                    break  # the last tasks were skipped
                 batch = session.done.next_batch(block=self.time_limit is None and deadline is None)
                 for future, result in batch:
                     outcome = session.finish(future, result)
@@ -270,8 +286,8 @@ def local_cluster(n_workers: int, allowed_failures: int = 3, **options) -> Any:
 
 
 class _Session:
-    """The tasks of one ``run`` on the cluster: sends the data and the tasks, sends again what
-    the cluster lost, and turns finished futures into outcomes."""
+    """The tasks of one ``run`` on the cluster: sends the data, then the tasks as ``send`` is
+    asked to, sends again what the cluster lost, and turns finished futures into outcomes."""
 
     def __init__(self, client, fn: TaskFn, tasks: Sequence[Any], shared: Any) -> None:
         self.distributed = _distributed()
@@ -284,9 +300,24 @@ class _Session:
             loop=client.loop, with_results=True, raise_errors=False
         )
         self.live: dict = {}  # task key -> (task index, future, cancellations, data key)
+        self.pending = deque(range(len(tasks)))  # indices of the tasks not sent yet
         self._serial = 0
-        for i in range(len(tasks)):
-            self.submit(i, 0)
+
+    def send(self, window: int, skip: Callable[[int], str | None] | None) -> Iterator[Outcome]:
+        """Send pending tasks, in order, until ``window`` are live; ``skip`` is asked before
+        each is sent, and a task it gives a reason for is not sent (status ``budget``)."""
+        while self.pending and len(self.live) < window:
+            i = self.pending.popleft()
+            reason = skip(i) if skip is not None else None
+            if reason:
+                yield Outcome(i, "budget", None, reason, 0.0)
+            else:
+                self.submit(i, 0)
+
+    def not_started(self) -> Iterator[Outcome]:
+        """The end of the budget for the tasks never sent."""
+        while self.pending:
+            yield Outcome(self.pending.popleft(), "budget", None, BUDGET_NOT_STARTED, 0.0)
 
     def _send_data(self):
         key = f"{DATA_PREFIX}-{self.token}-{self.data_sends}"

@@ -8,7 +8,7 @@ the tasks to run, the subsample of each, the notes the store keeps, and the plan
 The estimates are for planning and err both ways: runs the plan leaves out only because its
 schedule ran past the budget wait on standby after the planned ones, and :class:`Pace` starts
 each only if, at the pace of the runs finished so far, it would end before the deadline (where
-the executor asks before each start; dask's sends every task at once and gets none)."""
+the executor asks before each start, as the local pool and dask's do under a deadline)."""
 
 from __future__ import annotations
 
