@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 import ensel._imports as optional
 from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
-from ensel.library import build_library
+from ensel.library import build_library, planned
 from ensel.library.executor import make_executor
 from ensel.library.families import FAMILIES
 
@@ -189,6 +189,92 @@ def test_the_end_of_the_budget_stops_every_live_run(client):
     outcomes = list(runs)
     assert sorted(o.index for o in outcomes) == [0, 1, 2]
     assert {o.status for o in outcomes} == {"budget"}
+
+
+def test_under_a_deadline_each_run_is_asked_about_just_before_it_is_sent(client):
+    """Under a build's deadline the runs go to the cluster as its workers free up and ``skip``
+    is asked just before each is sent, as the local pool asks before each start."""
+    client.wait_for_workers(2, timeout=300)
+    executor = DaskExecutor(client)
+    assert executor.slots == 2
+    seen: list = []  # outcomes yielded so far
+    asked: dict = {}  # task index -> outcomes seen when it was asked about
+
+    def skip(i: int) -> str | None:
+        asked[i] = len(seen)
+        return "not started: the pace says no" if i == 3 else None
+
+    deadline = time.monotonic() + 120
+    for outcome in executor.run(task, ["ok"] * 5, 1, deadline=deadline, skip=skip):
+        seen.append(outcome)
+    by_index = {o.index: o for o in seen}
+    assert sorted(asked) == sorted(by_index) == [0, 1, 2, 3, 4]
+    assert [asked[i] for i in (0, 1)] == [0, 0] and asked[2] >= 1  # two at a time
+    assert by_index[3].status == "budget" and by_index[3].error == "not started: the pace says no"
+    assert all(by_index[i].value == 2 for i in (0, 1, 2, 4))
+
+
+def _tree_on_standby(estimate: float, calls: list):
+    """A stand-in planner: keeps every run but the tree's, which waits on standby (the
+    schedule's end was past the budget), estimated at ``estimate`` seconds."""
+
+    def plan(tasks, n_rows, n_cols, n_classes, **kw):
+        calls.append(kw)
+        note = f"~{estimate:g} s would end after the budget"
+        runs = [
+            SimpleNamespace(
+                section=section,
+                run=run,
+                decision="left out" if run.family == "tree" else "kept",
+                standby=run.family == "tree",
+                note=note if run.family == "tree" else "~1 s",
+                seconds=estimate if run.family == "tree" else 1.0,
+            )
+            for section, run in tasks
+        ]
+        frame = pd.DataFrame(
+            [{"run": p.run.run_id, "decision": p.decision, "seconds": p.seconds} for p in runs]
+        )
+        kept = [(p.section, p.run) for p in runs if not p.standby]
+        standby = [(p.section, p.run) for p in runs if p.standby]
+        return SimpleNamespace(
+            runs=runs, kept=kept, standby=standby, subsample={}, frame=lambda: frame
+        )
+
+    return plan
+
+
+@pytest.mark.parametrize("estimate", [0.5, 1e6])
+def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
+    data, client, monkeypatch, tmp_path, estimate
+):
+    """As on the local pool, the plan is made for the cluster's workers and a run it put on
+    standby starts where the pace of the finished runs says it ends in time: dask once sent
+    the plan's runs all at once, planned for one worker and with no standby runs, and a fit
+    of 60 s on 2 workers returned after 36 s with 86 runs not started."""
+    client.wait_for_workers(2, timeout=300)
+    calls: list = []
+    monkeypatch.setattr(planned, "plan_library", _tree_on_standby(estimate, calls))
+    X, y = data
+    spec = {
+        "families": [
+            {"family": "logreg", "params": {"ridge": [1.0, 10.0]}, "calibration": ["none"]},
+            {"family": "tree", "params": {"max_depth": 3}, "calibration": ["none"]},
+        ]
+    }
+    lib = build_library(
+        X, y, spec=spec, cv=CV, store=tmp_path / "s", backend="dask", client=client,
+        time_limit=120, verbose=0,
+    )  # fmt: skip
+    assert calls[0]["n_workers"] == 2
+    if estimate < 1:  # the estimate was pessimistic: the tree is built after all
+        assert set(lib.members["family"]) == {"logreg", "tree"} and lib.failures.empty
+    else:
+        tree = lib.failures.drop_duplicates("run")
+        assert list(tree["family"]) == ["tree"] and list(tree["status"]) == ["left_out"]
+        why = tree["error"].iloc[0]
+        assert why.startswith("left out by the plan: ~1e+06 s would end after the budget")
+        assert "at the pace of the runs so far" in why and tree["fit_seconds"].iloc[0] == 0
 
 
 RESUME_SCRIPT = """
