@@ -3,9 +3,13 @@ features plus the selected ensemble's out-of-fold prediction (AutoGluon's stacki
 again, make the ensemble better on test rows?
 
     python -m benchmarks.bench_stacking [--quick] [--seeds 0 1] [--datasets ...]
+                                        [--time-limit SECONDS]
     python -m benchmarks.bench_stacking --report
 
-Per dataset and seed (``benchmarks.datasets.train_test``, the AutoML protocol's split):
+Per dataset and seed (``benchmarks.datasets.train_test``, the AutoML protocol's split, folds
+grouped by ``train_groups`` where the data are panel data), each level's build unbudgeted or,
+with ``--time-limit``, under that many seconds (the larger tables: their kernel SVMs and k-NN
+then train on the subsample the plan sizes, as in a budgeted fit):
 
 1. level 1: the default spec's model runs (no detectors, no spare tier) built with ``cv=5`` and
    the seed the estimator itself uses; ``EnsembleSelectionClassifier`` selects from it, with
@@ -72,17 +76,28 @@ def out_of_fold(lib, weights: np.ndarray, n_rows: int) -> np.ndarray:
     return out
 
 
-def run_one(dataset: str, seed: int, spec, n_jobs: int) -> list[dict]:
-    """One row per variant on one dataset and seed."""
-    from benchmarks.datasets import train_test
+def run_one(
+    dataset: str, seed: int, spec, n_jobs: int, time_limit: float | None = None
+) -> list[dict]:
+    """One row per variant on one dataset and seed; each level's build under ``time_limit``
+    seconds (None: unbudgeted)."""
+    from benchmarks.datasets import train_groups, train_test
     from ensel import EnsembleSelectionClassifier
     from ensel._jobs import as_seed
     from ensel.library import build_library
     from ensel.strategies import ensemble_selection
 
-    X_tr, X_te, y_tr, y_te, _ = train_test(dataset, seed)
+    X_tr, X_te, y_tr, y_te, ds = train_test(dataset, seed)
+    groups = train_groups(ds, seed)  # panel data: a person's rows in one fold, both levels
     base = as_seed(seed)
-    common = {"dataset": dataset, "seed": seed, "n_train": len(X_tr)}
+    build = {"cv": 5, "n_jobs": n_jobs, "random_state": base, "groups": groups}
+    build["time_limit"] = time_limit
+    common = {
+        "dataset": dataset,
+        "seed": seed,
+        "n_train": len(X_tr),
+        "build_time_limit": time_limit,
+    }
     rows = []
 
     def row(variant, proba, weights, **extra):
@@ -99,9 +114,7 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int) -> list[dict]:
 
     with tempfile.TemporaryDirectory(prefix="ensel-stacking-") as tmp:
         start = time.perf_counter()
-        one = build_library(
-            X_tr, y_tr, spec=spec, cv=5, store=Path(tmp) / "l1", n_jobs=n_jobs, random_state=base
-        )
+        one = build_library(X_tr, y_tr, spec=spec, store=Path(tmp) / "l1", **build)
         seconds_one = time.perf_counter() - start
         chosen = {}
         for budget in ("auto", None):
@@ -125,17 +138,13 @@ def run_one(dataset: str, seed: int, spec, n_jobs: int) -> list[dict]:
         feature_te = level_one_feature(np.tensordot(w1, test_one, axes=1), classes)
         start = time.perf_counter()
         two = build_library(
-            with_feature(X_tr, feature_tr),
-            y_tr,
-            spec=spec,
-            cv=5,
-            store=Path(tmp) / "l2",
-            n_jobs=n_jobs,
-            random_state=base,
+            with_feature(X_tr, feature_tr), y_tr, spec=spec, store=Path(tmp) / "l2", **build
         )
         seconds_two = time.perf_counter() - start
         if not np.array_equal(two.hillclimb_index, one.hillclimb_index):
             raise AssertionError("the second level's folds differ from the first's")
+        if len(one.members) != len(one.predictions) or len(two.members) != len(two.predictions):
+            raise AssertionError("members and predictions disagree")
         test_two = two.predict(with_feature(X_te, feature_te))
         costs = {"build_seconds": [seconds_one, seconds_two]}
         for variant, P, T in (
@@ -160,6 +169,7 @@ def report(path: Path) -> list[str]:
 
 def main(argv=None) -> None:
     parser = harness_parser(__doc__, RESULTS, FIRST_DATASETS, (0, 1), quick="pima, seed 0")
+    parser.add_argument("--time-limit", type=float, default=None, help="seconds per level's build")
     args = parser.parse_args(argv)
     path = Path(args.results)
     if args.quick:
@@ -168,7 +178,7 @@ def main(argv=None) -> None:
         done = {(r["dataset"], r["seed"]) for r in load_results(path)}
         spec = model_spec()
         run_pending(path, args.datasets, args.seeds, done,
-                    lambda d, s: run_one(d, s, spec, args.n_jobs),
+                    lambda d, s: run_one(d, s, spec, args.n_jobs, args.time_limit),
                     lambda r: r["variant"])  # fmt: skip
     print("\n".join(report(path)))
 

@@ -277,7 +277,7 @@ def _build(
                 data,
                 deadline - time.monotonic(),
                 executor.slots,
-                max_memory=ceiling,
+                max_memory=ceiling if executor.local_memory else None,
                 **_plan_options(executor),
             )
             tasks, notes = planned.tasks, planned.notes

@@ -145,6 +145,8 @@ class DaskExecutor(Executor):
     """Runs tasks on the workers of ``client`` (a ``distributed.Client``, a scheduler address,
     or None for the current client). ``time_limit`` is per task, in seconds of running time."""
 
+    local_memory = False  # workers have their own memory (and limits), not the client's
+
     def __init__(self, client=None, time_limit: float | None = None) -> None:
         self.client, self._owned = connect(client)
         self.time_limit = time_limit

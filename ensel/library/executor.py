@@ -71,6 +71,9 @@ class Executor(ABC):
     asks_skip = True
     """Whether ``run`` asks ``skip`` before each task starts (False where all tasks are sent
     at once): a build queues standby runs (:mod:`ensel.library.planned`) only where it does."""
+    local_memory = True
+    """Whether tasks run on this machine, under the build's memory ceiling (``max_memory``):
+    the plan divides that ceiling over ``slots`` only where they do."""
 
     @property
     def slots(self) -> int:

@@ -267,6 +267,7 @@ def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
         time_limit=120, verbose=0,
     )  # fmt: skip
     assert calls[0]["n_workers"] == 2
+    assert calls[0]["max_memory_bytes"] is None  # the workers' memory is not the client's
     if estimate < 1:  # the estimate was pessimistic: the tree is built after all
         assert set(lib.members["family"]) == {"logreg", "tree"} and lib.failures.empty
     else:
