@@ -31,9 +31,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     Parameters
     ----------
     library : str, path, dict, LibrarySpec or Library, default="default"
-        A built-in spec name (``"tiny"``, ``"default"``, ``"modern"``, ``"caruana2006"``), a
-        spec path or dict, a built :class:`~ensel.library.Library`, or the path of a
-        prediction store.
+        A built-in spec name (``"tiny"``, ``"default"``, ``"default_spare"``, ``"modern"``,
+        ``"caruana2006"``), a spec path or dict, a built :class:`~ensel.library.Library`, or
+        the path of a prediction store. The default's spare-time tier is built under a
+        ``time_limit`` on 10,000 rows or more (its ``spare_min_rows``); ``"default_spare"``
+        builds it on any table.
     metric : str, Metric or callable, default="mxe"
         The metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
         §4.3.5 finds RMS and MXE competitive proxies for every target metric; in the first
@@ -183,7 +185,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         not finished by status (``runs_not_finished``; ``budget`` counts runs not started
         and runs cut), the runs started and cut by the budget (``runs_cut``, and their ids in
         ``runs_cut_ids``), the same of the
-        risk detectors (``detectors_ok``, ``detectors_cut``), the plan, and what selection
+        risk detectors (``detectors_ok``, ``detectors_cut``), the plan, the spec built
+        (``library``) and the spare runs it was given (``spare_runs``), and what selection
         changed to fit the time left (empty otherwise).
     detectors_ : DetectorSet or None
         The library's extrapolation-risk detectors and their combination, for ``risk``.
