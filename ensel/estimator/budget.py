@@ -156,8 +156,10 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, rows: int, failur
             f"its spare tier is built from {spec.spare_min_rows:,} rows and this table has "
             f"{rows:,} (library='default_spare' builds it on any table)"
         )
-    else:
+    elif spec.task == "classification":
         tier = "it has no spare tier (library='default_spare' has one)"
+    else:
+        tier = "it has no spare tier"
     return (
         f"every run of spec {spec.name!r} was built and {tier}; on small tables that tier, "
         "repeated cross-validation, ten folds, tune_selection, a second level and growth "

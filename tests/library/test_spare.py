@@ -180,6 +180,8 @@ def test_unused_budget_says_why_only_when_the_fit_ended_early():
     )
     assert "1 spare run(s) included" in budget.unused_budget(100, 30, gated, 500, none)
     assert "given built" in budget.unused_budget(100, 30, None, 240, none)
+    regression = budget.unused_budget(100, 30, load_spec("tiny_regression"), 240, none)
+    assert "has no spare tier" in regression and "default_spare" not in regression
     assert "1 run(s) were estimated not to end" in budget.unused_budget(
         100, 30, spare, 240, _failures(["left_out", "failed"])
     )
