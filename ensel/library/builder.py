@@ -195,7 +195,7 @@ def build_library(
         )
         if isinstance(executor, SerialExecutor) and not getattr(data, "in_memory", True):
             data = data.load()  # runs fit in this process: the rows are read here
-        check_data_fits(data.X, ceiling, getattr(executor, "n_workers", 1))
+        check_data_fits(data.X, ceiling, executor.slots if executor.local_memory else 1)
         return _build(
             data,
             library_spec,
@@ -276,7 +276,6 @@ def _build(
                 tasks,
                 data,
                 deadline - time.monotonic(),
-                executor.slots,
                 max_memory=ceiling if executor.local_memory else None,
                 **_plan_options(executor),
             )
@@ -350,9 +349,9 @@ def _build(
 
 
 def _plan_options(executor: Executor) -> dict:
-    """What a plan needs of the executor: whether it asks before each start (standby runs
-    need that) and the seconds it lets one run take."""
-    return {"standby": executor.asks_skip, "run_limit": getattr(executor, "time_limit", None)}
+    """What a plan needs of the executor: the runs it runs at once and the seconds it lets one
+    run take."""
+    return {"n_workers": executor.slots, "run_limit": getattr(executor, "time_limit", None)}
 
 
 def _tell_runs(context: dict, planned) -> None:
@@ -389,7 +388,6 @@ def _run_spare(
             [("families", run) for _, run in spare],
             data,
             left,
-            executor.slots,
             **_plan_options(executor),
         )
         todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes

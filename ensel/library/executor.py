@@ -68,9 +68,6 @@ class Outcome:
 
 
 class Executor(ABC):
-    asks_skip = True
-    """Whether ``run`` asks ``skip`` before each task starts (False where all tasks are sent
-    at once): a build queues standby runs (:mod:`ensel.library.planned`) only where it does."""
     local_memory = True
     """Whether tasks run on this machine, under the build's memory ceiling (``max_memory``):
     the plan divides that ceiling over ``slots`` only where they do."""
@@ -94,8 +91,8 @@ class Executor(ABC):
         yield outcomes in completion order. ``deadline`` (a ``time.monotonic()`` value) ends
         the whole run: tasks still running then are stopped and tasks not started are not
         started, each with status ``budget``. ``skip(index)``, asked just before a task would
-        start, may return a reason not to start it (status ``budget``; not asked where
-        ``asks_skip`` is False). ``memory`` (local executors): a task waits
+        start, may return a reason not to start it (status ``budget``; the build's pace puts
+        its standby runs there). ``memory`` (local executors): a task waits
         until its estimated peak fits under the ceiling beside the tasks in flight, a task
         that never fits is not started, and a task running when the processes' measured memory
         exceeds the ceiling is stopped (status ``memory`` for both)."""

@@ -7,8 +7,8 @@ the tasks to run, the subsample of each, the notes the store keeps, and the plan
 
 The estimates are for planning and err both ways: runs the plan leaves out only because its
 schedule ran past the budget wait on standby after the planned ones, and :class:`Pace` starts
-each only if, at the pace of the runs finished so far, it would end before the deadline (where
-the executor asks before each start, as the local pool and dask's do under a deadline)."""
+each only if, at the pace of the runs finished so far, it would end before the deadline (every
+executor asks before each start: the local pool, and dask's under a deadline)."""
 
 from __future__ import annotations
 
@@ -286,15 +286,14 @@ def plan_build(
     n_workers: int,
     planner=None,
     max_memory: float | None = None,
-    standby: bool = True,
     run_limit: float | None = None,
 ) -> BuildPlan:
     """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
     ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
     :func:`~ensel.library.plan.plan_library`).
-    Each run is fitted once per sibling (``data.n_siblings``). ``standby``: queue the runs
-    left out by the schedule's end after the others (see the module docstring); ``run_limit``:
-    the seconds the executor lets one run take (None: no limit)."""
+    Each run is fitted once per sibling (``data.n_siblings``). The runs left out by the
+    schedule's end are queued after the others, on standby (see the module docstring);
+    ``run_limit``: the seconds the executor lets one run take (None: no limit)."""
     planner = planner or plan_library
     # a family registered without a cost model is not planned: it runs after the planned ones
     unplanned = [t for t in tasks if t[0] == "families" and t[1].family not in FIT_MODELS]
@@ -318,12 +317,11 @@ def plan_build(
         view_seconds=view_seconds(tasks, data),
     )
     n_rows = len(data.y)
-    waiting = plan.standby if standby else []
-    out = BuildPlan([*plan.kept, *unplanned, *waiting], table=plan.frame(), seconds=seconds)
+    out = BuildPlan([*plan.kept, *unplanned, *plan.standby], table=plan.frame(), seconds=seconds)
     out.subsample = dict(plan.subsample)
     out.caps = dict(getattr(plan, "caps", {}))  # a planner may cap nothing
     for p in plan.runs:
-        if p.decision == LEFT_OUT and standby and p.standby:
+        if p.decision == LEFT_OUT and p.standby:
             out.standby[p.run.run_id] = p.note
         elif p.decision == LEFT_OUT:
             out.left_out.append((p.section, p.run, f"left out by the plan: {p.note}"))
