@@ -27,6 +27,7 @@ from ensel.library import build_library, planned
 from ensel.library.executor import make_executor
 from ensel.library.families import FAMILIES
 
+from ._planners import stand_in_planner
 from ._tasks import task
 
 distributed = pytest.importorskip("distributed")
@@ -214,36 +215,6 @@ def test_under_a_deadline_each_run_is_asked_about_just_before_it_is_sent(client)
     assert all(by_index[i].value == 2 for i in (0, 1, 2, 4))
 
 
-def _tree_on_standby(estimate: float, calls: list):
-    """A stand-in planner: keeps every run but the tree's, which waits on standby (the
-    schedule's end was past the budget), estimated at ``estimate`` seconds."""
-
-    def plan(tasks, n_rows, n_cols, n_classes, **kw):
-        calls.append(kw)
-        note = f"~{estimate:g} s would end after the budget"
-        runs = [
-            SimpleNamespace(
-                section=section,
-                run=run,
-                decision="left out" if run.family == "tree" else "kept",
-                standby=run.family == "tree",
-                note=note if run.family == "tree" else "~1 s",
-                seconds=estimate if run.family == "tree" else 1.0,
-            )
-            for section, run in tasks
-        ]
-        frame = pd.DataFrame(
-            [{"run": p.run.run_id, "decision": p.decision, "seconds": p.seconds} for p in runs]
-        )
-        kept = [(p.section, p.run) for p in runs if not p.standby]
-        standby = [(p.section, p.run) for p in runs if p.standby]
-        return SimpleNamespace(
-            runs=runs, kept=kept, standby=standby, subsample={}, frame=lambda: frame
-        )
-
-    return plan
-
-
 @pytest.mark.parametrize("estimate", [0.5, 1e6])
 def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
     data, client, monkeypatch, tmp_path, estimate
@@ -254,7 +225,7 @@ def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
     of 60 s on 2 workers returned after 36 s with 86 runs not started."""
     client.wait_for_workers(2, timeout=300)
     calls: list = []
-    monkeypatch.setattr(planned, "plan_library", _tree_on_standby(estimate, calls))
+    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls, tree_standby=estimate))
     X, y = data
     spec = {
         "families": [
@@ -266,15 +237,16 @@ def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
         X, y, spec=spec, cv=CV, store=tmp_path / "s", backend="dask", client=client,
         time_limit=120, verbose=0,
     )  # fmt: skip
-    assert calls[0]["n_workers"] == 2
-    assert calls[0]["max_memory_bytes"] is None  # the workers' memory is not the client's
+    plan_options = calls[0][3]
+    assert plan_options["n_workers"] == 2
+    assert plan_options["max_memory_bytes"] is None  # the workers' memory is not the client's
     if estimate < 1:  # the estimate was pessimistic: the tree is built after all
         assert set(lib.members["family"]) == {"logreg", "tree"} and lib.failures.empty
     else:
         tree = lib.failures.drop_duplicates("run")
         assert list(tree["family"]) == ["tree"] and list(tree["status"]) == ["left_out"]
         why = tree["error"].iloc[0]
-        assert why.startswith("left out by the plan: ~1e+06 s would end after the budget")
+        assert why.startswith("left out by the plan: ~1000000 s would end after the budget")
         assert "at the pace of the runs so far" in why and tree["fit_seconds"].iloc[0] == 0
 
 

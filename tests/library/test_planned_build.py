@@ -8,7 +8,6 @@ import dataclasses
 import pickle
 import time
 import types
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,6 +18,8 @@ from ensel.data import stratified_rows
 from ensel.library import build_library, planned
 from ensel.library.families import get_family
 
+from ._planners import stand_in_planner
+
 SPEC = {
     "families": [
         {"family": "logreg", "params": {"ridge": [0.01, 100.0]}, "calibration": ["none"]},
@@ -26,65 +27,6 @@ SPEC = {
         {"family": "tree", "params": {"max_depth": 3}, "calibration": ["none"]},
     ]
 }
-
-
-@dataclass(frozen=True)
-class _Planned:  # the planner's PlannedRun, as far as the builder reads it
-    section: str
-    run: object
-    decision: str
-    rows: int
-    note: str
-    standby: bool = False
-    seconds: float = 1.0
-
-
-@dataclass
-class _Plan:
-    runs: tuple
-
-    @property
-    def kept(self):
-        return [(p.section, p.run) for p in self.runs if p.decision != "left out"]
-
-    @property
-    def standby(self):
-        return [(p.section, p.run) for p in self.runs if p.standby]
-
-    @property
-    def subsample(self):
-        return {p.run.run_id: p.rows for p in self.runs if p.decision == "subsampled"}
-
-    def frame(self):
-        return pd.DataFrame(
-            [
-                {"run": p.run.run_id, "family": p.run.family, "decision": p.decision,
-                 "rows": p.rows, "seconds": p.seconds, "end": 1.0, "note": p.note}
-                for p in self.runs
-            ]
-        )  # fmt: skip
-
-
-def stand_in_planner(calls: list, tree_standby: float | None = None):
-    """Keeps logreg, subsamples knn to 120 rows, leaves the tree out (on standby, estimated
-    at ``tree_standby`` seconds, where given)."""
-
-    def plan(tasks, n_rows, n_cols, n_classes, **kw):
-        calls.append((n_rows, n_cols, n_classes, kw))
-        runs = []
-        for section, run in tasks:
-            if run.family == "knn":
-                runs.append(_Planned(section, run, "subsampled", 120, "~1 s on 120 rows"))
-            elif run.family == "tree" and tree_standby is not None:
-                note = f"~{tree_standby:.0f} s would end after the budget"
-                runs.append(_Planned(section, run, "left out", 0, note, True, tree_standby))
-            elif run.family == "tree":
-                runs.append(_Planned(section, run, "left out", 0, "~900 s would end late"))
-            else:
-                runs.append(_Planned(section, run, "kept", n_rows, "~1 s"))
-        return _Plan(tuple(runs))
-
-    return plan
 
 
 def _table(n: int, seed: int = 0):
