@@ -114,7 +114,8 @@ class EnsembleSelectionBase(BaseEstimator):
             )
         started = time.monotonic()
         metric, source = self._check_before_work()
-        # counted once (a dask frame's count is a pass over it): the budget's planning needs it
+        # counted once here for the build budget and the spare tier (a dask frame's count is a
+        # pass over it; build_library counts again for its folds)
         rows = None if self.time_limit is None else n_rows(X)
         seed = as_seed(self.random_state)  # drawn once: every seed of this fit derives from it
         options = self._selection_options(seed)
