@@ -65,3 +65,13 @@ def stand_in_planner(calls: list, tree_standby: float | None = None):
         return Plan(tuple(runs))
 
     return plan
+
+
+def assert_the_tree_waited_out_the_pace(lib) -> None:
+    """The tree ``stand_in_planner`` put on standby at 1e6 s was never started: the store
+    records it left out, with the plan's note and the pace that kept it waiting."""
+    tree = lib.failures.drop_duplicates("run")
+    assert list(tree["family"]) == ["tree"] and list(tree["status"]) == ["left_out"]
+    why = tree["error"].iloc[0]
+    assert why.startswith("left out by the plan: ~1000000 s would end after the budget")
+    assert "at the pace of the runs so far" in why and tree["fit_seconds"].iloc[0] == 0
