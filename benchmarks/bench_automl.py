@@ -79,7 +79,8 @@ SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned", "spare", "cv10")
+TABM_SPEC = ROOT / "benchmarks" / "specs" / "default_tabm.yaml"
+CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned", "spare", "cv10", "tabm")
 FIRST_DATASETS = (
     "pima",
     "biopsy_na",
@@ -113,6 +114,8 @@ PAIRINGS = (
     ("spare", "autogluon"),
     ("cv10", "ensel"),
     ("cv10", "autogluon"),
+    ("tabm", "ensel"),
+    ("tabm", "autogluon"),
 )
 """Configurations compared at equal budget: (ours, theirs)."""
 CROSS_BUDGET = ((("ensel", 600.0), ("ensel", 120.0)), (("ensel", 120.0), ("autogluon", 300.0)))
@@ -143,9 +146,12 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
         "pruned": {"prune_fraction": 0.2},
         "cv10": {"cv": 10},
     }.get(config, {})
-    library = {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}.get(
-        config, "default"
-    )
+    library = {
+        "fixed": str(FIXED_GRID),
+        "modern": "modern",
+        "spare": "default_spare",
+        "tabm": str(TABM_SPEC),
+    }.get(config, "default")
     clf = EnsembleSelectionClassifier(
         library=library,
         time_limit=budget,

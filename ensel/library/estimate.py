@@ -222,6 +222,18 @@ def _mlp() -> FitModel:
     )
 
 
+def _tabm() -> FitModel:
+    from .families.tabm import forward_work
+
+    # early stopping ends a fit after a data-dependent number of epochs: the calibration's
+    # pilots set the epochs a typical fit takes
+    return FitModel(
+        fit=lambda s: s.n * forward_work(s.params, s.d, s.k),
+        memory=lambda s: FLOAT * s.n * s.d + FLOAT * 4 * forward_work(s.params, s.d, s.k),
+        predict=lambda s: (1.0, forward_work(s.params, s.d, s.k)),
+    )
+
+
 MDL_SORTS = 14.0
 """Work of Fayyad & Irani's MDL discretisation per value, in sorts: each accepted cut rescans
 its segment's cumulative class counts and the entropies of every candidate cut. Measured as a
@@ -264,6 +276,7 @@ FIT_MODELS: dict[str, FitModel] = {
     "logreg": _linear(),
     "mlp": _mlp(),
     "tabular_mlp": _mlp(),
+    "tabm": _tabm(),
     "naive_bayes": _naive_bayes(),
     "svm": _svm(),
     "svr": _svm(),

@@ -71,6 +71,7 @@ FAMILY_FACTOR: dict[str, float] = {
     "catboost": 5.0,
     "mlp": 3.0,
     "tabular_mlp": 4.0,
+    "tabm": 4.0,
     "knn": 3.0,
     "svm": 4.0,
 }

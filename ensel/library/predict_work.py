@@ -151,6 +151,11 @@ def _nets(run, params, stages, width, outputs) -> StageWork:
     return [(1.0, per[i]) for i in range(len(stages))]
 
 
+def _tabm(run, params, stages, width, outputs) -> StageWork:
+    """TabM: every member's forward pass through the shared blocks (``TabMRun.weights``)."""
+    return [(1.0, float(_unwrap(run).weights))] * len(stages)
+
+
 def _naive_bayes(run, params, stages, width, outputs) -> StageWork:
     """Naive Bayes: a term per feature and class; a kernel estimate sums over its kernel points
     (the distinct training values of the feature in the class)."""
@@ -192,6 +197,7 @@ PREDICT_WORK: dict[str, WorkFn] = {
     "logreg": _linear,
     "mlp": _nets,
     "tabular_mlp": _constant_or(_nets),
+    "tabm": _constant_or(_tabm),
     "naive_bayes": _naive_bayes,
     "svm": _svm,
     "svr": _svm,

@@ -30,6 +30,7 @@ STRENGTH = (
     "logreg",
     "linear",
     "tabular_mlp",
+    "tabm",
     "bagged_trees",
     "mlp",
     "adaboost",
@@ -66,6 +67,8 @@ def relative_cost(family: str, params: dict[str, Any], stages: tuple[int, ...] |
         return top * (1.0 + (8.0 if depth is None else float(depth)))
     if family in ("mlp", "tabular_mlp"):
         return top * float(params.get("hidden", 8)) * float(params.get("layers", 1))
+    if family == "tabm":
+        return float(params.get("k", 8)) * float(params.get("d_block", 256)) ** 2
     if family in ("svm", "svr"):
         return 1.0 if params.get("kernel") == "linear" else 4.0 + float(params.get("C", 1.0))
     if family == "knn":
