@@ -162,7 +162,8 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, rows: int, failur
         tier = "it has no spare tier"
     return (
         f"every run of spec {spec.name!r} was built and {tier}; on small tables that tier, "
-        "repeated cross-validation, ten folds, tune_selection, a second level and growth "
-        "judged on held-out rows were measured not to improve the default's ensemble: "
+        "repeated cross-validation, ten folds, tune_selection, a second level, growth "
+        "judged on held-out rows and TabM members were measured not to improve the default's "
+        "ensemble: "
         "docs/benchmarks.md, 'Spending spare time'"
     )

@@ -155,7 +155,7 @@ def build_library(
     validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
     random_state = as_seed(random_state)
     library_spec = load_spec(spec)
-    grow_spec = parse_grow(grow, n_jobs=n_workers(n_jobs), seed=random_state)
+    grow_spec = parse_grow(grow, seed=random_state)
     if grow_spec is not None and library_spec.task != "classification":
         raise ValueError("grow= grows classification libraries only; leave grow=None here")
     if grow_spec is not None and time_limit is None and grow_spec.is_open:
@@ -327,6 +327,8 @@ def _build(
                     r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
                 }
 
+            if grow_spec.batch is None:  # one proposal per slot: every worker fits one
+                grow_spec = dataclasses.replace(grow_spec, batch=executor.slots)
             if deadline is not None:  # grow in the time the spec's runs left
                 left = max(0.0, deadline - time.monotonic())
                 grow_spec = dataclasses.replace(

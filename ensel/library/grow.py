@@ -132,7 +132,8 @@ DEFAULT_FAMILIES = ("hist_gbdt", "xgboost", "lightgbm", "extra_trees", "tabular_
 class GrowSpec:
     """How to grow: at most ``trials`` proposed runs and ``time`` seconds (None: no limit on
     that), from ``families``, selecting for ``metric``; ``batch`` runs are proposed at a time
-    (one per worker); ``seed`` seeds the sampler. ``rows``: positions in the hillclimb set that
+    (None: one per slot of the build's executor, its worker processes or the cluster's
+    threads); ``seed`` seeds the sampler. ``rows``: positions in the hillclimb set that
     growth judges runs on (None: all of them); giving it rows a later selection leaves out keeps
     growth's choices from fitting that selection's noise."""
 
@@ -140,7 +141,7 @@ class GrowSpec:
     time: float | None = None
     families: tuple[str, ...] = DEFAULT_FAMILIES
     metric: str = "mxe"
-    batch: int = 1
+    batch: int | None = None
     seed: int = 0
     selection: Mapping[str, Any] = field(default_factory=dict)
     rows: tuple[int, ...] | None = None
@@ -151,7 +152,7 @@ class GrowSpec:
         return self.trials is None and self.time is None
 
 
-def parse_grow(grow, metric: str = "mxe", n_jobs: int = 1, seed: int = 0) -> GrowSpec | None:
+def parse_grow(grow, metric: str = "mxe", seed: int = 0) -> GrowSpec | None:
     """``grow`` as a GrowSpec: None/False/0 (no growth), True (as long as the build's time budget
     allows), an int (that many trials), a number of seconds as ``{"time": s}``, a dict of
     GrowSpec fields, or a GrowSpec."""
@@ -159,7 +160,7 @@ def parse_grow(grow, metric: str = "mxe", n_jobs: int = 1, seed: int = 0) -> Gro
         return None
     if isinstance(grow, GrowSpec):
         return grow
-    base = {"metric": metric, "batch": max(1, int(n_jobs)), "seed": seed}
+    base = {"metric": metric, "seed": seed}
     if grow is True:  # as long as the build's time budget allows
         return GrowSpec(trials=None, time=None, **base)
     if isinstance(grow, bool) or not isinstance(grow, int | dict):
@@ -280,7 +281,8 @@ def grow_runs(
         return spec.time is None or time.perf_counter() - start < spec.time
 
     while budget_left():
-        k = spec.batch if spec.trials is None else min(spec.batch, spec.trials - n_trials)
+        batch = spec.batch or 1
+        k = batch if spec.trials is None else min(batch, spec.trials - n_trials)
         trials, proposed = [], []
         for _ in range(k):
             trial = study.ask()

@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 import ensel._imports as optional
 from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
-from ensel.library import build_library, planned
+from ensel.library import build_library, builder, planned
 from ensel.library.executor import make_executor
 from ensel.library.families import FAMILIES
 
@@ -76,6 +76,25 @@ def local_tiny(data, tmp_path_factory):
     with threadpool_limits(1):
         store = tmp_path_factory.mktemp("local") / "store"
         return build_library(X, y, spec="tiny", cv=CV, store=store, n_jobs=1, verbose=0)
+
+
+def test_growth_on_a_cluster_proposes_one_run_per_worker_thread(
+    client, data, tmp_path, monkeypatch
+):
+    X, y = data
+    batches = []
+
+    def grow_runs(spec, predictions, runs, y, fit):
+        batches.append(spec.batch)
+        return []
+
+    monkeypatch.setattr(builder, "grow_runs", grow_runs)
+    for grow in ({"trials": 2}, {"trials": 2, "batch": 5}):
+        build_library(
+            X, y, spec="tiny", cv=CV, store=tmp_path / str(len(batches)), n_jobs=1,
+            backend="dask", client=client, grow=grow, verbose=0,
+        )  # fmt: skip
+    assert batches == [sum(client.nthreads().values()), 5] and batches[0] > 1
 
 
 def assert_same_library(lib, ref) -> None:

@@ -26,8 +26,10 @@ def _data(n=300, seed=0):
 def test_parse_grow_accepts_ints_dicts_and_none():
     assert parse_grow(None) is None and parse_grow(0) is None and parse_grow(False) is None
     assert parse_grow(5).trials == 5
-    spec = parse_grow({"time": 30, "trials": None, "families": ["extra_trees"]}, n_jobs=2)
-    assert spec.time == 30 and spec.trials is None and spec.batch == 2
+    spec = parse_grow({"time": 30, "trials": None, "families": ["extra_trees"]})
+    assert spec.time == 30 and spec.trials is None
+    assert spec.batch is None  # the build proposes one run per slot of its executor
+    assert parse_grow({"batch": 3}).batch == 3
     assert spec.families == ("extra_trees",)
 
 

@@ -129,22 +129,22 @@ def fit_tabm(X, y, *, n_classes, params, stages, random_state, categorical=None)
     classes, codes = encode_labels(y)
     if len(classes) == 1:
         return ConstantRun(int(classes[0]), 1, n_classes)
-    from pytabkit import TabM_D_Classifier
-
     inputs = _Inputs.fit(np.asarray(X, dtype=np.float64), dict(categorical or {}))
-    model = TabM_D_Classifier(
-        random_state=int(random_state) % 2**31,
-        n_threads=1,
-        verbosity=0,
-        device="cpu",
-        tabm_k=int(params["k"]),
-        d_block=int(params["d_block"]),
-        n_blocks=int(params["n_blocks"]),
-        dropout=float(params["dropout"]),
-        lr=float(params["lr"]),
-        n_epochs=int(params["max_epochs"]),
-    )
-    with _quiet(1):
+    with _quiet(1):  # pytabkit's import warns about torch.jit
+        from pytabkit import TabM_D_Classifier
+
+        model = TabM_D_Classifier(
+            random_state=int(random_state) % 2**31,
+            n_threads=1,
+            verbosity=0,
+            device="cpu",
+            tabm_k=int(params["k"]),
+            d_block=int(params["d_block"]),
+            n_blocks=int(params["n_blocks"]),
+            dropout=float(params["dropout"]),
+            lr=float(params["lr"]),
+            n_epochs=int(params["max_epochs"]),
+        )
         model.fit(inputs.frame(X), np.asarray(codes))
     return _TabMRun(inputs, model, classes, n_classes, dict(params))
 
@@ -175,7 +175,7 @@ register(
         view="native",
         native_missing=True,
         requires=("pytabkit",),
-        test_params={"k": 2, "d_block": 16, "n_blocks": 1, "max_epochs": 3},
+        test_params={"k": 2, "d_block": 32, "n_blocks": 2, "max_epochs": 30},
         validate=validate_tabm,
         categorical=True,
     )
