@@ -29,7 +29,8 @@ _QUIET = ("lightning", "lightning.pytorch", "pytorch_lightning", "lightning_fabr
 
 @contextlib.contextmanager
 def _quiet(threads: int):
-    """Run pytabkit on ``threads`` torch threads (restored after), without its console output."""
+    """Run pytabkit on ``threads`` torch threads (restored after), without its console output.
+    For fits only: they run one to a process (or alone), and this swaps process-wide state."""
     import torch
 
     before = torch.get_num_threads()
@@ -100,9 +101,9 @@ class _TabMRun:
     params: dict[str, Any]
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
-        """The members' mean probability (one stage)."""
-        with _quiet(1):
-            proba = self.model.predict_proba(self.inputs.frame(X))
+        """The members' mean probability (one stage). Nothing global is touched here (the
+        estimator predicts runs on threads); pytabkit sets its own thread count around it."""
+        proba = self.model.predict_proba(self.inputs.frame(X))
         out = full_proba(np.asarray(proba, dtype=np.float64), self.classes, self.n_classes)
         bad = ~np.isfinite(out).all(axis=1)
         out[bad] = 1.0 / self.n_classes
