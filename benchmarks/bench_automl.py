@@ -19,11 +19,12 @@ overrides them for every configuration):
   ``time_limit=B`` and ``num_cpus=2``, installed as its users install it
   (``autogluon.tabular[all]``: ray, DyStack at its default; ``benchmarks._peers``), at 60, 300
   and 600 s;
-- ``fixed``, ``modern``, ``grow``, ``pruned``, ``spare``, ``cv10``: ensel variants (the former
-  fixed grid without a predict budget, the modern grid, ``grow=True``, ``prune_fraction=0.2``,
-  the ``default_spare`` library: the default plus a spare-time tier fitted in the time the
-  default leaves; ``cv=10``: ten folds, each member's siblings trained on 90% of the rows, not
-  80%, as AutoGluon's eight bagging folds train on 87.5%), on request. Rows of ensel fits also
+- ``fixed``, ``modern``, ``grow``, ``pruned``, ``spare``, ``cv10``, ``tabm``: ensel variants
+  (the former fixed grid without a predict budget, the modern grid, ``grow=True``,
+  ``prune_fraction=0.2``, the ``default_spare`` library: the default plus a spare-time tier
+  fitted in the time the default leaves; ``cv=10``: ten folds, each member's siblings trained
+  on 90% of the rows, not 80%, as AutoGluon's eight bagging folds train on 87.5%; the default
+  plus two TabM runs, ``tabm_spec``), on request. Rows of ensel fits also
   record ``unused_s`` (the budget's seconds left when the fit ended) and ``spare_members``
   (members with weight from the spare tier).
 
@@ -79,7 +80,6 @@ SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-TABM_SPEC = ROOT / "benchmarks" / "specs" / "default_tabm.yaml"
 CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned", "spare", "cv10", "tabm")
 FIRST_DATASETS = (
     "pima",
@@ -134,6 +134,22 @@ def _heaviest_member(members: pd.DataFrame) -> str:
     return f"{top['family']} (weight {top['weight']:.2f} of {len(members)} members)"
 
 
+def tabm_spec() -> dict:
+    """The ``tabm`` configuration's library: the default spec with two TabM runs (8 members of
+    width 256, dropout 0.1 and 0.3, calibrated none and Platt) after its CatBoost runs."""
+    from importlib import resources
+
+    import yaml
+
+    doc = yaml.safe_load(
+        resources.files("ensel.library").joinpath("specs/default.yaml").read_text()
+    )
+    after = max(i for i, e in enumerate(doc["families"]) if e["family"] == "catboost") + 1
+    entry = {"family": "tabm", "params": {"dropout": [0.1, 0.3]}, "calibration": ["none", "platt"]}
+    doc["families"].insert(after, entry)
+    return {**doc, "name": "default_tabm"}
+
+
 def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=None) -> dict:
     """Fit an ensel configuration (its folds grouped by ``groups``, where given) and predict the
     test rows (warm, ``_predict_timing``), with the peak memory of this process and its workers
@@ -150,7 +166,7 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
         "fixed": str(FIXED_GRID),
         "modern": "modern",
         "spare": "default_spare",
-        "tabm": str(TABM_SPEC),
+        "tabm": tabm_spec(),
     }.get(config, "default")
     clf = EnsembleSelectionClassifier(
         library=library,

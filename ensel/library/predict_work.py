@@ -152,7 +152,7 @@ def _nets(run, params, stages, width, outputs) -> StageWork:
 
 
 def _tabm(run, params, stages, width, outputs) -> StageWork:
-    """TabM: every member's forward pass through the shared blocks (``TabMRun.weights``)."""
+    """TabM: every member's forward pass through the shared blocks (``_TabMRun.weights``)."""
     return [(1.0, float(_unwrap(run).weights))] * len(stages)
 
 

@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import log_loss, roc_auc_score
 
-from benchmarks.bench_automl import compare, pair_scores, summary
+from benchmarks.bench_automl import compare, pair_scores, summary, tabm_spec
+from ensel.library.spec import load_spec
 
 
 def test_scores_match_sklearn_for_two_and_three_classes():
@@ -209,3 +210,11 @@ def test_bagging_folds_keep_each_group_in_one_of_eight_folds():
     assert (pd.Series(folds).groupby(groups.to_numpy()).nunique() == 1).all()
     share = pd.Series(y.to_numpy() == "a").groupby(folds).mean()
     assert share.between(0.2, 0.4).all()  # classes stratified across the folds
+
+
+def test_the_tabm_configuration_is_the_default_plus_two_tabm_runs():
+    default, tabm = load_spec("default"), load_spec(tabm_spec())
+    added = [r for r in tabm.runs if r.run_id not in {d.run_id for d in default.runs}]
+    assert [(r.family, r.param_dict["dropout"]) for r in added] == [("tabm", 0.1), ("tabm", 0.3)]
+    assert len(tabm.runs) == len(default.runs) + 2
+    assert tabm.spare == default.spare and tabm.spare_min_rows == default.spare_min_rows
