@@ -4,11 +4,11 @@ on a fifth of the training fold. pytabkit's implementation (``pip install pytabk
 
 Not in the paper's grid. It is here because, among the modern tabular nets, it is the one whose
 CPU cost fits a small table's spare budget: with ``k = 8`` members of width 256 a fit of 1,400
-rows took 5 s on one thread and predicted 40-70 µs a row, against 48 s and ~400 µs for pytabkit's
-default ``k = 32`` of width 512 (docs/benchmarks.md, "TabM members"). Numeric columns reach it
-median-imputed, with a 0/1 indicator for each column that had missing values in training
-(pytabkit then applies its own quantile transform); categorical columns as categories, with
-one more level for missing and unseen values.
+rows took 4.9 s on one thread and predicted 42 µs a row, against 48 s and 398 µs for
+pytabkit's default ``k = 32`` of width 512 (docs/benchmarks.md, "Candidate 7: TabM members").
+Numeric columns reach it median-imputed, with a 0/1 indicator for each column that had missing
+values in training (pytabkit then applies its own quantile transform); categorical columns as
+categories, with one more level for missing and unseen values.
 """
 
 from __future__ import annotations
@@ -23,78 +23,45 @@ from typing import Any
 import numpy as np
 
 from ._base import ConstantRun, Family, encode_labels, full_proba, register
+from .tabular_mlp import _Preprocess
 
 _QUIET = ("lightning", "lightning.pytorch", "pytorch_lightning", "lightning_fabric")
 
 
 @contextlib.contextmanager
-def _quiet(threads: int):
-    """Run pytabkit on ``threads`` torch threads (restored after), without its console output.
-    For fits only: they run one to a process (or alone), and this swaps process-wide state."""
-    import torch
-
-    before = torch.get_num_threads()
+def _quiet():
+    """pytabkit without its console output (it sets torch's thread count itself, from
+    ``n_threads``, and restores it). For fits only: they run one to a process (or alone), and
+    this swaps process-wide state."""
     levels = {name: logging.getLogger(name).level for name in _QUIET}
     try:
-        torch.set_num_threads(threads)
         for name in _QUIET:
             logging.getLogger(name).setLevel(logging.ERROR)
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:
-        torch.set_num_threads(before)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
 
 
-@dataclass
-class _Inputs:
-    """Median imputation with missing indicators for numeric columns; categorical codes shifted
-    by one so that 0 stands for missing and unseen values."""
+def _frame(prep: _Preprocess, X: np.ndarray):
+    """A DataFrame pytabkit reads: the numeric columns median-filled, then a 0/1 indicator for
+    each that had missing values in training, then category columns whose level 0 stands for
+    missing and unseen values (``_Preprocess.impute``, tabular_mlp's own)."""
+    import pandas as pd
 
-    numeric: np.ndarray
-    categorical: np.ndarray
-    median: np.ndarray
-    indicate: np.ndarray
-    cardinality: np.ndarray
-
-    @classmethod
-    def fit(cls, X: np.ndarray, categorical: dict[int, int]) -> _Inputs:
-        cat = np.array(sorted(categorical), dtype=int)
-        num = np.setdiff1d(np.arange(X.shape[1]), cat)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            median = np.nan_to_num(np.nanmedian(X[:, num], axis=0)) if num.size else np.zeros(0)
-        indicate = np.flatnonzero(np.isnan(X[:, num]).any(axis=0)) if num.size else num
-        cardinality = np.array([categorical[j] for j in cat], dtype=int)
-        return cls(num, cat, median, indicate, cardinality)
-
-    @property
-    def width(self) -> int:
-        """Inputs the net sees: numeric columns, indicators, one-hot levels."""
-        return int(self.numeric.size + self.indicate.size + (self.cardinality + 1).sum())
-
-    def frame(self, X: np.ndarray):
-        """A DataFrame pytabkit reads: float columns, then category columns."""
-        import pandas as pd
-
-        X = np.asarray(X, dtype=np.float64)
-        values = X[:, self.numeric]
-        missing = np.isnan(values)
-        numeric = np.hstack([np.where(missing, self.median, values), missing[:, self.indicate]])
-        columns = {f"x{j}": numeric[:, j] for j in range(numeric.shape[1])}
-        codes = X[:, self.categorical]
-        valid = np.isfinite(codes) & (codes >= 0) & (codes < self.cardinality)
-        index = np.where(valid, np.nan_to_num(codes) + 1, 0).astype(np.int64)
-        for j, levels in enumerate(self.cardinality):
-            columns[f"c{j}"] = pd.Categorical(index[:, j], categories=range(int(levels) + 1))
-        return pd.DataFrame(columns)
+    filled, missing, index = prep.impute(X)
+    numeric = np.hstack([filled, missing[:, prep.indicate]])
+    columns = {f"x{j}": numeric[:, j] for j in range(numeric.shape[1])}
+    for j, levels in enumerate(prep.cardinality):
+        columns[f"c{j}"] = pd.Categorical(index[:, j], categories=range(int(levels) + 1))
+    return pd.DataFrame(columns)
 
 
 @dataclass
 class _TabMRun:
-    inputs: _Inputs
+    prep: _Preprocess
     model: Any  # pytabkit's fitted TabM_D_Classifier
     classes: np.ndarray
     n_classes: int
@@ -103,7 +70,7 @@ class _TabMRun:
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """The members' mean probability (one stage). Nothing global is touched here (the
         estimator predicts runs on threads); pytabkit sets its own thread count around it."""
-        proba = self.model.predict_proba(self.inputs.frame(X))
+        proba = self.model.predict_proba(_frame(self.prep, X))
         out = full_proba(np.asarray(proba, dtype=np.float64), self.classes, self.n_classes)
         bad = ~np.isfinite(out).all(axis=1)
         out[bad] = 1.0 / self.n_classes
@@ -113,7 +80,8 @@ class _TabMRun:
     def weights(self) -> float:
         """Multiply-adds of one row's forward pass: every member runs the shared blocks (inputs
         are the numeric columns, indicators and one-hot categories)."""
-        return forward_work(self.params, self.inputs.width, len(self.classes))
+        width = self.prep.n_numeric + int((self.prep.cardinality + 1).sum())
+        return forward_work(self.params, width, len(self.classes))
 
 
 def forward_work(params: dict[str, Any], width: float, outputs: int) -> float:
@@ -130,10 +98,10 @@ def fit_tabm(X, y, *, n_classes, params, stages, random_state, categorical=None)
     classes, codes = encode_labels(y)
     if len(classes) == 1:
         return ConstantRun(int(classes[0]), 1, n_classes)
-    inputs = _Inputs.fit(np.asarray(X, dtype=np.float64), dict(categorical or {}))
-    with _quiet(1):  # pytabkit's import warns about torch.jit
+    with _quiet():  # pytabkit's import warns about torch.jit; an all-missing column's median
         from pytabkit import TabM_D_Classifier
 
+        prep = _Preprocess.fit(np.asarray(X, dtype=np.float64), dict(categorical or {}))
         model = TabM_D_Classifier(
             random_state=int(random_state) % 2**31,
             n_threads=1,
@@ -146,8 +114,8 @@ def fit_tabm(X, y, *, n_classes, params, stages, random_state, categorical=None)
             lr=float(params["lr"]),
             n_epochs=int(params["max_epochs"]),
         )
-        model.fit(inputs.frame(X), np.asarray(codes))
-    return _TabMRun(inputs, model, classes, n_classes, dict(params))
+        model.fit(_frame(prep, X), np.asarray(codes))
+    return _TabMRun(prep, model, classes, n_classes, dict(params))
 
 
 def validate_tabm(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:

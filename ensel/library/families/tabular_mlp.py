@@ -54,17 +54,23 @@ class _Preprocess:
         cardinality = np.array([categorical[j] for j in cat], dtype=int)
         return cls(num, cat, median, scale, indicate, cardinality)
 
-    def transform(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Float32 numeric inputs ``(n, d)`` and int64 category indices ``(n, n_categorical)``."""
+    def impute(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Numeric columns median-filled, their missing-value mask, and int64 category indices
+        ``(n, n_categorical)`` (0: missing or unseen). The ``tabm`` family reads these too."""
         X = np.asarray(X, dtype=np.float64)
         Xn = X[:, self.numeric]
         missing = np.isnan(Xn)
-        z = (np.where(missing, self.median, Xn) - self.median) / self.scale
-        z = z / np.sqrt(1.0 + (z / CLIP) ** 2)
-        numeric = np.hstack([z, missing[:, self.indicate].astype(np.float64)])
         codes = X[:, self.categorical]
         valid = np.isfinite(codes) & (codes >= 0) & (codes < self.cardinality)
         index = np.where(valid, np.nan_to_num(codes) + 1, 0).astype(np.int64)
+        return np.where(missing, self.median, Xn), missing, index
+
+    def transform(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Float32 numeric inputs ``(n, d)`` and int64 category indices ``(n, n_categorical)``."""
+        filled, missing, index = self.impute(X)
+        z = (filled - self.median) / self.scale
+        z = z / np.sqrt(1.0 + (z / CLIP) ** 2)
+        numeric = np.hstack([z, missing[:, self.indicate].astype(np.float64)])
         return numeric.astype(np.float32), index
 
     @property
