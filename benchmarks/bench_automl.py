@@ -162,12 +162,13 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
         "pruned": {"prune_fraction": 0.2},
         "cv10": {"cv": 10},
     }.get(config, {})
-    library = {
-        "fixed": str(FIXED_GRID),
-        "modern": "modern",
-        "spare": "default_spare",
-        "tabm": tabm_spec(),
-    }.get(config, "default")
+    library = (
+        tabm_spec()
+        if config == "tabm"
+        else {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}.get(
+            config, "default"
+        )
+    )
     clf = EnsembleSelectionClassifier(
         library=library,
         time_limit=budget,
