@@ -25,8 +25,9 @@ overrides them for every configuration):
   fitted in the time the default leaves; ``cv=10``: ten folds, each member's siblings trained
   on 90% of the rows, not 80%, as AutoGluon's eight bagging folds train on 87.5%; the default
   plus two TabM runs, ``tabm_spec``), on request. Rows of ensel fits also
-  record ``unused_s`` (the budget's seconds left when the fit ended) and ``spare_members``
-  (members with weight from the spare tier).
+  record ``unused_s`` (the budget's seconds left when the fit ended), ``unused_reason`` (what
+  the estimator says of a fit that ended early, ``budget_["unused_reason"]``) and
+  ``spare_members`` (members with weight from the spare tier).
 
 Where a dataset has groups (biopsy_na, doctor_contacts, vietnam_i: one subject in several
 rows), the fit is grouped as well as the split: ensel gets ``fit(X, y, groups=...)``, AutoGluon
@@ -191,6 +192,7 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
         "members": len(clf.members_),
         "best_model": _heaviest_member(clf.members_),
         "unused_s": clf.budget_.get("unused_seconds"),
+        "unused_reason": clf.budget_.get("unused_reason"),
         "spare_members": int((clf.members_.get("tier", pd.Series(dtype=str)) == "spare").sum()),
     }
 
