@@ -44,28 +44,23 @@ from benchmarks._peers import classification_scores
 from benchmarks._record import harness_parser, load_results, provenance, quick_results, run_pending
 from benchmarks._report import variants_against
 from benchmarks.bench_automl import FIRST_DATASETS
+from ensel.metrics import EPS, score
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "final_calibration.jsonl"
 BASELINE = "none"
 DATASETS = (*FIRST_DATASETS, "car")
 """The nine smaller tables: the ones whose fits leave most of a 300 s budget unused."""
-EPS = 1e-15
-"""Probabilities are clipped to [EPS, 1] before the log, as the scores clip them."""
 
 
 def _log(p: np.ndarray) -> np.ndarray:
+    """The log of probabilities clipped as ensel's mxe clips them."""
     return np.log(np.clip(p, EPS, 1.0))
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
-
-
-def log_loss(p: np.ndarray, y: np.ndarray) -> float:
-    """Mean negative log probability of class index ``y`` under ``(n, C)`` probabilities."""
-    return float(-_log(p[np.arange(y.size), y]).mean())
 
 
 class Temperature:
@@ -80,13 +75,15 @@ class Temperature:
         logp = _log(p)
         if not self.bias:
             best = minimize_scalar(
-                lambda t: log_loss(_softmax(np.exp(t) * logp), y), bounds=(-3, 3), method="bounded"
+                lambda t: score("mxe", y, _softmax(np.exp(t) * logp)),
+                bounds=(-3, 3),
+                method="bounded",
             )
             self.scale_, self.offsets_ = float(np.exp(best.x)), np.zeros(p.shape[1])
             return self
 
         def loss(w):
-            return log_loss(_softmax(np.exp(w[0]) * logp + np.r_[0.0, w[1:]]), y)
+            return score("mxe", y, _softmax(np.exp(w[0]) * logp + np.r_[0.0, w[1:]]))
 
         w = minimize(loss, np.zeros(p.shape[1]), method="L-BFGS-B").x
         self.scale_, self.offsets_ = float(np.exp(w[0])), np.r_[0.0, w[1:]]
@@ -102,7 +99,7 @@ def cross_fitted_log_loss(make, p: np.ndarray, y: np.ndarray, seed: int) -> floa
     from ensel.calibration import cross_fit, cross_fit_groups
 
     crossed, _ = cross_fit(make, p, y, cross_fit_groups(y.size, seed))
-    return log_loss(crossed, y)
+    return score("mxe", y, crossed)
 
 
 def variants(hill: np.ndarray, y_hill: np.ndarray, test: np.ndarray, seed: int) -> dict:
@@ -110,14 +107,14 @@ def variants(hill: np.ndarray, y_hill: np.ndarray, test: np.ndarray, seed: int) 
     ``{variant: (test probabilities, extra fields)}``."""
     from ensel.calibration import ColumnCalibrator
 
-    before = log_loss(hill, y_hill)
+    before = score("mxe", y_hill, hill)
     temp = Temperature().fit(hill, y_hill)
     crossed = cross_fitted_log_loss(Temperature, hill, y_hill, seed)
     fitted = {"temperature": temp, "temperature + bias": Temperature(bias=True).fit(hill, y_hill)}
     fitted["platt"] = ColumnCalibrator("platt").fit(hill, y_hill)
     out = {BASELINE: (test, {"oof_logloss": before})}
     for name, cal in fitted.items():
-        out[name] = (cal.predict(test), {"oof_logloss": log_loss(cal.predict(hill), y_hill)})
+        out[name] = (cal.predict(test), {"oof_logloss": score("mxe", y_hill, cal.predict(hill))})
     out["temperature"][1].update(scale=temp.scale_, oof_logloss_crossed=crossed)
     helps = crossed < before
     out["temperature where it helps"] = (out["temperature"][0] if helps else test,
@@ -145,7 +142,7 @@ def run_one(dataset: str, seed: int, n_jobs: int, time_limit: float | None) -> l
         hill = clf.combine(np.asarray(lib.predictions))  # out of fold: the hillclimb rows
         y_hill = np.asarray(lib.y)
         test = clf.predict_proba(X_te)
-    if not np.isclose(log_loss(hill, y_hill), clf.hillclimb_score_, rtol=1e-6, atol=1e-9):
+    if not np.isclose(score("mxe", y_hill, hill), clf.hillclimb_score_, rtol=1e-6, atol=1e-9):
         raise AssertionError("the out-of-fold ensemble differs from the one the estimator scored")
     classes = [str(c) for c in clf.classes_]
     common = {"dataset": dataset, "seed": seed, "n_train": len(X_tr), "n_hillclimb": y_hill.size,

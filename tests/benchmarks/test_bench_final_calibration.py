@@ -11,10 +11,10 @@ from sklearn.metrics import roc_auc_score
 from benchmarks.bench_final_calibration import (
     BASELINE,
     Temperature,
-    log_loss,
     report,
     variants,
 )
+from ensel.metrics import score
 
 
 def _draws(n: int, seed: int, classes: int = 3):
@@ -36,7 +36,7 @@ def test_temperature_recovers_the_scale_that_undoes_a_softening():
     soft = _soften(p, 0.5)  # under-confident: the true probabilities to the power 1/2
     cal = Temperature().fit(soft, y)
     assert cal.scale_ == pytest.approx(2.0, rel=0.05)
-    assert log_loss(cal.predict(soft), y) < log_loss(soft, y) - 0.01
+    assert score("mxe", y, cal.predict(soft)) < score("mxe", y, soft) - 0.01
     assert np.allclose(cal.predict(soft).sum(axis=1), 1.0)
 
 
@@ -63,9 +63,18 @@ def test_variants_keep_the_baseline_and_adopt_temperature_where_it_helps():
     assert out["temperature where it helps"][1]["adopted"]
     assert np.array_equal(out["temperature where it helps"][0], out["temperature"][0])
     assert out["temperature"][1]["scale"] == pytest.approx(3.0, rel=0.1)
-    assert log_loss(out["temperature"][0], y_test) < log_loss(test, y_test)
+    assert score("mxe", y_test, out["temperature"][0]) < score("mxe", y_test, test)
     auc = roc_auc_score(y_test, test[:, 1])  # monotone: a binary AUC cannot move
     assert roc_auc_score(y_test, out["temperature"][0][:, 1]) == pytest.approx(auc, abs=1e-12)
+
+
+def test_the_rule_keeps_an_already_calibrated_ensemble_as_it_is():
+    p, y = _draws(4_000, 0, classes=2)  # the true probabilities: nothing to gain
+    test, _ = _draws(1_000, 10, classes=2)
+    out = variants(p, y, test, seed=0)
+    assert not out["temperature where it helps"][1]["adopted"]
+    assert out["temperature where it helps"][0] is test
+    assert out["temperature"][1]["oof_logloss_crossed"] > out[BASELINE][1]["oof_logloss"]
 
 
 def test_the_report_pairs_variants_by_dataset_and_summarises_the_scales(tmp_path):
