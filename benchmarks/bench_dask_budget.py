@@ -4,14 +4,14 @@ table, seed and ``time_limit``, so the two builds differ only in how their runs 
     python -m benchmarks.bench_dask_budget [--rows 12000] [--time-limit 60] [--repeats 2]
 
 For each backend: the runs built and not built, the seconds the build took, the workers' busy
-share (the seconds the model runs report fitting, the detectors' left out, over build seconds
-x workers: the rest is start-up, dispatch, waiting and idle time; a run the build fits in the
-client while its workers start counts too), and, over the runs both builds trained, the median
-ratio of a run's fit seconds on dask to the same run's on the local pool (above 1: the runs
-themselves are slower on the dask workers). The backends alternate, ``--repeats`` times each;
-each dask fit gets a new cluster (started outside the fit), so its workers import the model
-libraries anew, as the local pool's workers do inside the build. Timings: run it alone on a
-quiet machine. Rows go to ``--results`` (JSON lines).
+share (the seconds the model runs report fitting over build seconds x workers: the rest is the
+detectors' fits, which the default spec also builds, start-up, dispatch, waiting and idle time;
+a run the build fits in the client while its workers start counts too), and, over the runs both
+builds trained, the median ratio of a run's fit seconds on dask to the same run's on the local
+pool (above 1: the runs themselves are slower on the dask workers). The backends alternate,
+``--repeats`` times each; each dask fit gets a new cluster (started outside the fit), so its
+workers import the model libraries anew, as the local pool's workers do inside the build.
+Timings: run it alone on a quiet machine. Rows go to ``--results`` (JSON lines).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import argparse
 import json
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from benchmarks._record import load_average, provenance
 from benchmarks._scale_data import make_table
@@ -42,7 +42,7 @@ def build_row(model, store: Path, wall: float) -> tuple[dict, dict[str, float]]:
     fitting = sum(r["fit_seconds"] for r in records)
     build = model.budget_["build_seconds"]
     plan = model.budget_.get("plan")
-    statuses = pd.Series([r["status"] for r in records]).value_counts().to_dict()
+    statuses = dict(Counter(r["status"] for r in records))
     row = {
         "wall_s": round(wall, 1),
         "build_s": round(build, 1),
