@@ -3,7 +3,7 @@ at equal time budgets on 12 allowed real classification datasets, tested with da
 unit.
 
     python -m benchmarks.bench_automl [--quick] [--budgets 60 300 600] [--seeds 0 1 2 3 4]
-        [--datasets ...] [--configs ensel autogluon] [--results FILE.jsonl]
+        [--datasets ...] [--configs ensel autogluon] [--results FILE.jsonl [MORE.jsonl ...]]
     python -m benchmarks.bench_automl --report --seeds 2 3 4     # fit nothing: the targets
     python -m benchmarks.bench_automl --plan --seeds 2 3 4       # fit nothing: what is left
 
@@ -50,7 +50,10 @@ dataset; and the targets, checked. Defaults may be tuned on seeds 0-1 only; the 
 judged on seeds 2-4 (``--report --seeds 2 3 4``).
 
 Each finished fit is appended to ``--results`` (JSON lines, ``RESULTS`` by default, kept in
-git), so an interrupted run resumes and later sessions add to it. The rows of the first protocol
+git), so an interrupted run resumes and later sessions add to it. ``--results`` takes several
+files: they are read in order, a fit (dataset, seed, configuration, budget) in a later one
+replacing the same fit in an earlier one, and new fits go to the last; so rows of separate runs
+are reported side by side without a combined copy. The rows of the first protocol
 (AutoGluon without ray; 8 datasets; 60, 120, 300 s) stay in ``bench_automl.jsonl`` and are
 reported with ``--results benchmarks/results/bench_automl.jsonl``. ``--quick`` runs ensel and
 AutoGluon on pima, seed 0, 120 s (AutoGluon starts ray within its budget: 60 s
@@ -463,9 +466,26 @@ def plan_lines(plan, done: set) -> list[str]:
     return [*lines, f"{len(todo)} fits, at most {hours:.1f} h"]
 
 
-def run_plan(plan, path: Path) -> None:
-    """Fit every key of ``plan`` not yet in ``path``, appending each row (or its error)."""
-    done = {(r["dataset"], r["seed"], r["config"], r["budget"]) for r in load_results(path)}
+KEY = ("dataset", "seed", "config", "budget")
+"""What names a fit: a results file holds at most one row for each."""
+
+
+def merged_results(paths: list[Path]) -> list[dict]:
+    """The rows of ``paths`` read in order, a fit (``KEY``) in a later file replacing the same
+    fit in an earlier one: a report puts rows of several runs side by side without a combined
+    copy of them."""
+    rows = {}
+    for path in paths:
+        for row in load_results(path):
+            rows[tuple(row[k] for k in KEY)] = row
+    return list(rows.values())
+
+
+def run_plan(plan, paths: list[Path]) -> None:
+    """Fit every key of ``plan`` in none of ``paths``, appending each row (or its error) to the
+    last of them."""
+    done = {tuple(r[k] for k in KEY) for r in merged_results(paths)}
+    path = paths[-1]
     for key in plan:
         if key in done:
             continue
@@ -567,8 +587,11 @@ def main(argv=None) -> None:
     parser.add_argument("--configs", nargs="*", default=None, help="default: ensel autogluon")
     parser.add_argument(
         "--results",
+        nargs="+",
         default=None,
-        help=f"JSON lines of finished fits (default benchmarks/results/{RESULTS.name}, in git)",
+        help=f"JSON lines of finished fits (default benchmarks/results/{RESULTS.name}, in git);"
+        " several are read in order, a fit in a later file replacing the same fit in an earlier"
+        " one, and new fits are appended to the last",
     )
     parser.add_argument("--label", default=None, help="what this run is, for the docs")
     parser.add_argument("--no-write", action="store_true", help="print only")
@@ -586,27 +609,28 @@ def main(argv=None) -> None:
         args.configs = ["ensel", "autogluon"]
     if args.quick and args.results is None:  # a quick run never touches the protocol's rows
         tmp = tempfile.TemporaryDirectory(prefix="bench-automl-quick-")
-        args.results = str(Path(tmp.name) / "quick.jsonl")
+        args.results = [str(Path(tmp.name) / "quick.jsonl")]
     unknown = sorted(set(args.datasets) - set(CLASSIFICATION)) + sorted(
         set(args.configs) - set(CONFIGS)
     )
     if unknown:
         raise SystemExit(f"unknown dataset(s) or config(s) {unknown}")
-    path = Path(args.results or RESULTS)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    paths = [Path(p) for p in args.results] if args.results else [RESULTS]
+    paths[-1].parent.mkdir(parents=True, exist_ok=True)
     plan = protocol(args.configs, args.budgets, args.seeds, args.datasets)
     if args.plan:
-        done = {(r["dataset"], r["seed"], r["config"], r["budget"]) for r in load_results(path)}
+        done = {tuple(r[k] for k in KEY) for r in merged_results(paths)}
         print("\n".join(plan_lines(plan, done)))
         return
     if not args.report:
-        run_plan(plan, path)
-    rows = pd.DataFrame(load_results(path))
+        run_plan(plan, paths)
+    rows = pd.DataFrame(merged_results(paths))
     if len(rows):
         rows = rows[rows.seed.isin(args.seeds) & rows.dataset.isin(args.datasets)]
     failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[:0]
     rows = rows[rows["auc"].notna()] if "auc" in rows else rows.iloc[:0]
-    label = args.label or ("quick run" if args.quick else f"{len(rows)} fits from {path.name}")
+    names = " + ".join(p.name for p in paths)
+    label = args.label or ("quick run" if args.quick else f"{len(rows)} fits from {names}")
     given = sys.argv[1:] if argv is None else argv
     command = ("python -m benchmarks.bench_automl " + " ".join(given)).strip()
     lines = report_lines(rows, failed, args.seeds, label, command)

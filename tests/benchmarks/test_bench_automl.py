@@ -218,3 +218,47 @@ def test_the_tabm_configuration_is_the_default_plus_two_tabm_runs():
     assert [(r.family, r.param_dict["dropout"]) for r in added] == [("tabm", 0.1), ("tabm", 0.3)]
     assert len(tabm.runs) == len(default.runs) + 2
     assert tabm.spare == default.spare and tabm.spare_min_rows == default.spare_min_rows
+
+
+def test_several_results_files_are_read_in_order_and_new_fits_go_to_the_last(
+    tmp_path, monkeypatch, capsys
+):
+    import json
+
+    from benchmarks import bench_automl
+
+    rows = _protocol_rows()
+    ours, theirs = rows[rows.config == "ensel"], rows[rows.config == "autogluon"]
+    first, second, third = (
+        tmp_path / "ours.jsonl",
+        tmp_path / "theirs.jsonl",
+        tmp_path / "new.jsonl",
+    )
+    first.write_text("\n".join(ours.apply(lambda r: r.to_json(), axis=1)) + "\n")
+    second.write_text("\n".join(theirs.apply(lambda r: r.to_json(), axis=1)) + "\n")
+    # a later file's row replaces the same fit of an earlier one: ensel now loses a second
+    # dataset at 300 s (the first it loses already)
+    name = bench_automl.DATASETS[1]
+    worse = ours[(ours.dataset == name) & (ours.budget == 300.0)].copy()
+    worse["auc"] -= 0.5
+    third.write_text("\n".join(worse.apply(lambda r: r.to_json(), axis=1)) + "\n")
+    paths = [str(first), str(second), str(third)]
+    bench_automl.main(["--report", "--no-write", "--seeds", "2", "3", "4", "--results", *paths])
+    text = capsys.readouterr().out
+    assert "- ensel vs AutoGluon at 300 s, auc: 10/12 datasets won" in text
+    assert "+ new.jsonl" in text
+    assert len(bench_automl.merged_results([first, second, third])) == len(rows)
+
+    # fitting skips the fits any file has and appends the new one to the last file
+    fitted = []
+
+    def fake_pair(name, seed, config, budget):
+        fitted.append((name, seed, config, budget))
+        return {"dataset": name, "seed": seed, "config": config, "budget": budget, "auc": 0.5,
+                "logloss": 0.7}  # fmt: skip
+
+    monkeypatch.setattr(bench_automl, "run_pair", fake_pair)
+    bench_automl.run_plan([(name, 2, "ensel", 300.0), (name, 9, "ensel", 300.0)], [first, third])
+    assert fitted == [(name, 9, "ensel", 300.0)]
+    assert json.loads(third.read_text().splitlines()[-1])["seed"] == 9
+    assert len(first.read_text().splitlines()) == len(ours)
