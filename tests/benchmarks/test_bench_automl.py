@@ -137,7 +137,7 @@ def test_report_restricts_to_the_judged_seeds(tmp_path, capsys):
     # seeds 0-1 where ensel loses badly: judged on seeds 2-4 it still wins
     rows.loc[(rows.seed < 2) & (rows.config == "ensel"), "auc"] -= 0.5
     path = tmp_path / "rows.jsonl"
-    path.write_text("\n".join(rows.apply(lambda r: r.to_json(), axis=1)) + "\n")
+    rows.to_json(path, orient="records", lines=True)
     main(["--report", "--no-write", "--results", str(path), "--seeds", "2", "3", "4"])
     text = capsys.readouterr().out
     assert "Seeds 2, 3, 4; 12 datasets" in text
@@ -234,14 +234,14 @@ def test_several_results_files_are_read_in_order_and_new_fits_go_to_the_last(
         tmp_path / "theirs.jsonl",
         tmp_path / "new.jsonl",
     )
-    first.write_text("\n".join(ours.apply(lambda r: r.to_json(), axis=1)) + "\n")
-    second.write_text("\n".join(theirs.apply(lambda r: r.to_json(), axis=1)) + "\n")
+    ours.to_json(first, orient="records", lines=True)
+    theirs.to_json(second, orient="records", lines=True)
     # a later file's row replaces the same fit of an earlier one: ensel now loses a second
     # dataset at 300 s (the first it loses already)
     name = bench_automl.DATASETS[1]
     worse = ours[(ours.dataset == name) & (ours.budget == 300.0)].copy()
     worse["auc"] -= 0.5
-    third.write_text("\n".join(worse.apply(lambda r: r.to_json(), axis=1)) + "\n")
+    worse.to_json(third, orient="records", lines=True)
     paths = [str(first), str(second), str(third)]
     bench_automl.main(["--report", "--no-write", "--seeds", "2", "3", "4", "--results", *paths])
     text = capsys.readouterr().out
@@ -258,7 +258,8 @@ def test_several_results_files_are_read_in_order_and_new_fits_go_to_the_last(
                 "logloss": 0.7}  # fmt: skip
 
     monkeypatch.setattr(bench_automl, "run_pair", fake_pair)
-    bench_automl.run_plan([(name, 2, "ensel", 300.0), (name, 9, "ensel", 300.0)], [first, third])
+    # (name, 2, ensel, 600 s) is only in the first file
+    bench_automl.run_plan([(name, 2, "ensel", 600.0), (name, 9, "ensel", 300.0)], [first, third])
     assert fitted == [(name, 9, "ensel", 300.0)]
     assert json.loads(third.read_text().splitlines()[-1])["seed"] == 9
     assert len(first.read_text().splitlines()) == len(ours)
