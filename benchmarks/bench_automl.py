@@ -481,10 +481,15 @@ def merged_results(paths: list[Path]) -> list[dict]:
     return list(rows.values())
 
 
+def finished(paths: list[Path]) -> set[tuple]:
+    """The fits (``KEY``) any of ``paths`` holds, scored or failed."""
+    return {tuple(r[k] for k in KEY) for r in merged_results(paths)}
+
+
 def run_plan(plan, paths: list[Path]) -> None:
     """Fit every key of ``plan`` in none of ``paths``, appending each row (or its error) to the
     last of them."""
-    done = {tuple(r[k] for k in KEY) for r in merged_results(paths)}
+    done = finished(paths)
     path = paths[-1]
     for key in plan:
         if key in done:
@@ -619,8 +624,7 @@ def main(argv=None) -> None:
     paths[-1].parent.mkdir(parents=True, exist_ok=True)
     plan = protocol(args.configs, args.budgets, args.seeds, args.datasets)
     if args.plan:
-        done = {tuple(r[k] for k in KEY) for r in merged_results(paths)}
-        print("\n".join(plan_lines(plan, done)))
+        print("\n".join(plan_lines(plan, finished(paths))))
         return
     if not args.report:
         run_plan(plan, paths)
