@@ -9,6 +9,7 @@ import pytest
 
 from ensel.risk import FSPT
 from ensel.risk._fspt_tree import best_split, candidate_splits, gini_gain, route
+from ensel.risk.fspt import decreasing_fit
 
 
 def eq5_gain(n_left, n, s, low, high):
@@ -210,6 +211,17 @@ def test_risk_is_a_decreasing_function_of_the_score():
     assert (np.diff(r[order]) <= 1e-12).all()
     raw = FSPT(1, calibration="none").fit(X)
     np.testing.assert_allclose(raw.leaf_risk_[0][leaves], 1 - s)
+
+
+def test_scores_a_rounding_error_apart_get_a_finite_risk():
+    # doctor_aus: two leaves' scores 1.1e-16 apart at the top; isotonic regression merges them
+    # into one threshold, and the other leaf's risk was NaN, so the detector was dropped
+    top = 0.6789188754590847
+    score = np.array([0.0, 0.3, 0.6, top, np.nextafter(top, 1.0)])
+    target = np.array([0.9, 0.6, 0.4, 0.1, 0.1])
+    risk = decreasing_fit(score, target, np.ones(5))
+    assert np.isfinite(risk).all()
+    assert risk[-1] == risk[-2] <= risk[2]
 
 
 def test_uniform_data_have_risk_near_one_half():
