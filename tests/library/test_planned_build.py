@@ -239,13 +239,17 @@ def test_a_view_on_many_categories_is_timed_dearer_per_row():
                             for j in range(6)})  # fmt: skip
     y = rng.integers(0, 2, n)
     runs = [("families", run) for run in load_spec(SPEC).runs if run.family == "logreg"][:1]
-    cheap = planned.view_seconds(runs, prepare(narrow, y, cv=None))
-    dear = planned.view_seconds(runs, prepare(wide, y, cv=None))
-    # per call (the levels of its categories) and per row (six more columns to code)
-    (cheap_call, cheap_row), (dear_call, dear_row) = (
-        cheap[("standardized", False)],
-        dear[("standardized", False)],
-    )
+    narrow_data, wide_data = prepare(narrow, y, cv=None), prepare(wide, y, cv=None)
+    for _ in range(3):  # wall-clock pilots: a busy moment can split a call's time wrongly
+        cheap = planned.view_seconds(runs, narrow_data)
+        dear = planned.view_seconds(runs, wide_data)
+        # per call (the levels of its categories) and per row (six more columns to code)
+        (cheap_call, cheap_row), (dear_call, dear_row) = (
+            cheap[("standardized", False)],
+            dear[("standardized", False)],
+        )
+        if dear_call > 3 * cheap_call + 1e-3 and dear_row > 2 * cheap_row:
+            break
     assert dear_call > 3 * cheap_call + 1e-3 and dear_row > 2 * cheap_row
 
 
