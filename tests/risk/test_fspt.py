@@ -222,6 +222,14 @@ def test_scores_a_rounding_error_apart_get_a_finite_risk():
     risk = decreasing_fit(score, target, np.ones(5))
     assert np.isfinite(risk).all()
     assert risk[-1] == risk[-2] <= risk[2]
+    # the same through FSPT's own leaf calibration: a leaf one ulp above the best-scored one
+    det = FSPT(1).fit(np.random.default_rng(0).normal(size=(500, 3)))
+    tree, leaves = det.trees_[0], det.trees_[0].leaves
+    score = det.leaf_score_[0].copy()
+    best, other = leaves[np.argmax(score[leaves])], leaves[np.argmin(score[leaves])]
+    score[other] = np.nextafter(score[best], 1.0)
+    risk = det._leaf_risk(tree, score, det.space_.width, 500.0)[leaves]
+    assert np.isfinite(risk).all()
 
 
 def test_uniform_data_have_risk_near_one_half():
