@@ -19,12 +19,13 @@ overrides them for every configuration):
   ``time_limit=B`` and ``num_cpus=2``, installed as its users install it
   (``autogluon.tabular[all]``: ray, DyStack at its default; ``benchmarks._peers``), at 60, 300
   and 600 s;
-- ``fixed``, ``modern``, ``grow``, ``pruned``, ``spare``, ``cv10``, ``tabm``: ensel variants
-  (the former fixed grid without a predict budget, the modern grid, ``grow=True``,
+- ``fixed``, ``modern``, ``grow``, ``pruned``, ``spare``, ``cv10``, ``tabm``, ``strong``: ensel
+  variants (the former fixed grid without a predict budget, the modern grid, ``grow=True``,
   ``prune_fraction=0.2``, the ``default_spare`` library: the default plus a spare-time tier
   fitted in the time the default leaves; ``cv=10``: ten folds, each member's siblings trained
   on 90% of the rows, not 80%, as AutoGluon's eight bagging folds train on 87.5%; the default
-  plus two TabM runs, ``tabm_spec``), on request. Rows of ensel fits also
+  plus two TabM runs, ``tabm_spec``; the default less its weaker main-tier families,
+  ``strong_spec``), on request. Rows of ensel fits also
   record ``unused_s`` (the budget's seconds left when the fit ended), ``unused_reason`` (what
   the estimator says of a fit that ended early, ``budget_["unused_reason"]``) and
   ``spare_members`` (members with weight from the spare tier).
@@ -84,7 +85,18 @@ SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-CONFIGS = ("ensel", "fixed", "modern", "autogluon", "grow", "pruned", "spare", "cv10", "tabm")
+CONFIGS = (
+    "ensel",
+    "fixed",
+    "modern",
+    "autogluon",
+    "grow",
+    "pruned",
+    "spare",
+    "cv10",
+    "tabm",
+    "strong",
+)
 FIRST_DATASETS = (
     "pima",
     "biopsy_na",
@@ -120,6 +132,8 @@ PAIRINGS = (
     ("cv10", "autogluon"),
     ("tabm", "ensel"),
     ("tabm", "autogluon"),
+    ("strong", "ensel"),
+    ("strong", "autogluon"),
 )
 """Configurations compared at equal budget: (ours, theirs)."""
 CROSS_BUDGET = ((("ensel", 600.0), ("ensel", 120.0)), (("ensel", 120.0), ("autogluon", 300.0)))
@@ -141,17 +155,36 @@ def _heaviest_member(members: pd.DataFrame) -> str:
 def tabm_spec() -> dict:
     """The ``tabm`` configuration's library: the default spec with two TabM runs (8 members of
     width 256, dropout 0.1 and 0.3, calibrated none and Platt) after its CatBoost runs."""
-    from importlib import resources
-
-    import yaml
-
-    doc = yaml.safe_load(
-        resources.files("ensel.library").joinpath("specs/default.yaml").read_text()
-    )
+    doc = _default_doc()
     after = max(i for i, e in enumerate(doc["families"]) if e["family"] == "catboost") + 1
     entry = {"family": "tabm", "params": {"dropout": [0.1, 0.3]}, "calibration": ["none", "platt"]}
     doc["families"].insert(after, entry)
     return {**doc, "name": "default_tabm"}
+
+
+STRONG_FAMILIES = ("random_forest", "xgboost", "lightgbm", "catboost")
+"""The main tier's families that carried all the ensemble's weight in a 300 s fit of
+doctor_contacts (seed 0), on 178 of its 444 fit seconds (docs/benchmarks.md)."""
+
+
+def strong_spec() -> dict:
+    """The ``strong`` configuration's library: the default with only its main-tier runs of
+    ``STRONG_FAMILIES``, so that its spare tier (the same runs, drawn alike) gets the time the
+    other families took; the same detectors."""
+    doc = _default_doc()
+    doc["families"] = [e for e in doc["families"] if e["family"] in STRONG_FAMILIES]
+    return {**doc, "name": "default_strong"}
+
+
+def _default_doc() -> dict:
+    """default.yaml, parsed (the configurations built from it change a copy)."""
+    from importlib import resources
+
+    import yaml
+
+    return yaml.safe_load(
+        resources.files("ensel.library").joinpath("specs/default.yaml").read_text()
+    )
 
 
 def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=None) -> dict:
@@ -166,9 +199,10 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
         "pruned": {"prune_fraction": 0.2},
         "cv10": {"cv": 10},
     }.get(config, {})
+    built = {"tabm": tabm_spec, "strong": strong_spec}
     library = (
-        tabm_spec()
-        if config == "tabm"
+        built[config]()
+        if config in built
         else {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}.get(
             config, "default"
         )

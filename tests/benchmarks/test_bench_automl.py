@@ -8,7 +8,14 @@ import pytest
 from scipy import stats
 from sklearn.metrics import log_loss, roc_auc_score
 
-from benchmarks.bench_automl import compare, pair_scores, summary, tabm_spec
+from benchmarks.bench_automl import (
+    STRONG_FAMILIES,
+    compare,
+    pair_scores,
+    strong_spec,
+    summary,
+    tabm_spec,
+)
 from ensel.library.spec import load_spec
 
 
@@ -218,6 +225,15 @@ def test_the_tabm_configuration_is_the_default_plus_two_tabm_runs():
     assert [(r.family, r.param_dict["dropout"]) for r in added] == [("tabm", 0.1), ("tabm", 0.3)]
     assert len(tabm.runs) == len(default.runs) + 2
     assert tabm.spare == default.spare and tabm.spare_min_rows == default.spare_min_rows
+
+
+def test_the_strong_configuration_is_the_default_less_its_weaker_main_families():
+    default, strong = load_spec("default"), load_spec(strong_spec())
+    kept = [r.run_id for r in default.runs if r.family in STRONG_FAMILIES]
+    assert [r.run_id for r in strong.runs] == kept
+    assert 0 < len(kept) < len(default.runs)
+    assert strong.spare == default.spare and strong.spare_min_rows == default.spare_min_rows
+    assert strong.detectors == default.detectors
 
 
 def test_several_results_files_are_read_in_order_and_new_fits_go_to_the_last(
