@@ -16,7 +16,21 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-ENSEL_PACKAGES = ("ensel", "scikit-learn", "numpy", "numba", "lightgbm", "xgboost", "xgboost-cpu")
+ENSEL_PACKAGES = (
+    "ensel",
+    "scikit-learn",
+    "numpy",
+    "pandas",
+    "numba",
+    "lightgbm",
+    "xgboost",
+    "xgboost-cpu",
+    "catboost",
+    "torch",
+    "pytabkit",
+)
+"""The packages a row's ``versions`` names where installed: the optional ones (catboost, torch,
+pytabkit) decide which families a default build fits, so a row says whether they were there."""
 
 
 UNTRACKED_OUTPUTS = (":!benchmarks/results", ":!docs/benchmarks.md")

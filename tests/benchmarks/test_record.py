@@ -25,6 +25,19 @@ def test_versions_and_load():
     assert len(load) == 3 and all(x >= 0 for x in load)
 
 
+def test_rows_name_the_optional_packages_that_decide_the_defaults_families():
+    from importlib import metadata
+
+    got = versions()
+    assert got["numpy"] == np.__version__ and got["pandas"] == metadata.version("pandas")
+    for name in ("catboost", "torch", "pytabkit"):
+        try:
+            installed = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            installed = None
+        assert got.get(name) == installed
+
+
 def test_peak_memory_counts_a_child_process():
     # a child that holds ~200 MiB for a while; the tree's peak must include it
     code = "import time; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
