@@ -188,6 +188,16 @@ def _default_doc() -> dict:
     )
 
 
+def config_library(config: str) -> str | dict:
+    """The library an ensel configuration fits: a built-in spec name, a spec path, or a spec
+    dict built from the default (``tabm_spec``, ``strong_spec``)."""
+    built = {"tabm": tabm_spec, "strong": strong_spec}
+    if config in built:
+        return built[config]()
+    named = {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}
+    return named.get(config, "default")
+
+
 def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=None) -> dict:
     """Fit an ensel configuration (its folds grouped by ``groups``, where given) and predict the
     test rows (warm, ``_predict_timing``), with the peak memory of this process and its workers
@@ -200,16 +210,8 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
         "pruned": {"prune_fraction": 0.2},
         "cv10": {"cv": 10},
     }.get(config, {})
-    built = {"tabm": tabm_spec, "strong": strong_spec}
-    library = (
-        built[config]()
-        if config in built
-        else {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}.get(
-            config, "default"
-        )
-    )
     clf = EnsembleSelectionClassifier(
-        library=library,
+        library=config_library(config),
         time_limit=budget,
         n_jobs=2,
         random_state=seed,

@@ -48,8 +48,9 @@ def _data(dataset: str, seed: int):
 
 
 def family_table(store: Path, members: pd.DataFrame) -> pd.DataFrame:
-    """Per family of the store's runs (models and detectors): the runs by status, the fit
-    seconds they took (every fold, as the store records them) and the ensemble's weight."""
+    """Per family of the store's runs (models and detectors): its runs, those that ended ok,
+    the fit seconds they took (every fold, as the store records them) and the ensemble's
+    weight."""
     rows = [json.loads(line) for path in store.rglob("manifest.jsonl") for line in path.open()]
     runs = pd.DataFrame(rows)
     table = runs.groupby("family").agg(
@@ -61,30 +62,35 @@ def family_table(store: Path, members: pd.DataFrame) -> pd.DataFrame:
     return table.fillna({"weight": 0.0}).sort_values("fit_s", ascending=False)
 
 
+def _scored(clf, record: dict, data) -> dict:
+    """``record`` with the provenance at the start, then ``clf`` fitted on ``data``'s training
+    rows (its wall seconds) and scored on its test rows."""
+    X_tr, X_te, y_tr, y_te, groups = data
+    record.update(provenance())
+    start = time.perf_counter()
+    clf.fit(X_tr, y_tr, groups=groups)
+    record["fit_s"] = time.perf_counter() - start
+    record.update(pair_scores(y_te, [str(c) for c in clf.classes_], clf.predict_proba(X_te)))
+    record["members"] = len(clf.members_)
+    return record
+
+
 def fit(dataset: str, seed: int, budget: float, library: str, store: Path) -> dict:
     """Fit ``library`` under ``budget`` seconds into ``store`` (which must not exist yet)."""
     from ensel import EnsembleSelectionClassifier
 
     if store.exists():
         raise SystemExit(f"{store} exists: give a new --store path (a fit here would resume it)")
-    X_tr, X_te, y_tr, y_te, groups = _data(dataset, seed)
     spec = config_spec(library) if library in CONFIG_SPECS else library
-    record = {"dataset": dataset, "seed": seed, "budget": budget, "library": library}
-    record.update(provenance())
     clf = EnsembleSelectionClassifier(
         library=spec, time_limit=budget, n_jobs=2, random_state=seed, store=str(store)
     )
-    start = time.perf_counter()
-    clf.fit(X_tr, y_tr, groups=groups)
-    record["fit_s"] = time.perf_counter() - start
-    record.update(pair_scores(y_te, [str(c) for c in clf.classes_], clf.predict_proba(X_te)))
+    record = {"dataset": dataset, "seed": seed, "budget": budget, "library": library}
+    record = _scored(clf, record, _data(dataset, seed))
     members = clf.members_
     tier = members.get("tier", pd.Series("main", index=members.index))
     record.update(
-        members=len(members),
-        spare_members=int((tier == "spare").sum()),
-        budget_=clf.budget_,
-        load_end=load_average(),
+        spare_members=int((tier == "spare").sum()), budget_=clf.budget_, load_end=load_average()
     )
     print(json.dumps(record, default=str), flush=True)
     print(family_table(store, members).round(3).to_string(), flush=True)
@@ -95,22 +101,15 @@ def reselect(dataset: str, seed: int, store: Path, prunes: list[float]) -> list[
     """Select again from ``store`` (no time limit) with each ``prune_fraction`` of ``prunes``."""
     from ensel import EnsembleSelectionClassifier
 
-    X_tr, X_te, y_tr, y_te, groups = _data(dataset, seed)
+    data = _data(dataset, seed)
     out = []
     for prune in prunes:
-        record = {"dataset": dataset, "seed": seed, "store": str(store), "prune_fraction": prune}
-        record.update(provenance())
         clf = EnsembleSelectionClassifier(
             library=str(store), random_state=seed, n_jobs=2, prune_fraction=prune
         )
-        start = time.perf_counter()
-        clf.fit(X_tr, y_tr, groups=groups)
-        record["fit_s"] = time.perf_counter() - start
-        proba = clf.predict_proba(X_te)
-        record.update(pair_scores(y_te, [str(c) for c in clf.classes_], proba))
-        record["members"] = len(clf.members_)
-        print(json.dumps(record, default=str), flush=True)
-        out.append(record)
+        record = {"dataset": dataset, "seed": seed, "store": str(store), "prune_fraction": prune}
+        out.append(_scored(clf, record, data))
+        print(json.dumps(out[-1], default=str), flush=True)
     return out
 
 
