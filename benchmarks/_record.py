@@ -10,6 +10,7 @@ import os
 import subprocess
 import tempfile
 import threading
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -66,9 +67,21 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def utc_now() -> str:
+    """The UTC time to the second (ISO 8601): rows from separate sessions differ by more than
+    their code on the larger tables, so a row says when it was measured."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def provenance() -> dict:
-    """What an accuracy row records about its run: the commit, the versions and the load."""
-    return {"commit": git_commit(), "versions": versions(), "load": load_average()}
+    """What an accuracy row records about its run: the commit, the versions, the load and the
+    UTC time it was recorded."""
+    return {
+        "commit": git_commit(),
+        "versions": versions(),
+        "load": load_average(),
+        "utc": utc_now(),
+    }
 
 
 def _tree(pid: int) -> list[psutil.Process]:

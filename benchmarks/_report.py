@@ -120,9 +120,9 @@ def write_timing_rows(
 
     import pandas as pd
 
-    from benchmarks._record import git_commit, versions
+    from benchmarks._record import git_commit, utc_now, versions
 
-    record = {"commit": git_commit(), "versions": versions(), "load_start": load}
+    record = {"commit": git_commit(), "versions": versions(), "load_start": load, "utc": utc_now()}
     with results.open("a") as out:
         for row in rows:
             out.write(json.dumps({**row, **record}) + "\n")

@@ -76,7 +76,14 @@ import pandas as pd
 
 from benchmarks._peers import classification_scores
 from benchmarks._predict_timing import warm_predict
-from benchmarks._record import PeakMemory, git_commit, load_average, load_results, versions
+from benchmarks._record import (
+    PeakMemory,
+    git_commit,
+    load_average,
+    load_results,
+    utc_now,
+    versions,
+)
 from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
 from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
@@ -288,7 +295,7 @@ def run_pair(name: str, seed: int, config: str, budget: float) -> dict:
     X_tr, X_te, y_tr, y_te, ds = train_test(name, seed)
     groups = train_groups(ds, seed)
     y_tr, y_te = y_tr.astype(str), y_te.astype(str)
-    load = load_average()
+    load, started = load_average(), utc_now()
     if config == "autogluon":
         out = fit_autogluon(X_tr, y_tr, X_te, y_te, ds.problem_type, budget, seed, groups)
     else:
@@ -309,6 +316,7 @@ def run_pair(name: str, seed: int, config: str, budget: float) -> dict:
         "load_start": load,
         "load_1min": load[0],
         "load_1min_end": load_average()[0],
+        "started_utc": started,
     }
 
 

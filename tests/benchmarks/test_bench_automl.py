@@ -279,3 +279,25 @@ def test_several_results_files_are_read_in_order_and_new_fits_go_to_the_last(
     assert fitted == [(name, 9, "ensel", 300.0)]
     assert json.loads(third.read_text().splitlines()[-1])["seed"] == 9
     assert len(first.read_text().splitlines()) == len(ours)
+
+
+def test_a_fit_row_says_when_it_started_in_utc(monkeypatch):
+    from datetime import UTC, datetime
+
+    from benchmarks import bench_automl
+
+    X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0]})
+    y = pd.Series([0, 1, 0, 1])
+    monkeypatch.setattr(bench_automl, "train_test", lambda name, seed: (X, X, y, y, None))
+    monkeypatch.setattr(bench_automl, "train_groups", lambda ds, seed: None)
+
+    def fake_fit(config, X_tr, y_tr, X_te, budget, seed, groups=None):
+        return {"classes": ["0", "1"], "proba": np.tile([0.4, 0.6], (len(X_te), 1)), "fit_s": 1.0}
+
+    monkeypatch.setattr(bench_automl, "fit_ensel", fake_fit)
+    before = datetime.now(UTC).replace(microsecond=0)
+    row = bench_automl.run_pair("toy", 2, "ensel", 60.0)
+    started = datetime.fromisoformat(row["started_utc"])
+    assert started.utcoffset().total_seconds() == 0
+    assert before <= started <= datetime.now(UTC)
+    assert row["seed"] == 2 and row["fit_s"] == 1.0

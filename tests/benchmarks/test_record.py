@@ -89,3 +89,14 @@ def test_peak_memory_adds_up_the_tree_cpu_time():
     with PeakMemory(interval=0.05) as mem:
         subprocess.run([sys.executable, "-c", code], check=True)
     assert mem.cpu_seconds >= 0.5
+
+
+def test_provenance_says_when_in_utc():
+    from datetime import UTC, datetime
+
+    from benchmarks._record import provenance
+
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamp = datetime.fromisoformat(provenance()["utc"])
+    assert stamp.tzinfo is not None and stamp.utcoffset().total_seconds() == 0
+    assert before <= stamp <= datetime.now(UTC)
