@@ -42,7 +42,9 @@ rows as one batch, in the process holding the model); the peak resident memory a
 seconds of the fitting process tree (ensel's process and its workers, or AutoGluon's runner and
 its ray workers); the model chosen (AutoGluon's ``model_best``, or ensel's heaviest member);
 ensel's commit and versions, AutoGluon's version and its models' packages; the 1/5/15-minute
-load average at the start and the 1-minute one at the end.
+load average at the start and the 1-minute one at the end; and when the fit started
+(``started_utc``; rows of separate sessions on the larger tables differ by up to 0.004 of log
+loss with the same code, so a comparison names its sessions).
 
 Report (``benchmarks._stats``): per dataset, the mean over the chosen seeds with its standard
 error; over datasets, wins, the mean difference, a paired t-test and a sign test (two-sided);
