@@ -542,7 +542,7 @@ def run_plan(plan, paths: list[Path]) -> None:
         if key in done:
             continue
         name, seed, config, budget = key
-        t = time.perf_counter()
+        t, started = time.perf_counter(), utc_now()
         try:
             row = run_pair(name, seed, config, budget)
         except Exception as exc:  # recorded, the grid goes on
@@ -553,6 +553,7 @@ def run_plan(plan, paths: list[Path]) -> None:
                 "budget": budget,
                 "error": f"{type(exc).__name__}: {exc}"[:300],
                 "commit": git_commit(),
+                "started_utc": started,
             }
             traceback.print_exc()
         with open(path, "a") as fh:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -301,3 +303,21 @@ def test_a_fit_row_says_when_it_started_in_utc(monkeypatch):
     assert started.utcoffset().total_seconds() == 0
     assert before <= started <= datetime.now(UTC)
     assert row["seed"] == 2 and row["fit_s"] == 1.0
+
+
+def test_a_failed_fit_is_recorded_with_when_it_started(monkeypatch, tmp_path):
+    from datetime import UTC, datetime
+
+    from benchmarks import bench_automl
+
+    def crash(name, seed, config, budget):
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(bench_automl, "run_pair", crash)
+    path = tmp_path / "rows.jsonl"
+    before = datetime.now(UTC).replace(microsecond=0)
+    bench_automl.run_plan([("toy", 3, "ensel", 60.0)], [path])
+    (row,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert row["error"] == "MemoryError: out of memory"
+    assert (row["dataset"], row["seed"], row["budget"]) == ("toy", 3, 60.0)
+    assert before <= datetime.fromisoformat(row["started_utc"]) <= datetime.now(UTC)
