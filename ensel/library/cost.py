@@ -63,7 +63,7 @@ def structural_predict_ms(
     :func:`predict_cost` reads). ``view``: the fitted view (``width``: its output columns);
     ``family_run``: the fitted run; ``skips_stages``: whether its predict computes only the
     stages asked. Deterministic: no timing."""
-    work = predict_work(family, family_run, params, stages, width, outputs, skips_stages)
+    work = predict_work(family, family_run, params, stages, width, outputs, skips_stages, task=task)
     kind = getattr(view, "kind", "native")
     if f"view/{kind}" not in cost_constants()["predict"]:
         kind = VIEW_RATE_OF.get(kind, kind)

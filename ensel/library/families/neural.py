@@ -23,6 +23,8 @@ from scipy.special import expit, softmax
 
 from ._base import Family, check_stages, next_ends_past, register
 from ._regression import TargetScale, column
+from ._traits import FamilyTraits
+from ._work import mlp_cost, mlp_relative_cost, nets_work
 
 ACTIVATIONS = ("sigmoid", "tanh")
 LOSSES = ("squared", "cross_entropy")
@@ -265,9 +267,15 @@ def _torch_layout(theta, d, hidden, n_out):
     return (w1[:d].T.copy(), w1[d].copy(), w2[:hidden].T.copy(), w2[hidden].copy())
 
 
+MLP = FamilyTraits(
+    rank=11, relative_cost=mlp_relative_cost, cost=mlp_cost(nets_work, memory_factor=3.0)
+)
+
+
 register(
     Family(
         name="mlp",
+        traits=MLP,
         fit=fit_mlp,
         params={
             "hidden": 8,
@@ -335,6 +343,7 @@ def fit_mlp_regression(X, y, *, n_classes, params, stages, random_state, time_ca
 register(
     Family(
         name="mlp",
+        traits=MLP,
         fit=fit_mlp_regression,
         params={"hidden": 16, "momentum": 0.9, "lr": 0.01, "batch_size": 32},
         stages="epochs",
