@@ -95,12 +95,13 @@ def estimate_run(
     shape = _shape(params, stages, n_rows, width, outputs, n_held)
     model = cost_model(family, task)
     constants = cost_constants()
-    fit = constants["fit"].get(f"{task}/{family}") or constants["fit"]["default"]
+    own = model.constants  # a first estimate, for a family not calibrated yet
+    fit = constants["fit"].get(f"{task}/{family}") or own.get("fit") or constants["fit"]["default"]
     seconds = fit["overhead_s"] + fit["s_per_unit"] * model.fit(shape) ** fit.get("exponent", 1)
     peak = FLOAT * n_rows * width + model.memory(shape)
     calls, units = model.predict(shape)
     table = constants["predict"]
-    pc = table.get(f"{task}/{family}") or table["default"]
+    pc = table.get(f"{task}/{family}") or own.get("predict") or table["default"]
     vc = table.get(f"view/{view}") or table["default"]
     predict_ms = (
         calls * pc["ms_per_call"]

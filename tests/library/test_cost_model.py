@@ -57,12 +57,20 @@ def fit(task, name, n=200, params=None, stages="test", seed=0):
 # ------------------------------------------------------------------ the registries' contract
 
 
+UNCALIBRATED = {"classification/realmlp"}
+"""Families ``benchmarks/calibrate_costs.py`` has not measured yet: priced at the default
+constants until ``python -m benchmarks.calibrate_costs --families <name>`` measures them."""
+
+
 def test_every_registered_family_has_work_functions_and_constants():
     constants = cost_constants()
     for task, name in ALL:
         cost = REGISTRIES[task][name].traits.cost
         assert cost.predict_work is not None, f"{task}/{name}: no predict work function"
         assert cost.estimates, f"{task}/{name}: no fit model"
+        if f"{task}/{name}" in UNCALIBRATED:
+            assert f"{task}/{name}" not in constants["fit"], "calibrated: drop it from UNCALIBRATED"
+            continue
         assert f"{task}/{name}" in constants["predict"], f"{task}/{name}: no predict constants"
         assert f"{task}/{name}" in constants["fit"], f"{task}/{name}: no fit constants"
     for view in VIEWS:

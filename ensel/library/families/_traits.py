@@ -77,7 +77,10 @@ class CostModel:
     counted on a fitted run (None: its predict cost is timed instead);
     ``separate_stages``: its stages are separate work (weight snapshots) rather than prefixes of
     one another. ``memory_factor``: working copies of its view matrix a fit makes;
-    ``held_bytes(params, stages, n_train, width)``: what one fitted sibling holds."""
+    ``held_bytes(params, stages, n_train, width)``: what one fitted sibling holds.
+    ``constants``: ``{"fit": {...}, "predict": {...}}`` in the form of ``cost_constants.json``'s
+    entries, a first estimate used only where that file has no entry for the family (a new
+    family before ``benchmarks/calibrate_costs.py`` measures it); empty: the default entry."""
 
     fit: Callable[[FitShape], float] | None = None
     memory: Callable[[FitShape], float] | None = None
@@ -86,6 +89,7 @@ class CostModel:
     separate_stages: bool = False
     memory_factor: float = 4.0
     held_bytes: Callable[[dict, Any, int, int], float] = _no_held_bytes
+    constants: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def estimates(self) -> bool:
