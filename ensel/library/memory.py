@@ -52,7 +52,7 @@ DEFAULT_SHARE = 0.8
 ``memory.max`` where set, else the machine's physical memory)."""
 WORKER_BYTES = 250 * 2**20
 """Resident memory of an idle worker process (Python, numpy, scikit-learn and the family
-libraries loaded; measured 230-260 MB on Linux) before it fits anything."""
+libraries loaded) before it fits anything."""
 DATA_COPIES = 3
 """The training data is held about this many times over before any run starts (the frame, its
 checked copy, the folds and fingerprint temporaries); ``check_data_fits`` counts these."""

@@ -75,12 +75,6 @@ def _best_round(evals: dict) -> int:
     return int(np.argmin(losses)) + 1
 
 
-def __getattr__(name: str):
-    if name == "_ConstantRun":  # its name here before it moved to _base: old pickles use it
-        return ConstantRun
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 @dataclass
 class _BoostedRun:
     """A fitted XGBClassifier or LGBMClassifier, trained on labels ``0..len(classes)-1`` that

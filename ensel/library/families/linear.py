@@ -16,14 +16,6 @@ from ._traits import FamilyTraits
 from ._work import linear_cost
 
 
-def __getattr__(name: str):
-    if name == "_MarginRun":  # the SVM's run, here before svm.py: old pickles name it so
-        from .svm import _MarginRun
-
-        return _MarginRun
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 @dataclass
 class _ProbaRun:
     model: Any

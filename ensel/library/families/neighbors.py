@@ -46,8 +46,7 @@ between two training points (App. 4.B): the stages of a ``weighting="lwa"`` spec
 KNN_ROWS = 10_000
 """``max_rows="auto"``: a k-NN run keeps at most this many training rows of its fold (a
 stratified sample, seeded by the run), since prediction needs every row it keeps: without a
-bound the fitted run, the saved model and the time per prediction grow with the data (120 MB
-per fold sibling at 80,000 rows of 190 standardised columns)."""
+bound the fitted run, the saved model and the time per prediction grow with the data."""
 
 
 def knn_rows(max_rows, n_train: int) -> int:

@@ -117,9 +117,9 @@ def sgd_backprop(
     Plain numpy in float64, with the update of ``torch.optim.SGD(momentum=m)`` (no dampening, no
     Nesterov): ``v = m * v + grad; w -= lr * v``, the gradient that of the batch's mean loss. For
     nets this small numpy's per-call cost is a fraction of torch's. float64, not float32: it
-    matches a float64 torch run to rounding (~1e-12 after a few epochs), while float32 runs
-    drift apart from any other float32 implementation (summation order) by 1e-5 and more at
-    high momentum, and float32 would save under half the time of a step. One
+    matches a float64 torch run to rounding, while float32 runs drift apart from any other
+    float32 implementation (summation order), the more at high momentum, and float32 would save
+    under half the time of a step. One
     ``np.random.default_rng(random_state)`` draws the initial weights (PyTorch's default Linear
     init, see ``_init_weights``: layer 1, then layer 2) and then each epoch's order of the rows
     (``rng.permutation``), so a seed fixes the run; the global numpy generator is not used.

@@ -205,9 +205,9 @@ class ResamplingTree(ClassifierMixin, BaseEstimator):
     (§3.3.1), so that full trees are not perfect on their (reweighted) training set.
 
     AdaBoost.M1 stops when a weak learner's weighted error reaches 1/2, and a learner fitted on
-    a resample can do that long before a reweighted one would (stumps stopped after about 20
-    steps on real data). Such a step is refitted on the weighted full set instead, so boosting
-    runs to the steps the spec asks for (2048 and beyond in App. 4.B)."""
+    a resample can do that long before a reweighted one would. Such a step is refitted on the
+    weighted full set instead, so boosting runs to the steps the spec asks for (2048 and beyond
+    in App. 4.B)."""
 
     def __init__(
         self, criterion="gini", max_depth=None, min_samples_leaf=1, random_state=None
