@@ -142,10 +142,22 @@ def pilot(family, task, params, stages, n, seed=0) -> dict:
     width = matrix.shape[1]
     timed = measure_cost(view, run, X.iloc[held], len(stages or (None,)))
     work = predict_work(
-        family.name, run, full, stages or (None,), width, outputs, _takes_stages(type(run))
+        family.name,
+        run,
+        full,
+        stages or (None,),
+        width,
+        outputs,
+        _takes_stages(type(run)),
+        task=family.task,
     )
     return {
-        "fit": (fit_work(family.name, full, stages, n, width, outputs, max(n // 5, 1)), seconds),
+        "fit": (
+            fit_work(
+                family.name, full, stages, n, width, outputs, max(n // 5, 1), task=family.task
+            ),
+            seconds,
+        ),
         "predict": [(c, u, ms) for (c, u), ms in zip(work, timed["stages"], strict=True)],
         "view": (view.kind, *view_work(view, width), timed["view"]),
     }

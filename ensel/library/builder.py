@@ -33,7 +33,7 @@ from ..data import as_frame
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
 from .executor import Executor, ProcessExecutor, SerialExecutor, budget_message, make_executor
-from .families import get_family, missing_requirements
+from .families import get_family, missing_requirements, traits_of
 from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
 from .library import FAILED, Library
@@ -509,7 +509,7 @@ def _run_all(
     options = {}
     if ceiling is not None and "memory" in inspect.signature(executor.run).parameters:
         data = shared[0]
-        options["memory"] = MemoryGate(ceiling, [run_peak(run, data) for _, run in todo])
+        options["memory"] = MemoryGate(ceiling, [run_peak(sec, run, data) for sec, run in todo])
     progress = _progress(todo, verbose, deadline)
     run_limit = getattr(executor, "time_limit", None)
     start = time.monotonic()
@@ -586,24 +586,25 @@ def _run_all(
 
 TRAINING_DIR = "training"
 """Store sub-directory that holds the training matrix workers map during a build."""
-QUICK_FAMILIES = ("logreg", "naive_bayes", "tree", "linear")
-"""Under a time budget the cheapest run of the first of these families in the spec is fitted in
-the calling process while the worker processes start, so that even a budget that ends before
-any worker finishes a run leaves a library."""
 
 
 def _first_run(tasks: list) -> tuple | None:
-    """The quick run to fit in this process first (see ``QUICK_FAMILIES``), or None."""
-    for family in QUICK_FAMILIES:
-        runs = [t for t in tasks if t[0] == "families" and t[1].family == family]
-        if runs:
-            return min(runs, key=lambda t: _cost(t[1]))
-    return None
+    """The quick run to fit in this process first, or None: under a time budget the cheapest
+    run of the quick family (``FamilyTraits.quick``, lowest first) in the spec is fitted in the
+    calling process while the worker processes start, so that even a budget that ends before
+    any worker finishes a run leaves a library."""
+    quick = {}
+    for t in tasks:
+        if t[0] == "families":
+            order = traits_of(t[1].family, t[1].task).quick
+            if order is not None:
+                quick.setdefault(order, []).append(t)
+    return min(quick[min(quick)], key=lambda t: _cost(t[1])) if quick else None
 
 
 class _InProcessRun:
     """One task run in a thread of this process while the worker processes start (see
-    ``QUICK_FAMILIES``); ``commit`` waits for it and stores it."""
+    ``_first_run``); ``commit`` waits for it and stores it."""
 
     def __init__(self, fn, task, shared) -> None:
         self.outcome: tuple | None = None
@@ -636,7 +637,7 @@ class _InProcessRun:
 
 
 def _cost(run) -> float:
-    return relative_cost(run.family, dict(run.params), run.stages)
+    return relative_cost(run.family, dict(run.params), run.stages, run.task)
 
 
 def _progress(todo: list, verbose: int, deadline=None):

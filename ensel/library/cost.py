@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .families import get_family
+from .families import get_family, traits_of
 from .predict_work import predict_work, view_work
 
 __all__ = ["cost_constants", "predict_cost", "structural_predict_ms"]
@@ -41,9 +41,11 @@ def cost_constants() -> dict:
     return json.loads(text)
 
 
-def _ms(key: str, calls: float, units: float) -> float:
+def _ms(key: str, calls: float, units: float, own: dict | None = None) -> float:
+    """Milliseconds per 1,000 rows at the constants of ``key``, else ``own`` (a family's first
+    estimate, see ``CostModel.constants``), else the default ones."""
     table = cost_constants()["predict"]
-    c = table.get(key) or table["default"]
+    c = table.get(key) or own or table["default"]
     return round(calls * c["ms_per_call"] + units * c["ms_per_unit"], 4)
 
 
@@ -63,13 +65,14 @@ def structural_predict_ms(
     :func:`predict_cost` reads). ``view``: the fitted view (``width``: its output columns);
     ``family_run``: the fitted run; ``skips_stages``: whether its predict computes only the
     stages asked. Deterministic: no timing."""
-    work = predict_work(family, family_run, params, stages, width, outputs, skips_stages)
+    work = predict_work(family, family_run, params, stages, width, outputs, skips_stages, task=task)
+    own = traits_of(family, task).cost.constants.get("predict")
     kind = getattr(view, "kind", "native")
     if f"view/{kind}" not in cost_constants()["predict"]:
         kind = VIEW_RATE_OF.get(kind, kind)
     return {
         "view": _ms(f"view/{kind}", *view_work(view, width)),
-        "stages": [_ms(f"{task}/{family}", c, u) for c, u in work],
+        "stages": [_ms(f"{task}/{family}", c, u, own) for c, u in work],
         "cumulative": bool(getattr(family_run, "cumulative", False)) or not skips_stages,
     }
 

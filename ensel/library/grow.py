@@ -25,107 +25,25 @@ import numpy as np
 
 from ..metrics import greater_is_better, resolve_metric, score
 from ..selection import EnsembleSelection
-from .families import get_family, missing_requirements
+from .families import FAMILIES, GrowSpace, get_family, missing_requirements
 from .spec import RunSpec
 
-__all__ = ["GROW_SPACES", "GrowSpec", "grow_runs", "parse_grow"]
+__all__ = ["GrowSpec", "default_families", "grow_runs", "grow_spaces", "parse_grow"]
 
 log = logging.getLogger(__name__)
 
 
-def _space_hist_gbdt(trial, p):
-    return {
-        "learning_rate": trial.suggest_float(p + "learning_rate", 0.02, 0.2, log=True),
-        "max_leaf_nodes": trial.suggest_int(p + "max_leaf_nodes", 4, 128, log=True),
-        "min_samples_leaf": trial.suggest_int(p + "min_samples_leaf", 2, 100, log=True),
-        "l2_regularization": trial.suggest_float(p + "l2_regularization", 1e-3, 10.0, log=True),
-        "max_features": trial.suggest_float(p + "max_features", 0.3, 1.0),
-    }
+def grow_spaces() -> dict[str, GrowSpace]:
+    """The search spaces the classification families declare (``FamilyTraits.grow``), by
+    family name."""
+    return {name: f.traits.grow for name, f in FAMILIES.items() if f.traits.grow is not None}
 
 
-def _space_xgboost(trial, p):
-    return {
-        "max_depth": trial.suggest_int(p + "max_depth", 2, 10),
-        "learning_rate": trial.suggest_float(p + "learning_rate", 0.01, 0.2, log=True),
-        "subsample": trial.suggest_float(p + "subsample", 0.5, 1.0),
-        "colsample_bytree": trial.suggest_float(p + "colsample_bytree", 0.3, 1.0),
-        "min_child_weight": trial.suggest_float(p + "min_child_weight", 0.5, 20.0, log=True),
-        "reg_lambda": trial.suggest_float(p + "reg_lambda", 0.1, 30.0, log=True),
-        "reg_alpha": trial.suggest_float(p + "reg_alpha", 1e-3, 5.0, log=True),
-    }
-
-
-def _space_lightgbm(trial, p):
-    return {
-        "num_leaves": trial.suggest_int(p + "num_leaves", 4, 128, log=True),
-        "learning_rate": trial.suggest_float(p + "learning_rate", 0.01, 0.2, log=True),
-        "subsample": trial.suggest_float(p + "subsample", 0.5, 1.0),
-        "colsample_bytree": trial.suggest_float(p + "colsample_bytree", 0.3, 1.0),
-        "min_child_samples": trial.suggest_int(p + "min_child_samples", 3, 100, log=True),
-        "reg_lambda": trial.suggest_float(p + "reg_lambda", 1e-3, 30.0, log=True),
-        "reg_alpha": trial.suggest_float(p + "reg_alpha", 1e-3, 5.0, log=True),
-    }
-
-
-def _space_extra_trees(trial, p):
-    return {
-        "max_features": trial.suggest_float(p + "max_features", 0.1, 1.0),
-        "min_samples_leaf": trial.suggest_int(p + "min_samples_leaf", 1, 16, log=True),
-        "criterion": trial.suggest_categorical(p + "criterion", ["gini", "entropy"]),
-    }
-
-
-def _space_random_forest(trial, p):
-    return {
-        "max_features": trial.suggest_int(p + "max_features", 1, 32, log=True),
-        "min_samples_leaf": trial.suggest_int(p + "min_samples_leaf", 1, 16, log=True),
-        "criterion": trial.suggest_categorical(p + "criterion", ["gini", "entropy"]),
-    }
-
-
-def _space_tabular_mlp(trial, p):
-    return {
-        "hidden": trial.suggest_categorical(p + "hidden", [64, 128, 256, 512]),
-        "layers": trial.suggest_int(p + "layers", 1, 3),
-        "dropout": trial.suggest_float(p + "dropout", 0.0, 0.5),
-        "lr": trial.suggest_float(p + "lr", 1e-3, 1e-2, log=True),
-        "weight_decay": trial.suggest_float(p + "weight_decay", 1e-4, 0.3, log=True),
-        "label_smoothing": trial.suggest_float(p + "label_smoothing", 0.0, 0.1),
-    }
-
-
-def _space_catboost(trial, p):
-    return {
-        "depth": trial.suggest_int(p + "depth", 3, 8),
-        "learning_rate": trial.suggest_float(p + "learning_rate", 0.02, 0.2, log=True),
-        "l2_leaf_reg": trial.suggest_float(p + "l2_leaf_reg", 0.5, 30.0, log=True),
-        "rsm": trial.suggest_float(p + "rsm", 0.3, 1.0),
-    }
-
-
-@dataclass(frozen=True)
-class GrowSpace:
-    """A family's search space: a function ``(trial, prefix) -> params``, the stages and the
-    calibrations every proposed run gets."""
-
-    suggest: Callable[[Any, str], dict[str, Any]]
-    stages: tuple[int, ...]
-    calibrations: tuple[str, ...] = ("none",)
-
-
-GROW_SPACES: dict[str, GrowSpace] = {
-    "hist_gbdt": GrowSpace(_space_hist_gbdt, (16, 32, 64, 128, 256, 512)),
-    "xgboost": GrowSpace(_space_xgboost, (32, 64, 128, 256, 512)),
-    "lightgbm": GrowSpace(_space_lightgbm, (32, 64, 128, 256, 512)),
-    "extra_trees": GrowSpace(_space_extra_trees, (64, 256), ("none", "platt")),
-    "random_forest": GrowSpace(_space_random_forest, (64, 256), ("none", "platt")),
-    "tabular_mlp": GrowSpace(_space_tabular_mlp, (2, 6, 14, 30)),
-    "catboost": GrowSpace(_space_catboost, (64, 128, 256, 512)),
-}
-"""Search spaces of the families growth proposes from (a family whose optional dependency is
-missing is left out)."""
-
-DEFAULT_FAMILIES = ("hist_gbdt", "xgboost", "lightgbm", "extra_trees", "tabular_mlp")
+def default_families() -> tuple[str, ...]:
+    """The families growth proposes from when none are named: those whose search space says
+    so (``GrowSpace.default``), in that order."""
+    chosen = [(space.default, name) for name, space in grow_spaces().items()]
+    return tuple(name for order, name in sorted(c for c in chosen if c[0] is not None))
 
 
 @dataclass(frozen=True)
@@ -139,7 +57,7 @@ class GrowSpec:
 
     trials: int | None = 20
     time: float | None = None
-    families: tuple[str, ...] = DEFAULT_FAMILIES
+    families: tuple[str, ...] = field(default_factory=default_families)
     metric: str = "mxe"
     batch: int | None = None
     seed: int = 0
@@ -178,9 +96,10 @@ def parse_grow(grow, metric: str = "mxe", seed: int = 0) -> GrowSpec | None:
             f"grow has unknown key(s) {unknown}; allowed: {sorted(GrowSpec.__dataclass_fields__)}"
         )
     spec = GrowSpec(**{**base, **grow})
-    bad = [f for f in spec.families if f not in GROW_SPACES]
+    spaces = grow_spaces()
+    bad = [f for f in spec.families if f not in spaces]
     if bad:
-        raise ValueError(f"grow families {bad} have no search space; known: {sorted(GROW_SPACES)}")
+        raise ValueError(f"grow families {bad} have no search space; known: {sorted(spaces)}")
     rows = None if spec.rows is None else tuple(int(r) for r in spec.rows)
     return GrowSpec(**{**spec.__dict__, "families": tuple(spec.families), "rows": rows})
 
@@ -236,8 +155,8 @@ def _study(spec: GrowSpec):
 
 def _propose(trial, families: tuple[str, ...], view_of) -> RunSpec:
     name = trial.suggest_categorical("family", list(families))
-    space = GROW_SPACES[name]
     family = get_family(name)
+    space = family.traits.grow
     params = {**family.params, **space.suggest(trial, f"{name}.")}
     if family.validate is not None:
         family.validate(params, space.stages)

@@ -90,7 +90,10 @@ class Kind:
     ``estimate(run, n_rows, n_cols, n_held, n_fits)``: the seconds of one run (all its
     ``n_fits`` fits, each predicting ``n_held`` rows) on a table of that shape, or None where
     it cannot say, so that a build under a time budget plans this kind's runs with the models
-    (:mod:`ensel.library.plan`); None: the kind's runs are not estimated."""
+    (:mod:`ensel.library.plan`); None: the kind's runs are not estimated. ``rank``: where its
+    runs, as one group, enter the anytime order's rotation of families (by the families'
+    ranks, :mod:`ensel.library.schedule`). ``peak(run, data)``: the estimated peak bytes of one
+    run in a worker (:func:`ensel.library.memory.run_peak`); None: a model run's estimate."""
 
     section: str
     parse: Callable[[Any, str, int, str], tuple]
@@ -99,6 +102,8 @@ class Kind:
     prepare: Callable[[Any, dict, int], tuple[Any, dict]] | None = None
     order: int = 0
     estimate: Callable[[Any, int, int, int, int], float | None] | None = None
+    rank: float = 100.0
+    peak: Callable[[Any, Any], int] | None = None
 
 
 _KINDS: dict[str, Kind] = {}

@@ -9,10 +9,11 @@ otherwise), a run whose estimate alone exceeds what the ceiling leaves is skippe
 ceiling anyway is stopped, as a run over its time limit is.
 
 The estimates are deliberately simple (documented in docs/library.md, "Memory"): the float64
-matrix of the run's view on its training rows, times a factor per family for its working copies
-(solver temporaries, boosting's binned copy, a forest's per-tree samples), plus what the fitted
-siblings hold (tree nodes of a forest, the stored rows of k-NN), twice (the objects and their
-pickled bytes), plus the fold copies of the raw frame.
+matrix of the run's view on its training rows, times the factor its family declares for its
+working copies (solver temporaries, boosting's binned copy, a forest's per-tree samples), plus
+what the fitted siblings hold as the family declares it (tree nodes of a forest, the stored rows
+of k-NN), twice (the objects and their pickled bytes), plus the fold copies of the raw frame.
+Another kind of run (detectors) declares its own estimate on its kind.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .families.neighbors import knn_rows
-from .families.trees import leaf_cap
-from .views import MAX_LEVELS
+from .families import traits_of
+from .kinds import get_kind
 
 __all__ = [
     "DEFAULT_SHARE",
@@ -52,34 +52,10 @@ DEFAULT_SHARE = 0.8
 ``memory.max`` where set, else the machine's physical memory)."""
 WORKER_BYTES = 250 * 2**20
 """Resident memory of an idle worker process (Python, numpy, scikit-learn and the family
-libraries loaded; measured 230-260 MB on Linux) before it fits anything."""
+libraries loaded) before it fits anything."""
 DATA_COPIES = 3
 """The training data is held about this many times over before any run starts (the frame, its
 checked copy, the folds and fingerprint temporaries); ``check_data_fits`` counts these."""
-FAMILY_FACTOR: dict[str, float] = {
-    "logreg": 3.0,
-    "linear": 3.0,
-    "naive_bayes": 3.0,
-    "tree": 2.0,
-    "adaboost": 3.0,
-    "random_forest": 2.0,
-    "extra_trees": 2.0,
-    "bagged_trees": 3.0,
-    "xgboost": 4.0,
-    "lightgbm": 3.0,
-    "hist_gbdt": 3.0,
-    "catboost": 5.0,
-    "mlp": 3.0,
-    "tabular_mlp": 4.0,
-    "tabm": 4.0,
-    "knn": 3.0,
-    "svm": 4.0,
-}
-"""Working copies of a run's view matrix a family makes while it fits (unlisted families and
-detectors: ``OTHER_FACTOR``)."""
-OTHER_FACTOR = 4.0
-NODE_BYTES = 80
-"""Bytes per node of a scikit-learn tree in memory (the node record and binary leaf values)."""
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -210,43 +186,23 @@ def view_width(view: str, columns, levels_cap: int = 34, native_missing: bool = 
     return numeric + sum(min(len(c) + 2, levels_cap) for c in columns.categories)
 
 
-def run_peak(run, data) -> int:
-    """Estimated peak bytes of one run of any kind on ``data`` (a ``TrainingData``), in a
-    worker on top of ``WORKER_BYTES`` (see the module docstring)."""
+def run_peak(section: str, run, data) -> int:
+    """Estimated peak bytes of one run of section ``section`` (its kind) on ``data`` (a
+    ``TrainingData``), in a worker on top of ``WORKER_BYTES`` (see the module docstring): the
+    kind's own estimate where it declares one, else a model run's."""
+    kind = get_kind(section)
+    if kind.peak is not None:
+        return int(kind.peak(run, data))
     n_rows = len(data.X)
     n_train = n_rows - n_rows // max(data.n_siblings, 2)
     raw = data_bytes(data.X)
-    if getattr(run, "view", None) == "raw":  # a detector
-        width = view_width("standardized", data.columns, MAX_LEVELS + 2)
-        sample = min(n_train, DETECTOR_ROWS)
-        return int(2 * raw + OTHER_FACTOR * 8 * width * sample + 8 * 8 * n_rows)
     params = run.param_dict
     width = view_width(run.view, data.columns)
     view = 8 * width * n_train
-    factor = FAMILY_FACTOR.get(run.family, OTHER_FACTOR)
-    held = data.n_siblings * _model_bytes(run.family, params, run.stages, n_train, width)
+    cost = traits_of(run.family, run.task).cost
+    held = data.n_siblings * cost.held_bytes(params, run.stages, n_train, width)
     hill = 8 * int(data.hillclimb.size) * max(data.n_outputs, 1) * 2 * len(run.members)
-    return int(2 * raw + factor * view + 2 * held + hill)
-
-
-DETECTOR_ROWS = 5_000
-"""Rows a detector's estimate assumes it is fitted on (``ensel.risk.combined.DETECTOR_ROWS``,
-which the library cannot import)."""
-
-
-def _model_bytes(family: str, params: dict, stages, n_train: int, width: int) -> float:
-    """What one fitted sibling holds: tree nodes for the forests (leaves capped, see
-    ``families.trees.leaf_cap``), the stored rows for k-NN, little for the others."""
-    top = max(stages) if stages else 1
-    if family in ("random_forest", "extra_trees", "bagged_trees", "tree"):
-        leaves = min(n_train, leaf_cap(params.get("max_leaves", "auto"), n_train) or n_train)
-        return top * 2 * leaves * NODE_BYTES
-    if family == "adaboost":
-        depth = params.get("max_depth") or 20
-        return top * min(2 ** (depth + 1), 2 * n_train) * NODE_BYTES
-    if family == "knn":
-        return 8 * width * knn_rows(params.get("max_rows", "auto"), n_train)
-    return 8 * width * 64
+    return int(2 * raw + cost.memory_factor * view + 2 * held + hill)
 
 
 @dataclass

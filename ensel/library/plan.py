@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .estimate import estimate_run
-from .families import get_family
+from .families import get_family, traits_of
 from .schedule import anytime_order
 
 __all__ = [
@@ -347,12 +347,9 @@ def pace_group(section: str, run) -> str:
 
 
 def _quadratic(run) -> bool:
-    """Kernel SVMs, k-NN and kernel naive Bayes: cost growing with the square of the rows."""
-    if run.family == "knn":
-        return True
-    if run.family == "naive_bayes":
-        return dict(run.params).get("kind") == "kernel"
-    return run.family in ("svm", "svr") and dict(run.params).get("kernel", "rbf") != "linear"
+    """Whether the run's family declares its cost quadratic in the rows for these parameters
+    (``FamilyTraits.quadratic``: kernel SVMs, k-NN, kernel naive Bayes)."""
+    return traits_of(run.family, run.task).quadratic(dict(run.params))
 
 
 def _largest_rows(cost, n_rows: int, seconds: float, memory: float | None) -> int:

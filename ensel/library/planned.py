@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .estimate import FIT_MODELS
+from .families import traits_of
 from .kinds import get_kind
 from .plan import LEFT_OUT, plan_library
 from .training import TrainingData
@@ -296,7 +296,11 @@ def plan_build(
     ``run_limit``: the seconds the executor lets one run take (None: no limit)."""
     planner = planner or plan_library
     # a family registered without a cost model is not planned: it runs after the planned ones
-    unplanned = [t for t in tasks if t[0] == "families" and t[1].family not in FIT_MODELS]
+    unplanned = [
+        t
+        for t in tasks
+        if t[0] == "families" and not traits_of(t[1].family, t[1].task).cost.estimates
+    ]
     tasks = [t for t in tasks if t not in unplanned]
     if not tasks:
         return BuildPlan(unplanned)

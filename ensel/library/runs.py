@@ -24,7 +24,7 @@ from . import encoding  # noqa: F401 - registers the view "te"
 from .cost import structural_predict_ms
 from .families import get_family, missing_requirements
 from .kinds import prediction_dtype, run_seed
-from .predict_work import PREDICT_WORK
+from .predict_work import has_predict_work
 from .spec import RunSpec
 from .training import TrainingData
 from .views import make_view, transform
@@ -313,7 +313,7 @@ def structural_cost(run: RunSpec, view, family_run, width: int, outputs: int) ->
     registered): its timing (:func:`measure_cost`) is recorded instead, reproducible only on
     the same machine. The timing is not taken where the count exists: each stage timed alone
     took 8.4 s of a k-NN run's 11.9 s at a million rows (nine stages, 2,000 rows, twice)."""
-    if run.family not in PREDICT_WORK:
+    if not has_predict_work(run.family, run.task):
         return None
     return structural_predict_ms(
         run.family,

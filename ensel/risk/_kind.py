@@ -17,12 +17,15 @@ import pandas as pd
 from ..errors import SpecError
 from ..library.cost import cost_constants
 from ..library.kinds import Kind, PackedRun, register_kind, run_seed
+from ..library.memory import data_bytes, view_width
+from ..library.views import MAX_LEVELS
 from ._base import FeatureSpace, get_detector
 from .combined import DETECTOR_ROWS, fit_detector
 
 __all__ = [
     "DETECTORS_KIND",
     "DetectorSpec",
+    "detector_peak",
     "detector_seconds",
     "estimate_detector_run",
     "fit_detector_run",
@@ -148,6 +151,22 @@ def estimate_detector_run(
     return n_fits * detector_seconds(constants, train, n_held * (1 + n_fits), n_cols)
 
 
+WORKING_COPIES = 4.0
+"""Copies of its standardized sample a detector holds while it fits (scaled matrices, trees or
+neighbour structures, scores)."""
+
+
+def detector_peak(spec: DetectorSpec, data) -> int:
+    """Estimated peak bytes of one detector run on ``data`` (the kind's ``peak``): the fold
+    copies of the raw frame, ``WORKING_COPIES`` of its standardized view on the at most
+    ``DETECTOR_ROWS`` rows it trains on, and its scores of every row."""
+    n_rows = len(data.X)
+    n_train = n_rows - n_rows // max(data.n_siblings, 2)
+    width = view_width("standardized", data.columns, MAX_LEVELS + 2)
+    sample = min(n_train, DETECTOR_ROWS)
+    return int(2 * data_bytes(data.X) + WORKING_COPIES * 8 * width * sample + 8 * 8 * n_rows)
+
+
 def fit_detector_run(
     spec: DetectorSpec, data, background: pd.DataFrame, random_state: int
 ) -> PackedRun:
@@ -169,7 +188,10 @@ DETECTORS_KIND = register_kind(
         prepare=prepare_detectors,
         order=0,
         estimate=estimate_detector_run,
+        rank=6.5,
+        peak=detector_peak,
     )
 )
 """Detectors start before model runs: a few long tasks, started early so no worker waits on one
-at the end."""
+at the end. In a build under a time budget they enter the families' rotation as one group after
+the sixth-ranked family (``rank``)."""

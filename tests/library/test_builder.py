@@ -513,7 +513,8 @@ def _fit_quick_slow(X, y, *, n_classes, params, stages, random_state):
 
 
 def test_budget_order_is_round_robin_over_families_strongest_and_cheapest_first():
-    from ensel.library.schedule import STRENGTH, anytime_order, relative_cost
+    from ensel.library.families import traits_of
+    from ensel.library.schedule import anytime_order, relative_cost
     from ensel.library.spec import load_spec
 
     spec = load_spec("default")
@@ -529,7 +530,7 @@ def test_budget_order_is_round_robin_over_families_strongest_and_cheapest_first(
 
     def strength(group):
         family, _, view = group.partition("/")
-        return STRENGTH.index(family) + (0.5 if view else 0.0)
+        return traits_of(family).rank + (0.5 if view else 0.0)
 
     def deferred(task):
         _, run = task

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
 from ensel.library import build_library
 from ensel.library.cost import predict_cost
+from ensel.library.families import FAMILIES
 from ensel.library.runs import FittedRun
 from ensel.selection import PredictCost
 
@@ -118,7 +121,10 @@ def test_a_run_is_timed_only_where_its_cost_cannot_be_counted(monkeypatch):
     monkeypatch.setattr(runs, "measure_cost", lambda *a: timings.append(1) or measure(*a))
     counted = runs.fit_run(run, data, 0).costs
     assert timings == [] and counted["stages"]
-    monkeypatch.delitem(runs.PREDICT_WORK, "logreg")  # a family without a work function
+    family = FAMILIES["logreg"]  # as a family without a work function
+    cost = dataclasses.replace(family.traits.cost, predict_work=None)
+    traits = dataclasses.replace(family.traits, cost=cost)
+    monkeypatch.setitem(FAMILIES, "logreg", dataclasses.replace(family, traits=traits))
     timed = runs.fit_run(run, data, 0).costs
     assert timings == [1] and set(timed) == {"view", "stages", "cumulative"}
     assert len(timed["stages"]) == len(counted["stages"])

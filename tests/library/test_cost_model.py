@@ -9,9 +9,9 @@ import pytest
 
 from ensel.data import Columns
 from ensel.library.cost import VIEW_RATE_OF, cost_constants, structural_predict_ms
-from ensel.library.estimate import FIT_MODELS, FitShape, estimate_run
+from ensel.library.estimate import FitShape, estimate_run
 from ensel.library.families import FAMILIES, REGRESSORS, VIEWS, missing_requirements
-from ensel.library.predict_work import PREDICT_WORK, predict_work
+from ensel.library.predict_work import predict_work
 from ensel.library.runs import _takes_stages, native_categorical
 from ensel.library.views import make_view, transform
 
@@ -57,11 +57,20 @@ def fit(task, name, n=200, params=None, stages="test", seed=0):
 # ------------------------------------------------------------------ the registries' contract
 
 
+UNCALIBRATED = {"classification/realmlp"}
+"""Families ``benchmarks/calibrate_costs.py`` has not measured yet: priced at the default
+constants until ``python -m benchmarks.calibrate_costs --families <name>`` measures them."""
+
+
 def test_every_registered_family_has_work_functions_and_constants():
     constants = cost_constants()
     for task, name in ALL:
-        assert name in PREDICT_WORK, f"{task}/{name}: no predict work function"
-        assert name in FIT_MODELS, f"{task}/{name}: no fit model"
+        cost = REGISTRIES[task][name].traits.cost
+        assert cost.predict_work is not None, f"{task}/{name}: no predict work function"
+        assert cost.estimates, f"{task}/{name}: no fit model"
+        if f"{task}/{name}" in UNCALIBRATED:
+            assert f"{task}/{name}" not in constants["fit"], "calibrated: drop it from UNCALIBRATED"
+            continue
         assert f"{task}/{name}" in constants["predict"], f"{task}/{name}: no predict constants"
         assert f"{task}/{name}" in constants["fit"], f"{task}/{name}: no fit constants"
     for view in VIEWS:
@@ -69,9 +78,9 @@ def test_every_registered_family_has_work_functions_and_constants():
         assert f"view/{rate}" in constants["predict"], f"view {view}: no predict constants"
     measured = constants["measured"]
     assert {"date", "machine", "load_average_1m", "command"} <= set(measured)
-    # no stale entries: every work function belongs to a registered family
-    names = {name for _, name in ALL}
-    assert set(PREDICT_WORK) <= names and set(FIT_MODELS) <= names
+    # no stale entries: every family's constants belong to a registered family
+    keys = {f"{task}/{name}" for task, name in ALL}
+    assert set(constants["fit"]) - {"default"} <= keys
 
 
 @pytest.mark.parametrize(("task", "name"), ALL)
@@ -96,10 +105,12 @@ def test_each_familys_work_function_reads_its_fitted_run(task, name):
 
 
 def test_an_unknown_family_is_named():
-    with pytest.raises(ValueError, match="family 'nope' has no predict work function"):
+    with pytest.raises(ValueError, match="family 'nope' declares no predict work function"):
         predict_work("nope", object(), {}, [None], 3, 2)
     with pytest.raises(ValueError, match="unknown family 'nope'"):
         estimate_run("nope", {}, None, 100, 3, 2)
+    with pytest.raises(ValueError, match="regression family 'svm' declares no predict work"):
+        predict_work("svm", object(), {}, [None], 3, 2, task="regression")
 
 
 # ------------------------------------------------------------------ costs follow the structure
@@ -177,7 +188,7 @@ def test_estimated_structure_is_within_a_factor_of_three_of_a_fitted_one():
         )
         counted = predict_work(name, run, full, stages or (None,), width, outputs)[-1][1]
         shape = FitShape(400, width, outputs, 80, full, max(stages or (1,)))
-        expected = FIT_MODELS[name].predict(shape)[1]
+        expected = FAMILIES[name].traits.cost.predict(shape)[1]
         assert counted / 3 <= expected <= counted * 3, (name, counted, expected)
 
 

@@ -101,19 +101,3 @@ def test_target_transform_run_predicts_back_in_target_units():
     np.testing.assert_allclose(
         wrapped.predict(X)["none"], np.expm1(inner.predict(X)["none"]), rtol=1e-12
     )
-
-
-def test_runs_pickled_when_the_regressors_lived_in_families_regression_still_load():
-    """Stores and models written before the regressors joined their algorithms' modules name
-    ``ensel.library.families.regression``; those runs load and predict as the new ones."""
-    import pickle
-
-    X, y = _data()
-    run = _fit(REGRESSORS["knn"], X[:180], y[:180])
-    new = b"ensel.library.families.neighbors\n_KnnRegressionRun\n"
-    data = pickle.dumps(run, protocol=0)
-    assert new in data
-    old = pickle.loads(data.replace(new, b"ensel.library.families.regression\n_KnnRun\n"))
-    np.testing.assert_array_equal(old.predict(X[180:])["none"], run.predict(X[180:])["none"])
-    with pytest.raises(AttributeError, match="_Nothing"):
-        pickle.loads(data.replace(new, b"ensel.library.families.regression\n_Nothing\n"))

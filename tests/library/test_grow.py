@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from ensel.library import build_library
-from ensel.library.grow import GROW_SPACES, GrowSpec, _CrossSelection, grow_runs, parse_grow
+from ensel.library.grow import GrowSpec, _CrossSelection, grow_runs, grow_spaces, parse_grow
 
 pytest.importorskip("optuna")
 
@@ -56,13 +56,21 @@ def test_every_search_space_proposes_valid_runs():
     from ensel.library.grow import _propose
 
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
-    for name in GROW_SPACES:
+    spaces = grow_spaces()
+    assert {"hist_gbdt", "xgboost", "lightgbm", "extra_trees", "tabular_mlp"} <= set(spaces)
+    for name, space in spaces.items():
+        family = get_family(name)
+        drawn = []
         for _ in range(5):
             trial = study.ask()
             run = _propose(_Fixed(trial, name), (name,), lambda f: f.view)
-            family = get_family(name)
-            family.validate(run.param_dict, run.stages)
+            family.validate(run.param_dict, run.stages)  # raises on an invalid run
+            assert run.family == name and run.view == family.view
+            assert run.stages == space.stages and run.calibrations == space.calibrations
+            assert set(run.param_dict) == set(family.params)  # the family's full parameters
+            drawn.append(run.run_id)
             study.tell(trial, 0.0)
+        assert len(set(drawn)) == 5, name  # the space is sampled, not fixed
 
 
 class _Fixed:

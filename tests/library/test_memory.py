@@ -92,8 +92,8 @@ def test_a_run_too_big_for_the_ceiling_is_skipped_with_a_note(cancer, tmp_path, 
     X, y = cancer
     real = builder_module.run_peak
 
-    def peak(run, data):  # as if the svm runs needed a petabyte
-        return 2**50 if run.family == "svm" else real(run, data)
+    def peak(section, run, data):  # as if the svm runs needed a petabyte
+        return 2**50 if run.family == "svm" else real(section, run, data)
 
     monkeypatch.setattr(builder_module, "run_peak", peak)
     lib = build_library(X, y, spec="tiny", cv=3, store=tmp_path / "s", max_memory="64GB", verbose=0)

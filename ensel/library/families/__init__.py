@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import sys
-import types
 
 from ._base import (
     FAMILIES,
@@ -22,45 +20,26 @@ from ._base import (
     get_family,
     missing_requirements,
     register,
+    traits_of,
 )
+from ._traits import CostModel, FamilyTraits, FitShape, GrowSpace, StageWork
 
 __all__ = [
     "FAMILIES",
     "REGRESSORS",
     "VIEWS",
+    "CostModel",
     "Family",
+    "FamilyTraits",
+    "FitShape",
+    "GrowSpace",
     "Run",
+    "StageWork",
     "get_family",
     "missing_requirements",
     "register",
+    "traits_of",
 ]
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")
-
-
-_MOVED = {
-    "_Scale": "_regression.TargetScale",
-    "_SingleRun": "_regression.SingleRun",
-    "_PrefixRun": "_regression.PrefixRun",
-    "_KnnRun": "neighbors._KnnRegressionRun",
-    "_StagedPredictRun": "hist_gbdt._HistRegressionRun",
-    "_MedianRun": "trees._MedianRun",
-    "_RoundsRun": "gbdt._RoundsRegressionRun",
-    "_NetRun": "neural._NetRegressionRun",
-}
-"""The fitted-run classes of the former ``families/regression.py`` and where they live now:
-stores and models pickled before the regressors joined their algorithms' modules name the old
-module, which this alias answers for."""
-
-
-def _moved(name: str):
-    if name not in _MOVED:
-        raise AttributeError(f"{__name__}.regression has no attribute {name!r}")
-    module, attr = _MOVED[name].split(".")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
-
-
-_old = types.ModuleType(f"{__name__}.regression", "Where the regressors lived; see _MOVED.")
-_old.__getattr__ = _moved
-sys.modules.setdefault(_old.__name__, _old)

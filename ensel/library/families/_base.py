@@ -18,12 +18,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...data import stratified_rows
+from ._traits import FamilyTraits
 
 __all__ = [
     "FAMILIES",
     "REGRESSORS",
     "ConstantRun",
     "Family",
+    "FamilyTraits",
     "Run",
     "check_stages",
     "encode_labels",
@@ -31,6 +33,7 @@ __all__ = [
     "missing_requirements",
     "register",
     "stratified_rows",
+    "traits_of",
     "tree_input",
     "tree_leaves",
     "tree_values",
@@ -96,6 +99,9 @@ class Family:
     function also receives ``categorical={column index: number of categories}`` (the codes are
     0..n-1, unseen categories -1, missing NaN)."""
     task: str = "classification"  # or "regression": fitted to a real y, runs predict (s, n, 1)
+    traits: FamilyTraits = field(default_factory=FamilyTraits)
+    """What the engines read of the family: rank, cost model, search space (see
+    :class:`~ensel.library.families._traits.FamilyTraits`)."""
 
     @property
     def stops_in_time(self) -> bool:
@@ -154,6 +160,14 @@ def get_family(name: str, task: str = "classification") -> Family:
         raise ValueError(
             f"unknown family {name!r}{hint}; known {task} families: {sorted(registry)}"
         ) from None
+
+
+def traits_of(name: str, task: str = "classification") -> FamilyTraits:
+    """The traits of the family registered as ``name`` for ``task``, or the defaults of
+    :class:`FamilyTraits` for a name not registered (a run the engines are asked about before
+    its module is imported, or a test's stand-in): ranked last, no cost model."""
+    family = _REGISTRIES.get(task, FAMILIES).get(name)
+    return FamilyTraits() if family is None else family.traits
 
 
 def missing_requirements(family: Family) -> list[str]:
@@ -228,7 +242,7 @@ def tree_input(X: np.ndarray) -> np.ndarray:
 def tree_leaves(tree, X32: np.ndarray) -> np.ndarray:
     """The leaf of each row of ``X32`` (``tree_input``) in a fitted scikit-learn tree, read from
     its compiled tree directly: the estimator's own ``apply`` / ``predict`` check the input and
-    the fit on every call (about 0.1-0.5 ms each), most of a boosted stump's predict time."""
+    the fit on every call, most of a boosted stump's predict time."""
     return tree.tree_.apply(X32)
 
 

@@ -31,6 +31,8 @@ import numpy as np
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
 from ._regression import column
+from ._traits import FamilyTraits, GrowSpace
+from ._work import boosting_cost, boosting_relative_cost, depthwise_relative_cost
 
 STOP_ROUNDS = 50
 """Rounds without improvement on the early-stopping rows after which boosting stops."""
@@ -71,12 +73,6 @@ def _best_round(evals: dict) -> int:
     own callback or the time cap ended training."""
     losses = next(iter(next(iter(evals.values())).values()))
     return int(np.argmin(losses)) + 1
-
-
-def __getattr__(name: str):
-    if name == "_ConstantRun":  # its name here before it moved to _base: old pickles use it
-        return ConstantRun
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -364,11 +360,14 @@ def register_boosting(
     params: dict[str, Any],
     classifier_params: dict[str, Any],
     test_params: dict[str, Any],
+    traits: FamilyTraits,
 ) -> None:
     """Register the classifier and the regressor of one boosting library: both on the native
     view with missing values learned per split, staged by round, seeded, the grid ``params``
-    shared (the classifier adds ``classifier_params``; it alone splits categories natively)."""
+    shared (the classifier adds ``classifier_params``; it alone splits categories natively),
+    with the same ``traits``."""
     common = {
+        "traits": traits,
         "view": "native",
         "native_missing": True,
         "stages": "boosting rounds",
@@ -389,6 +388,30 @@ def register_boosting(
     register(Family(name=name, fit=regressor, params=params, **common), task="regression")
 
 
+def _space_xgboost(trial, p):
+    return {
+        "max_depth": trial.suggest_int(p + "max_depth", 2, 10),
+        "learning_rate": trial.suggest_float(p + "learning_rate", 0.01, 0.2, log=True),
+        "subsample": trial.suggest_float(p + "subsample", 0.5, 1.0),
+        "colsample_bytree": trial.suggest_float(p + "colsample_bytree", 0.3, 1.0),
+        "min_child_weight": trial.suggest_float(p + "min_child_weight", 0.5, 20.0, log=True),
+        "reg_lambda": trial.suggest_float(p + "reg_lambda", 0.1, 30.0, log=True),
+        "reg_alpha": trial.suggest_float(p + "reg_alpha", 1e-3, 5.0, log=True),
+    }
+
+
+def _space_lightgbm(trial, p):
+    return {
+        "num_leaves": trial.suggest_int(p + "num_leaves", 4, 128, log=True),
+        "learning_rate": trial.suggest_float(p + "learning_rate", 0.01, 0.2, log=True),
+        "subsample": trial.suggest_float(p + "subsample", 0.5, 1.0),
+        "colsample_bytree": trial.suggest_float(p + "colsample_bytree", 0.3, 1.0),
+        "min_child_samples": trial.suggest_int(p + "min_child_samples", 3, 100, log=True),
+        "reg_lambda": trial.suggest_float(p + "reg_lambda", 1e-3, 30.0, log=True),
+        "reg_alpha": trial.suggest_float(p + "reg_alpha", 1e-3, 5.0, log=True),
+    }
+
+
 register_boosting(
     "xgboost",
     classifier=fit_xgboost,
@@ -403,6 +426,12 @@ register_boosting(
     },
     classifier_params={"reg_alpha": 0.0, "gamma": 0.0},
     test_params={"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
+    traits=FamilyTraits(
+        rank=1,
+        relative_cost=depthwise_relative_cost,
+        grow=GrowSpace(_space_xgboost, (32, 64, 128, 256, 512), default=1),
+        cost=boosting_cost(memory_factor=4.0),
+    ),
 )
 register_boosting(
     "lightgbm",
@@ -418,4 +447,10 @@ register_boosting(
     },
     classifier_params={"reg_alpha": 0.0, "min_split_gain": 0.0},
     test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
+    traits=FamilyTraits(
+        rank=0,
+        relative_cost=boosting_relative_cost,
+        grow=GrowSpace(_space_lightgbm, (32, 64, 128, 256, 512), default=2),
+        cost=boosting_cost(memory_factor=3.0),
+    ),
 )

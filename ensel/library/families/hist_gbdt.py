@@ -22,6 +22,8 @@ from threadpoolctl import threadpool_limits
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register, staged
 from ._regression import column
+from ._traits import FamilyTraits, GrowSpace
+from ._work import boosting_cost, boosting_relative_cost
 from .gbdt import STOP_ROUNDS
 
 MAX_BINS = 255
@@ -131,9 +133,28 @@ def _validate_hist(params: dict[str, Any], stages: tuple[int, ...] | None) -> No
         raise ValueError(f"hist_gbdt needs max_leaf_nodes >= 2, min_samples_leaf >= 1: {params}")
 
 
+def _space(trial, p):
+    return {
+        "learning_rate": trial.suggest_float(p + "learning_rate", 0.02, 0.2, log=True),
+        "max_leaf_nodes": trial.suggest_int(p + "max_leaf_nodes", 4, 128, log=True),
+        "min_samples_leaf": trial.suggest_int(p + "min_samples_leaf", 2, 100, log=True),
+        "l2_regularization": trial.suggest_float(p + "l2_regularization", 1e-3, 10.0, log=True),
+        "max_features": trial.suggest_float(p + "max_features", 0.3, 1.0),
+    }
+
+
+HIST_GBDT = FamilyTraits(
+    rank=2,
+    relative_cost=boosting_relative_cost,
+    grow=GrowSpace(_space, (16, 32, 64, 128, 256, 512), default=0),
+    cost=boosting_cost(memory_factor=3.0),
+)
+
+
 register(
     Family(
         name="hist_gbdt",
+        traits=HIST_GBDT,
         fit=fit_hist_gbdt,
         params={
             "learning_rate": 0.1,
@@ -200,6 +221,7 @@ def fit_hist_gbdt_regression(X, y, *, n_classes, params, stages, random_state, c
 register(
     Family(
         name="hist_gbdt",
+        traits=HIST_GBDT,
         fit=fit_hist_gbdt_regression,
         params={
             "loss": "squared_error",

@@ -3,6 +3,7 @@ squares or ridge regression for numeric targets."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,14 +12,8 @@ from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 
 from ._base import Family, full_proba, register
 from ._regression import SingleRun
-
-
-def __getattr__(name: str):
-    if name == "_MarginRun":  # the SVM's run, here before svm.py: old pickles name it so
-        from .svm import _MarginRun
-
-        return _MarginRun
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+from ._traits import FamilyTraits
+from ._work import linear_cost
 
 
 @dataclass
@@ -41,9 +36,16 @@ def fit_logreg(X, y, *, n_classes, params, stages, random_state):
     return _ProbaRun(model.fit(X, y), n_classes)
 
 
+def _logreg_cost(params: dict[str, Any], stages: tuple[int, ...] | None) -> float:
+    """Unregularised fits iterate longest; a larger ridge converges sooner."""
+    ridge = params.get("ridge")
+    return 2.0 if ridge is None else 1.0 + 1.0 / (1.0 + math.log10(1.0 + float(ridge)))
+
+
 register(
     Family(
         name="logreg",
+        traits=FamilyTraits(rank=6, quick=0, relative_cost=_logreg_cost, cost=linear_cost()),
         fit=fit_logreg,
         params={"ridge": None, "max_iter": 1000},
         test_params={"ridge": 1.0},
@@ -59,6 +61,12 @@ def fit_linear(X, y, *, n_classes, params, stages, random_state):
 
 
 register(
-    Family(name="linear", fit=fit_linear, params={"ridge": None}, test_params={"ridge": 1.0}),
+    Family(
+        name="linear",
+        traits=FamilyTraits(rank=7, quick=3, cost=linear_cost()),
+        fit=fit_linear,
+        params={"ridge": None},
+        test_params={"ridge": 1.0},
+    ),
     task="regression",
 )

@@ -19,6 +19,8 @@ import numpy as np
 from ._base import Family, check_stages, entropy_bits, register, stratified_rows
 from ._nearest import nearest
 from ._regression import column
+from ._traits import CostModel, FamilyTraits, StageWork
+from ._work import FLOAT, unwrap
 
 __all__ = [
     "KNN_ROWS",
@@ -44,8 +46,7 @@ between two training points (App. 4.B): the stages of a ``weighting="lwa"`` spec
 KNN_ROWS = 10_000
 """``max_rows="auto"``: a k-NN run keeps at most this many training rows of its fold (a
 stratified sample, seeded by the run), since prediction needs every row it keeps: without a
-bound the fitted run, the saved model and the time per prediction grow with the data (120 MB
-per fold sibling at 80,000 rows of 190 standardised columns)."""
+bound the fitted run, the saved model and the time per prediction grow with the data."""
 
 
 def knn_rows(max_rows, n_train: int) -> int:
@@ -329,9 +330,50 @@ def validate_knn_regression(params: dict[str, Any], stages: tuple[int, ...] | No
     check_stages(stages, "knn stages (the values of k)")
 
 
+KNN_BLOCK = 2048
+"""Query rows k-NN holds distances for at once."""
+
+
+def _work(run, params, stages, width, outputs) -> StageWork:
+    """k-NN: a distance to every training row; one query serves every k."""
+    train = np.shape(unwrap(run).X)
+    return [(1.0, float(train[0] * max(train[1], 1)))] * len(stages)
+
+
+def _held_bytes(params: dict, stages, n_train: int, width: int) -> float:
+    """The training rows a fitted k-NN keeps (see ``knn_rows``)."""
+    return 8 * width * knn_rows(params.get("max_rows", "auto"), n_train)
+
+
+def _relative_cost(params: dict[str, Any], stages: tuple[int, ...] | None) -> float:
+    """The gain-ratio metric weighs every distance: twice the work."""
+    return 2.0 if params.get("metric") == "gain_ratio" else 1.0
+
+
+def _always(params: dict[str, Any]) -> bool:
+    return True
+
+
+KNN = FamilyTraits(
+    rank=15,
+    relative_cost=_relative_cost,
+    deferred=_always,
+    quadratic=_always,
+    cost=CostModel(
+        fit=lambda s: s.n_held * s.n * s.d,
+        memory=lambda s: FLOAT * s.n * s.d + FLOAT * min(KNN_BLOCK, max(s.n_held, 1)) * s.n * 2,
+        predict=lambda s: (1.0, float(s.n * s.d)),
+        predict_work=_work,
+        memory_factor=3.0,
+        held_bytes=_held_bytes,
+    ),
+)
+
+
 register(
     Family(
         name="knn",
+        traits=KNN,
         fit=fit_knn,
         params={"metric": "euclidean", "weighting": "uniform", "max_rows": "auto"},
         view="standardized",
@@ -344,6 +386,7 @@ register(
 register(
     Family(
         name="knn",
+        traits=KNN,
         fit=fit_knn_regression,
         params={"weighting": "uniform"},
         stages="k",

@@ -23,6 +23,8 @@ from scipy.special import expit, softmax
 
 from ._base import Family, check_stages, next_ends_past, register
 from ._regression import TargetScale, column
+from ._traits import FamilyTraits
+from ._work import mlp_cost, mlp_relative_cost, nets_work
 
 ACTIVATIONS = ("sigmoid", "tanh")
 LOSSES = ("squared", "cross_entropy")
@@ -115,40 +117,20 @@ def sgd_backprop(
     Plain numpy in float64, with the update of ``torch.optim.SGD(momentum=m)`` (no dampening, no
     Nesterov): ``v = m * v + grad; w -= lr * v``, the gradient that of the batch's mean loss. For
     nets this small numpy's per-call cost is a fraction of torch's. float64, not float32: it
-    matches a float64 torch run to rounding (~1e-12 after a few epochs), while float32 runs
-    drift apart from any other float32 implementation (summation order) by 1e-5 and more at
-    high momentum, and float32 would save under half the time of a step. One
+    matches a float64 torch run to rounding, while float32 runs drift apart from any other
+    float32 implementation (summation order), the more at high momentum, and float32 would save
+    under half the time of a step. One
     ``np.random.default_rng(random_state)`` draws the initial weights (PyTorch's default Linear
     init, see ``_init_weights``: layer 1, then layer 2) and then each epoch's order of the rows
     (``rng.permutation``), so a seed fixes the run; the global numpy generator is not used.
     """
-    sigmoid = activation == "sigmoid"
-    squared = loss == "squared"
-    n_out = target.shape[1]
     n, d = X.shape
     Xa = np.empty((n, d + 1))  # float64, and a column of ones carries the first layer's bias
     Xa[:, :d] = X
     Xa[:, d] = 1.0
-
-    # every parameter (and gradient, and velocity) in one flat vector, the layers views of it,
-    # so the momentum step is three vector operations
     rng = np.random.default_rng(random_state)
-    theta = np.concatenate(
-        [_init_weights(rng, d, hidden).ravel(), _init_weights(rng, hidden, n_out).ravel()]
-    )
-    grad, velocity, step = np.zeros_like(theta), np.zeros_like(theta), np.empty_like(theta)
-    cut = (d + 1) * hidden
-
-    def layers(flat):
-        w1 = flat[:cut].reshape(d + 1, hidden)  # (in + bias, out)
-        w2 = flat[cut:].reshape(hidden + 1, n_out)
-        return w1, w2[:hidden], w2[hidden]
-
-    w1, w2, b2 = layers(theta)
-    g1, g2, gb2 = layers(grad)
-    H_buf, DH_buf, tmp_buf = (np.empty((batch, hidden)) for _ in range(3))
-    Z_buf, P_buf = np.empty((batch, n_out)), np.empty((batch, n_out))
-
+    net = _Net(rng, d, hidden, target.shape[1], batch)
+    rule = _Rule(output, loss == "squared", activation == "sigmoid")
     wanted = set(epochs)
     snaps = {}
     started = time.monotonic()
@@ -157,65 +139,117 @@ def sgd_backprop(
             order = rng.permutation(n)
             for start in range(0, n, batch):  # each batch gathered alone: no shuffled copy
                 rows = order[start : start + batch]
-                Xb, T = Xa[rows], target[rows]
-                b = Xb.shape[0]
-                H, DH, tmp, Z, P = H_buf[:b], DH_buf[:b], tmp_buf[:b], Z_buf[:b], P_buf[:b]
-                # forward
-                np.matmul(Xb, w1, out=H)
-                if sigmoid:
-                    expit(H, out=H)
-                else:  # tanh(x) = 2 expit(2x) - 1: numpy's float64 tanh is twice as slow
-                    H *= 2.0
-                    expit(H, out=H)
-                    H *= 2.0
-                    H -= 1.0
-                np.matmul(H, w2, out=Z)
-                Z += b2
-                # Z <- d(mean loss)/d(outputs before the output function)
-                if output == "linear":  # squared error: 2 (z - t)
-                    Z -= T
-                    Z *= 2.0 / b
-                else:
-                    if output == "sigmoid":
-                        expit(Z, out=P)
-                    else:
-                        Z -= Z.max(axis=1, keepdims=True)
-                        np.exp(Z, out=P)
-                        P /= P.sum(axis=1, keepdims=True)
-                    np.subtract(P, T, out=Z)  # cross-entropy: p - t
-                    if squared and output == "sigmoid":  # d(p - t)^2/dz = 2 (p - t) p (1 - p)
-                        Z *= P
-                        np.subtract(1.0, P, out=P)
-                        Z *= P
-                        Z *= 2.0 / b
-                    elif squared:  # softmax Jacobian: p * (g - <g, p>), g = 2 (p - t)
-                        Z -= (Z * P).sum(axis=1, keepdims=True)
-                        Z *= P
-                        Z *= 2.0 / b
-                    else:
-                        Z *= 1.0 / b
-                # backward
-                np.matmul(H.T, Z, out=g2)
-                np.sum(Z, axis=0, out=gb2)
-                np.matmul(Z, w2.T, out=DH)
-                np.multiply(H, H, out=tmp)
-                if sigmoid:  # h (1 - h)
-                    np.subtract(H, tmp, out=tmp)
-                else:  # 1 - h^2
-                    np.subtract(1.0, tmp, out=tmp)
-                DH *= tmp
-                np.matmul(Xb.T, DH, out=g1)
-                # torch.optim.SGD: v = m v + g (v = g on the first step); w -= lr v
-                velocity *= momentum
-                velocity += grad
-                np.multiply(velocity, lr, out=step)
-                theta -= step
+                net.gradient(Xa[rows], target[rows], rule)
+                net.step(lr, momentum)
             stop = next_ends_past(time_cap, started, epoch)
             if epoch in wanted or stop:
-                snaps[epoch] = _torch_layout(theta, d, hidden, n_out)
+                snaps[epoch] = _torch_layout(net.theta, d, hidden, target.shape[1])
             if stop:
                 break
     return snaps
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What a net computes: its ``output`` function (sigmoid, softmax or linear), whether its
+    loss is ``squared`` (else cross-entropy), whether its hidden units are ``sigmoid`` (else
+    tanh)."""
+
+    output: str
+    squared: bool
+    sigmoid: bool
+
+
+class _Net:
+    """One hidden layer's net in training: every parameter (and gradient, and velocity) in one
+    flat vector, the layers views of it, so the momentum step is three vector operations; and
+    the work buffers of one batch, allocated once."""
+
+    def __init__(self, rng: np.random.Generator, d: int, hidden: int, n_out: int, batch: int):
+        self.theta = np.concatenate(
+            [_init_weights(rng, d, hidden).ravel(), _init_weights(rng, hidden, n_out).ravel()]
+        )
+        self.grad = np.zeros_like(self.theta)
+        self.velocity, self.delta = np.zeros_like(self.theta), np.empty_like(self.theta)
+        cut = (d + 1) * hidden
+
+        def layers(flat):
+            w1 = flat[:cut].reshape(d + 1, hidden)  # (in + bias, out)
+            w2 = flat[cut:].reshape(hidden + 1, n_out)
+            return w1, w2[:hidden], w2[hidden]
+
+        self.w1, self.w2, self.b2 = layers(self.theta)
+        self.g1, self.g2, self.gb2 = layers(self.grad)
+        self.buffers = [np.empty((batch, hidden)) for _ in range(3)]
+        self.buffers += [np.empty((batch, n_out)), np.empty((batch, n_out))]
+
+    def gradient(self, Xb: np.ndarray, T: np.ndarray, rule: _Rule) -> None:
+        """The gradient of the batch's mean loss into ``grad`` (``Xb`` with its column of
+        ones, ``T`` its targets)."""
+        b = Xb.shape[0]
+        H, DH, tmp, Z, P = (buf[:b] for buf in self.buffers)
+        np.matmul(Xb, self.w1, out=H)
+        _activate(H, rule.sigmoid)
+        np.matmul(H, self.w2, out=Z)
+        Z += self.b2
+        _output_delta(Z, P, T, rule)
+        np.matmul(H.T, Z, out=self.g2)
+        np.sum(Z, axis=0, out=self.gb2)
+        np.matmul(Z, self.w2.T, out=DH)
+        np.multiply(H, H, out=tmp)
+        if rule.sigmoid:  # h (1 - h)
+            np.subtract(H, tmp, out=tmp)
+        else:  # 1 - h^2
+            np.subtract(1.0, tmp, out=tmp)
+        DH *= tmp
+        np.matmul(Xb.T, DH, out=self.g1)
+
+    def step(self, lr: float, momentum: float) -> None:
+        """torch.optim.SGD: ``v = m v + g`` (``v = g`` on the first step); ``w -= lr v``."""
+        self.velocity *= momentum
+        self.velocity += self.grad
+        np.multiply(self.velocity, lr, out=self.delta)
+        self.theta -= self.delta
+
+
+def _activate(H: np.ndarray, sigmoid: bool) -> None:
+    """The hidden units' activation, in place: the logistic function, or tanh as
+    ``2 expit(2x) - 1`` (numpy's float64 tanh is twice as slow)."""
+    if sigmoid:
+        expit(H, out=H)
+    else:
+        H *= 2.0
+        expit(H, out=H)
+        H *= 2.0
+        H -= 1.0
+
+
+def _output_delta(Z: np.ndarray, P: np.ndarray, T: np.ndarray, rule: _Rule) -> None:
+    """``Z`` (the outputs before the output function) <- d(mean loss)/dZ, in place; ``P`` is
+    scratch for the output probabilities."""
+    b = Z.shape[0]
+    if rule.output == "linear":  # squared error: 2 (z - t)
+        Z -= T
+        Z *= 2.0 / b
+        return
+    if rule.output == "sigmoid":
+        expit(Z, out=P)
+    else:
+        Z -= Z.max(axis=1, keepdims=True)
+        np.exp(Z, out=P)
+        P /= P.sum(axis=1, keepdims=True)
+    np.subtract(P, T, out=Z)  # cross-entropy: p - t
+    if rule.squared and rule.output == "sigmoid":  # d(p - t)^2/dz = 2 (p - t) p (1 - p)
+        Z *= P
+        np.subtract(1.0, P, out=P)
+        Z *= P
+        Z *= 2.0 / b
+    elif rule.squared:  # softmax Jacobian: p * (g - <g, p>), g = 2 (p - t)
+        Z -= (Z * P).sum(axis=1, keepdims=True)
+        Z *= P
+        Z *= 2.0 / b
+    else:
+        Z *= 1.0 / b
 
 
 def snapshots(snaps: dict, epochs: tuple[int, ...]) -> list:
@@ -265,9 +299,15 @@ def _torch_layout(theta, d, hidden, n_out):
     return (w1[:d].T.copy(), w1[d].copy(), w2[:hidden].T.copy(), w2[hidden].copy())
 
 
+MLP = FamilyTraits(
+    rank=11, relative_cost=mlp_relative_cost, cost=mlp_cost(nets_work, memory_factor=3.0)
+)
+
+
 register(
     Family(
         name="mlp",
+        traits=MLP,
         fit=fit_mlp,
         params={
             "hidden": 8,
@@ -335,6 +375,7 @@ def fit_mlp_regression(X, y, *, n_classes, params, stages, random_state, time_ca
 register(
     Family(
         name="mlp",
+        traits=MLP,
         fit=fit_mlp_regression,
         params={"hidden": 16, "momentum": 0.9, "lr": 0.01, "batch_size": 32},
         stages="epochs",

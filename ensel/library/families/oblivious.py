@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from ._traits import FamilyTraits, GrowSpace
+from ._work import boosting_cost, depthwise_relative_cost
 from .gbdt import STOP_ROUNDS, stopping_split
 
 
@@ -133,9 +135,24 @@ def _validate(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
         raise ValueError(f"catboost rsm must be in (0, 1], got {params['rsm']!r}")
 
 
+def _space(trial, p):
+    return {
+        "depth": trial.suggest_int(p + "depth", 3, 8),
+        "learning_rate": trial.suggest_float(p + "learning_rate", 0.02, 0.2, log=True),
+        "l2_leaf_reg": trial.suggest_float(p + "l2_leaf_reg", 0.5, 30.0, log=True),
+        "rsm": trial.suggest_float(p + "rsm", 0.3, 1.0),
+    }
+
+
 register(
     Family(
         name="catboost",
+        traits=FamilyTraits(
+            rank=3,
+            relative_cost=depthwise_relative_cost,
+            grow=GrowSpace(_space, (64, 128, 256, 512)),
+            cost=boosting_cost(memory_factor=5.0),
+        ),
         fit=fit_catboost,
         params={
             "learning_rate": 0.05,

@@ -13,6 +13,8 @@ from sklearn.svm import SVC, SVR, LinearSVC, LinearSVR
 
 from ._base import Family, full_proba, min_max_scores, register
 from ._regression import SingleRun, TargetScale
+from ._traits import CostModel, FamilyTraits, StageWork
+from ._work import FLOAT, linear_work, unwrap
 
 SVR_KERNELS = ("linear", "rbf", "poly2")
 
@@ -58,8 +60,8 @@ def decision(model: SVC | SVR, X: np.ndarray) -> np.ndarray:
     """``model.decision_function(X)`` (an SVR's ``predict(X)``) computed with matrix products:
     the kernel values of a block of rows against every support vector at once, then each
     one-vs-one pair's sum from per-class blocks. libsvm evaluates the kernel one (row, support
-    vector) pair at a time; this gives the same values (within 1e-11) 2.6-7.2 times faster on
-    one core, SVC and SVR (``benchmarks.bench_svm_decision``, its rows of 2026-11-27)."""
+    vector) pair at a time; this gives the same values to rounding, faster (measured by
+    ``benchmarks.bench_svm_decision``)."""
     X = np.asarray(X, dtype=float)
     sv, coef, b = model.support_vectors_, model.dual_coef_, model.intercept_
     edges = np.concatenate([[0], np.cumsum(model.n_support_)])
@@ -176,10 +178,62 @@ GRID = {"kernel": "rbf", "C": 1.0, "width": 0.1, "max_iter": 100_000}
 """The parameters the classifier and the regressor share (the regressor adds ``epsilon``)."""
 TEST_PARAMS = {"kernel": "rbf", "C": 1.0, "width": 0.1}
 
-register(Family(name="svm", fit=fit_svm, params=GRID, test_params=TEST_PARAMS))
+SUPPORT_SHARE = 0.5
+"""Share of the training rows that end up support vectors (a planning guess; the fitted cost
+reads the true count)."""
+
+
+def _is_kernel(params: dict[str, Any]) -> bool:
+    """A kernel SVM (not linear): its fit grows with the square of the rows."""
+    return params.get("kernel", "rbf") != "linear"
+
+
+def _work(run, params, stages, width, outputs) -> StageWork:
+    """Kernel SVM: a kernel evaluation per support vector (``width`` each); linear: a dot
+    product per output."""
+    model = unwrap(run).model
+    support = getattr(model, "support_vectors_", None)
+    if support is None:
+        return linear_work(run, params, stages, width, outputs)
+    n_sv, d = np.shape(support)
+    return [(1.0, float(n_sv * max(d, 1)))] * len(stages)
+
+
+def _relative_cost(params: dict[str, Any], stages: tuple[int, ...] | None) -> float:
+    """A linear SVM costs least; a kernel one more with a larger C."""
+    return 1.0 if params.get("kernel") == "linear" else 4.0 + float(params.get("C", 1.0))
+
+
+def _deferred(params: dict[str, Any]) -> bool:
+    return params.get("kernel") != "linear"
+
+
+COST = CostModel(
+    fit=lambda s: s.n**2 * s.d if _is_kernel(s.params) else 20 * s.n * s.d * s.k,
+    memory=lambda s: (
+        (min(500e6, FLOAT * s.n**2) if _is_kernel(s.params) else 0.0) + FLOAT * s.n * s.d
+    ),
+    predict=lambda s: (1.0, SUPPORT_SHARE * s.n * s.d if _is_kernel(s.params) else s.d * s.k),
+    predict_work=_work,
+    memory_factor=4.0,
+)
+
+
+def _traits(rank: int) -> FamilyTraits:
+    return FamilyTraits(
+        rank=rank,
+        relative_cost=_relative_cost,
+        deferred=_deferred,
+        quadratic=_is_kernel,
+        cost=COST,
+    )
+
+
+register(Family(name="svm", traits=_traits(16), fit=fit_svm, params=GRID, test_params=TEST_PARAMS))
 register(
     Family(
         name="svr",
+        traits=_traits(17),
         fit=fit_svr,
         params={**GRID, "epsilon": 0.1},
         test_params=TEST_PARAMS,

@@ -3,8 +3,7 @@ up to a per-member scaling (BatchEnsemble), and predicts their mean probability;
 on a fifth of the training fold. pytabkit's implementation (``pip install pytabkit``).
 
 Not in the paper's grid. It is here because, among the modern tabular nets, it is the one whose
-CPU cost fits a small table's spare budget: with ``k = 8`` members of width 256 a fit of 1,400
-rows took 4.9 s on one thread and predicted 42 µs a row, against 48 s and 398 µs for
+CPU cost fits a small table's spare budget, with ``k = 8`` members of width 256 rather than
 pytabkit's default ``k = 32`` of width 512 (docs/benchmarks.md, "Candidate 7: TabM members").
 Numeric columns reach it median-imputed, with a 0/1 indicator for each column that had missing
 values in training (pytabkit then applies its own quantile transform); categorical columns as
@@ -23,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from ._base import ConstantRun, Family, encode_labels, full_proba, register
+from ._traits import CostModel, FamilyTraits, StageWork
+from ._work import FLOAT, constant_or, unwrap
 from .tabular_mlp import _Preprocess
 
 _QUIET = ("lightning", "lightning.pytorch", "pytorch_lightning", "lightning_fabric")
@@ -129,9 +130,35 @@ def validate_tabm(params: dict[str, Any], stages: tuple[int, ...] | None) -> Non
         raise ValueError(f"tabm has no stages (early stopping picks its epoch), got {stages!r}")
 
 
+def _work(run, params, stages, width, outputs) -> StageWork:
+    """TabM: every member's forward pass through the shared blocks (``_TabMRun.weights``)."""
+    return [(1.0, float(unwrap(run).weights))] * len(stages)
+
+
+def _relative_cost(params: dict[str, Any], stages: tuple[int, ...] | None) -> float:
+    """Members times the square of the block width."""
+    return float(params.get("k", 8)) * float(params.get("d_block", 256)) ** 2
+
+
+# early stopping ends a fit after a data-dependent number of epochs: the calibration's pilots
+# set the epochs a typical fit takes, so the fit work counts one pass over the rows
+TABM = FamilyTraits(
+    rank=9,
+    relative_cost=_relative_cost,
+    cost=CostModel(
+        fit=lambda s: s.n * forward_work(s.params, s.d, s.k),
+        memory=lambda s: FLOAT * s.n * s.d + FLOAT * 4 * forward_work(s.params, s.d, s.k),
+        predict=lambda s: (1.0, forward_work(s.params, s.d, s.k)),
+        predict_work=constant_or(_work),
+        memory_factor=4.0,
+    ),
+)
+
+
 register(
     Family(
         name="tabm",
+        traits=TABM,
         fit=fit_tabm,
         params={
             "k": 8,

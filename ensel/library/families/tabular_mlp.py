@@ -21,6 +21,8 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from ._traits import FamilyTraits, GrowSpace
+from ._work import constant_or, mlp_cost, mlp_relative_cost, nets_work
 
 CLIP = 3.0
 """Smooth clipping ``x / sqrt(1 + (x / CLIP)^2)`` after robust scaling (RealMLP's)."""
@@ -215,9 +217,26 @@ def validate_tabular_mlp(params: dict[str, Any], stages: tuple[int, ...] | None)
     check_stages(stages, "tabular_mlp epochs")
 
 
+def _space(trial, p):
+    return {
+        "hidden": trial.suggest_categorical(p + "hidden", [64, 128, 256, 512]),
+        "layers": trial.suggest_int(p + "layers", 1, 3),
+        "dropout": trial.suggest_float(p + "dropout", 0.0, 0.5),
+        "lr": trial.suggest_float(p + "lr", 1e-3, 1e-2, log=True),
+        "weight_decay": trial.suggest_float(p + "weight_decay", 1e-4, 0.3, log=True),
+        "label_smoothing": trial.suggest_float(p + "label_smoothing", 0.0, 0.1),
+    }
+
+
 register(
     Family(
         name="tabular_mlp",
+        traits=FamilyTraits(
+            rank=8,
+            relative_cost=mlp_relative_cost,
+            grow=GrowSpace(_space, (2, 6, 14, 30), default=4),
+            cost=mlp_cost(constant_or(nets_work), memory_factor=4.0),
+        ),
         fit=fit_tabular_mlp,
         params={
             "hidden": 256,

@@ -35,6 +35,14 @@ from ._base import (
     tree_values,
 )
 from ._regression import PrefixRun, SingleRun, column
+from ._tree_traits import (
+    ADABOOST,
+    BAGGED_TREES,
+    EXTRA_TREES,
+    RANDOM_FOREST,
+    TREE,
+    leaf_cap,
+)
 
 FOREST_CHUNK = 4
 """Trees a forest under a time cap adds between looks at the clock."""
@@ -61,14 +69,6 @@ SMOOTHING = ("none", "laplace", "bayes")
 """Leaf estimates: raw frequencies; Laplace ``(n_c + 1) / (n + C)``; Bayesian (m-estimate with
 the class prior, m = C): ``(n_c + C prior_c) / (n + C)``."""
 
-LEAF_CAP = 1024
-"""``max_leaves="auto"``: at most this many leaves per tree once a fold has more training rows
-(below that a tree cannot reach it, and trees stay as Caruana grew them, unpruned). A full
-tree has about one leaf per distinct training row, so its size, the memory of a forest's fit
-and the saved model would grow with the rows: at 80,000 rows a 128-tree forest held 1 GB per
-fold sibling. With the cap a leaf holds about ``rows / 1024`` rows (78 at 80,000), nodes per
-tree stay below ``2 * LEAF_CAP`` and the size stops growing with the data."""
-
 TREE_PARAMS = {
     "criterion": "gini",
     "splitter": "best",
@@ -78,21 +78,6 @@ TREE_PARAMS = {
     "smoothing": "none",
     "max_leaves": "auto",
 }
-
-
-def leaf_cap(max_leaves, n_rows: int) -> int | None:
-    """The ``max_leaf_nodes`` of a tree fitted on ``n_rows`` rows: ``max_leaves`` as given (an
-    integer >= 2, or None: no cap), or for ``"auto"`` ``LEAF_CAP`` once ``n_rows`` exceeds it
-    (None below: such a tree has fewer leaves anyway, and grows as without a cap)."""
-    if max_leaves == "auto":
-        return LEAF_CAP if n_rows > LEAF_CAP else None
-    if max_leaves is None:
-        return None
-    if isinstance(max_leaves, bool) or not isinstance(max_leaves, int | np.integer):
-        raise ValueError(f"max_leaves={max_leaves!r}: use 'auto', None or an integer >= 2")
-    if max_leaves < 2:
-        raise ValueError(f"max_leaves={max_leaves!r}: use 'auto', None or an integer >= 2")
-    return int(max_leaves)
 
 
 def _tree(
@@ -220,9 +205,9 @@ class ResamplingTree(ClassifierMixin, BaseEstimator):
     (§3.3.1), so that full trees are not perfect on their (reweighted) training set.
 
     AdaBoost.M1 stops when a weak learner's weighted error reaches 1/2, and a learner fitted on
-    a resample can do that long before a reweighted one would (stumps stopped after about 20
-    steps on real data). Such a step is refitted on the weighted full set instead, so boosting
-    runs to the steps the spec asks for (2048 and beyond in App. 4.B)."""
+    a resample can do that long before a reweighted one would. Such a step is refitted on the
+    weighted full set instead, so boosting runs to the steps the spec asks for (2048 and beyond
+    in App. 4.B)."""
 
     def __init__(
         self, criterion="gini", max_depth=None, min_samples_leaf=1, random_state=None
@@ -386,6 +371,7 @@ def _validate_extra(params: dict[str, Any], stages: tuple[int, ...] | None) -> N
 register(
     Family(
         name="tree",
+        traits=TREE,
         native_missing=True,
         fit=fit_tree,
         params=TREE_PARAMS,
@@ -396,6 +382,7 @@ register(
 register(
     Family(
         name="bagged_trees",
+        traits=BAGGED_TREES,
         native_missing=True,
         fit=fit_bagged_trees,
         params=TREE_PARAMS,
@@ -409,6 +396,7 @@ register(
 register(
     Family(
         name="random_forest",
+        traits=RANDOM_FOREST,
         native_missing=True,
         fit=fit_random_forest,
         params={
@@ -427,6 +415,7 @@ register(
 register(
     Family(
         name="adaboost",
+        traits=ADABOOST,
         fit=fit_adaboost,
         params={
             "max_depth": 1,
@@ -446,6 +435,7 @@ register(
 register(
     Family(
         name="extra_trees",
+        traits=EXTRA_TREES,
         fit=fit_extra_trees,
         params={
             "max_features": "sqrt",
@@ -607,10 +597,11 @@ def _validate_bagged_regression(params: dict, stages: tuple[int, ...] | None) ->
 _NATIVE = {"view": "native", "native_missing": True}
 
 
-def _forest_family(name: str, fit, params: dict, test_max_features) -> Family:
+def _forest_family(name: str, fit, params: dict, test_max_features, traits) -> Family:
     """A regression forest: native view, members after the first ``s`` trees of ``stages``."""
     return Family(
         name=name,
+        traits=traits,
         fit=fit,
         params=params,
         stages="trees",
@@ -624,6 +615,7 @@ def _forest_family(name: str, fit, params: dict, test_max_features) -> Family:
 for _family in (
     Family(
         name="tree",
+        traits=TREE,
         fit=fit_tree_regression,
         params={**REGRESSION_TREE_PARAMS, "ccp_alpha": 0.0},
         test_params={"max_depth": 4},
@@ -632,6 +624,7 @@ for _family in (
     ),
     Family(
         name="bagged_trees",
+        traits=BAGGED_TREES,
         fit=fit_bagged_trees_regression,
         params=REGRESSION_TREE_PARAMS,
         stages="trees",
@@ -641,11 +634,16 @@ for _family in (
         **_NATIVE,
     ),
     _forest_family(
-        "random_forest", fit_random_forest_regression, {**FOREST_PARAMS, "max_features": 0.33}, 2
+        "random_forest",
+        fit_random_forest_regression,
+        {**FOREST_PARAMS, "max_features": 0.33},
+        2,
+        RANDOM_FOREST,
     ),
-    _forest_family("extra_trees", fit_extra_trees_regression, FOREST_PARAMS, 1.0),
+    _forest_family("extra_trees", fit_extra_trees_regression, FOREST_PARAMS, 1.0, EXTRA_TREES),
     Family(
         name="adaboost",
+        traits=ADABOOST,
         fit=fit_adaboost_regression,
         params={"max_depth": 3, "learning_rate": 1.0, "loss": "linear"},
         view="native",
