@@ -286,6 +286,17 @@ def wvs_immig_restrict() -> Loaded:
     return frame, answer.ge(3).map({True: "restrict", False: "open"}).rename("immig"), None
 
 
+def mortgages_home() -> Loaded:
+    """causaldata::mortgages (214,144 US men born around the World War II and Korean War
+    cohorts, Fetter 2013): does the man own his home (``home_ownership``)? From birth state
+    (``bpl``, a category of 52), quarter of birth, the birth quarter centred on the GI-bill
+    eligibility cut-off, race and veteran status. One row per man, nothing dropped; no missing
+    cells of its own."""
+    frame = _rdataset("causaldata", "mortgages")
+    y = frame.pop("home_ownership").map({1: "owner", 0: "not"}).rename("home")
+    return _as_text(frame, ["bpl"]), y, None
+
+
 MILITARY_ROWS = 500_000
 
 
@@ -400,6 +411,7 @@ LARGE_CLASSIFICATION: dict[str, Callable[[], Loaded]] = {
     "wvs_bribe_never": wvs_bribe_never,
     "wvs_immig_restrict": wvs_immig_restrict,
     "military_female": military_female,
+    "mortgages_home": mortgages_home,
 }
 
 REGRESSION: dict[str, Callable[[], Loaded]] = {

