@@ -20,9 +20,14 @@ from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
 __all__ = ["build", "columns_of", "unexportable", "why_not"]
 
 
-def why_not(family: str, view: str, calibration: str, task: str) -> str | None:
-    """Why a member of ``family`` on ``view`` with ``calibration`` cannot be exported, or None
-    where it can: the declared properties selection with ``exportable=True`` reads."""
+def why_not(
+    family: str, view: str, calibration: str, task: str, params: dict | None = None
+) -> str | None:
+    """Why a member of ``family`` on ``view`` with ``calibration`` (and the run's ``params``)
+    cannot be exported, or None where it can: the declared properties selection with
+    ``exportable=True`` reads."""
+    if isinstance(params, dict) and params.get("target", "none") != "none":
+        return f"target {params['target']!r} has no ONNX graph"
     if (family, task) not in CONVERTERS:
         return f"family {family!r} has no ONNX converter"
     if view not in EXPORTABLE_VIEWS:
@@ -39,7 +44,8 @@ def unexportable(estimator) -> list[str]:
     for i, member in enumerate(fm.ids):
         fitted = fm.runs[fm.run_of[i]]
         _, method = fitted.member_keys[fm.offsets[i]]
-        reason = why_not(fitted.run.family, fitted.run.view, method, fm.task)
+        run = fitted.run
+        reason = why_not(run.family, run.view, method, fm.task, run.param_dict)
         if reason is None and any(isinstance(r, TargetTransformRun) for _, r in fitted.siblings):
             reason = "a log1p target has no ONNX graph"
         if reason is not None:
