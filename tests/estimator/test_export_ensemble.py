@@ -173,3 +173,18 @@ def test_exportable_is_checked_as_a_parameter():
     X, y, _ = _table(2, n=60)
     with pytest.raises(ValueError, match="exportable"):
         EnsembleSelectionClassifier(library="tiny", exportable="yes").fit(X, y)
+
+
+def test_cli_export_writes_a_checked_file(tmp_path, capsys):
+    from ensel.cli import MODEL_FILE, main
+
+    X, y, _ = _table(2, n=120)
+    spec = {"name": "l", "families": [{"family": "logreg", "params": {"ridge": 1.0}}]}
+    clf = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1).fit(X, y)
+    clf.save(tmp_path / MODEL_FILE)
+    rows = tmp_path / "rows.csv"
+    X.to_csv(rows, index=False)
+    out = tmp_path / "m.onnx"
+    assert main(["export", str(tmp_path), "--out", str(out), "--rows", str(rows)]) == 0
+    assert out.is_file() and "largest difference from predict" in capsys.readouterr().out
+    assert main(["export", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
