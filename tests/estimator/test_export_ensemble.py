@@ -30,6 +30,7 @@ EXPORTING = [
     {"family": "random_forest", "params": {"max_features": [2]}, "stages": [4, 8]},
     {"family": "extra_trees", "params": {"max_features": 0.5}, "stages": [4]},
     {"family": "bagged_trees", "params": {"max_depth": 4}, "stages": [3]},
+    {"family": "mlp", "params": {"hidden": 4, "activation": ["sigmoid", "tanh"]}, "stages": [2]},
 ]
 
 
@@ -84,10 +85,11 @@ def test_classifier_file_matches_predict_proba(tmp_path, n_classes):
     assert json.loads(props["members"]) == list(clf.members_["id"])
 
 
-def test_every_exporting_family_when_all_members_are_kept(tmp_path):
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_every_exporting_family_when_all_members_are_kept(tmp_path, n_classes):
     """The weights spread over every member of the library, so each converter, view and
     calibration is in the file and compared (selection alone may keep a few)."""
-    X, y, _ = _table(3)
+    X, y, _ = _table(n_classes)
     clf = EnsembleSelectionClassifier(
         library={"name": "x", "families": EXPORTING},
         cv=3,
@@ -98,7 +100,7 @@ def test_every_exporting_family_when_all_members_are_kept(tmp_path):
     _keep_every_member(clf, tmp_path / "store")
     assert set(clf.members_["family"]) == {e["family"] for e in EXPORTING}
     assert set(clf.members_["calibration"]) == {"none", "platt", "isotonic"}
-    held = _with_unseen(_table(3, n=80, seed=2)[0])
+    held = _with_unseen(_table(n_classes, n=80, seed=2)[0])
     assert clf.to_onnx(tmp_path / "all.onnx", held) <= TOLERANCE
 
 

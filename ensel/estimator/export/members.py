@@ -7,7 +7,8 @@ the graph. ensel's trees are written as ``ai.onnx.ml.TreeEnsembleRegressor`` fro
 scikit-learn tree structure with ensel's own leaf tables (smoothed leaf frequencies that
 scikit-learn does not hold, so no converter can emit them): double thresholds compared with
 the input rounded to float32, as scikit-learn's trees read it, and NaN sent the way each
-split learnt (``missing_go_to_left``), so the leaf reached is the one Python reaches.
+split learnt (``missing_go_to_left``), so the leaf reached is the one Python reaches; the
+ensemble returns each tree's leaf, whose values are gathered from the tables in double.
 
 A family not registered here is not exportable (see :func:`why_not`).
 """
@@ -91,22 +92,45 @@ def _linear(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     return g.node("Reshape", [out, g.const(np.array([-1, 1], np.int64))], "linear")
 
 
+@register("mlp")
+def _mlp(g, run, matrix: str, stage: int, n_outputs: int) -> str:
+    """ensel's numpy net (``neural._MLPRun``), in double: one hidden layer, a sigmoid output
+    unit for two classes, a softmax for more."""
+    w1, b1, w2, b2 = (np.asarray(a, dtype=np.float64) for a in run.snapshots[stage])
+    if not all(np.isfinite(a).all() for a in (w1, b1, w2, b2)):
+        raise ValueError("a diverged net (non-finite weights) has no ONNX graph")
+    pre = g.node("Add", [g.node("MatMul", [matrix, g.const(w1.T.copy())]), g.const(b1)])
+    hidden = g.node("Sigmoid" if run.activation == "sigmoid" else "Tanh", [pre], "hidden")
+    z = g.node("Add", [g.node("MatMul", [hidden, g.const(w2.T.copy())]), g.const(b2)])
+    if run.n_classes != 2:
+        return g.node("Softmax", [z], "mlp", axis=1)
+    p = g.node("Sigmoid", [z])
+    return g.node("Concat", [g.node("Sub", [g.const(np.float64(1.0)), p]), p], "mlp", axis=1)
+
+
 @register("tree", "bagged_trees", "random_forest", "extra_trees")
 def _trees(g, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """The average of the first ``stages[stage]`` trees' leaf tables (``trees._StagedRun``)."""
+    """The average of the first ``stages[stage]`` trees' leaf tables (``trees._StagedRun``).
+    The tree ensemble gives each tree's leaf (its node id, exact in float); the leaf values
+    are then gathered from the tables in double, so a calibrator's step sees the very value
+    Python computes, not its float rounding."""
+    from onnx import TensorProto
+
     size = min(run.stages[stage], len(run.trees))
     leaves = [_leaf_table(t, n_outputs) for t in run.trees[:size]]
     x32 = g.cache.get(("float32", matrix))
     if x32 is None:  # the matrix as scikit-learn's trees read it: float32, compared in double
-        from onnx import TensorProto
-
         rounded = g.node("Cast", [matrix], "x32", to=TensorProto.FLOAT)
         x32 = g.cache[("float32", matrix)] = g.node("Cast", [rounded], "x32", to=TensorProto.DOUBLE)
-    out = g.node("TreeEnsembleRegressor", [x32], "trees", domain="ai.onnx.ml",
-                 **_ensemble_attributes(leaves, size, n_outputs))  # fmt: skip
-    from onnx import TensorProto
-
-    return g.node("Cast", [out], "trees", to=TensorProto.DOUBLE)
+    ids = g.node("TreeEnsembleRegressor", [x32], "leaves", domain="ai.onnx.ml",
+                 **_ensemble_attributes([tree for tree, _ in leaves]))  # fmt: skip
+    ids = g.node("Cast", [ids], "leaves", to=TensorProto.INT64)
+    offsets = np.cumsum([0] + [tree.node_count for tree, _ in leaves[:-1]])
+    rows = g.node("Add", [ids, g.const(offsets[None, :].astype(np.int64))])
+    table = np.vstack([np.asarray(t, dtype=np.float64) for _, t in leaves])
+    values = g.node("Gather", [g.const(table), rows], "leaf_values", axis=0)  # (n, T, C)
+    total = g.node("ReduceSum", [values, g.const(np.array([1], np.int64))], keepdims=0)
+    return g.node("Div", [total, g.const(np.float64(size))], "trees")
 
 
 def _leaf_table(tree, n_outputs: int):
@@ -118,13 +142,14 @@ def _leaf_table(tree, n_outputs: int):
     return tree.tree.tree_, full_proba(tree_values(tree.tree), tree.classes, tree.n_classes)
 
 
-def _ensemble_attributes(leaves, size: int, n_outputs: int) -> dict:
-    """The attributes of one ``TreeEnsembleRegressor`` summing ``table / size`` over trees."""
+def _ensemble_attributes(trees) -> dict:
+    """The attributes of one ``TreeEnsembleRegressor`` whose target ``t`` is the node id of
+    the leaf tree ``t`` reaches."""
     from onnx import numpy_helper
 
     a: dict = {k: [] for k in ("ids", "nodes", "features", "modes", "values", "true", "false",
-                               "missing", "t_tree", "t_node", "t_id", "t_weight")}  # fmt: skip
-    for t, (tree, table) in enumerate(leaves):
+                               "missing", "t_tree", "t_node", "t_weight")}  # fmt: skip
+    for t, tree in enumerate(trees):
         nodes = np.arange(tree.node_count)
         leaf = tree.children_left == -1
         a["ids"] += [t] * tree.node_count
@@ -136,13 +161,11 @@ def _ensemble_attributes(leaves, size: int, n_outputs: int) -> dict:
         a["false"] += np.where(leaf, 0, tree.children_right).tolist()
         go_left = getattr(tree, "missing_go_to_left", np.zeros(tree.node_count, np.uint8))
         a["missing"] += np.where(leaf, 0, go_left).astype(int).tolist()
-        for node in np.flatnonzero(leaf):
-            a["t_tree"] += [t] * n_outputs
-            a["t_node"] += [int(node)] * n_outputs
-            a["t_id"] += list(range(n_outputs))
-            a["t_weight"] += (np.asarray(table[node], np.float64) / size).tolist()
+        a["t_tree"] += [t] * int(leaf.sum())
+        a["t_node"] += nodes[leaf].tolist()
+        a["t_weight"] += nodes[leaf].astype(np.float64).tolist()
     return {
-        "n_targets": n_outputs,
+        "n_targets": len(trees),
         "nodes_treeids": a["ids"],
         "nodes_nodeids": a["nodes"],
         "nodes_featureids": a["features"],
@@ -153,7 +176,7 @@ def _ensemble_attributes(leaves, size: int, n_outputs: int) -> dict:
         "nodes_missing_value_tracks_true": a["missing"],
         "target_treeids": a["t_tree"],
         "target_nodeids": a["t_node"],
-        "target_ids": a["t_id"],
+        "target_ids": a["t_tree"],
         "target_weights_as_tensor": numpy_helper.from_array(np.asarray(a["t_weight"])),
         "aggregate_function": "SUM",
         "post_transform": "NONE",
