@@ -120,9 +120,17 @@ def test_regressor_file_matches_predict(tmp_path):
     spec = {
         "name": "r",
         "task": "regression",
-        "families": [{"family": "linear", "params": {"ridge": [None, 1.0]}}],
+        "families": [
+            {"family": "linear", "params": {"ridge": [None, 1.0]}},
+            {"family": "tree", "params": {"max_depth": [3]}},
+            {"family": "bagged_trees", "params": {"max_depth": 4}, "stages": [3]},
+            {"family": "random_forest", "params": {"max_features": 0.5}, "stages": [4, 8]},
+            {"family": "extra_trees", "params": {"max_features": 1.0}, "stages": [4]},
+        ],
     }
-    reg = EnsembleSelectionRegressor(library=spec, cv=3, n_jobs=1).fit(X, 100 * target)
+    reg = EnsembleSelectionRegressor(library=spec, cv=3, n_jobs=1, store=tmp_path / "s")
+    _keep_every_member(reg.fit(X, 1e4 * target), tmp_path / "s")
+    assert set(reg.members_["family"]) == {e["family"] for e in spec["families"]}
     held = _with_unseen(_table(2, n=60, seed=3)[0])
     assert reg.to_onnx(tmp_path / "r.onnx", held) <= TOLERANCE
     with warnings.catch_warnings():

@@ -109,15 +109,20 @@ def _mlp(g, run, matrix: str, stage: int, n_outputs: int) -> str:
 
 
 @register("tree", "bagged_trees", "random_forest", "extra_trees")
+@register("tree", "bagged_trees", "random_forest", "extra_trees", task="regression")
 def _trees(g, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """The average of the first ``stages[stage]`` trees' leaf tables (``trees._StagedRun``).
+    """The average of the first ``stages[stage]`` trees' leaf tables (``trees._StagedRun``;
+    for regression ``PrefixRun``, or one tree's value in a ``SingleRun``).
     The tree ensemble gives each tree's leaf (its node id, exact in float); the leaf values
     are then gathered from the tables in double, so a calibrator's step sees the very value
     Python computes, not its float rounding."""
     from onnx import TensorProto
 
-    size = min(run.stages[stage], len(run.trees))
-    leaves = [_leaf_table(t, n_outputs) for t in run.trees[:size]]
+    trees = [run.model] if hasattr(run, "model") else run.trees  # one regression tree
+    size = 1 if hasattr(run, "model") else min(run.stages[stage], len(trees))
+    if getattr(run, "scale", None) is not None:
+        raise ValueError("a tree on a standardised target has no converter")
+    leaves = [_leaf_table(t, n_outputs) for t in trees[:size]]
     x32 = g.cache.get(("float32", matrix))
     if x32 is None:  # the matrix as scikit-learn's trees read it: float32, compared in double
         rounded = g.node("Cast", [matrix], "x32", to=TensorProto.FLOAT)
@@ -139,6 +144,8 @@ def _leaf_table(tree, n_outputs: int):
 
     if hasattr(tree, "table"):  # SmoothedTree
         return tree.tree.tree_, tree.table
+    if hasattr(tree, "tree_"):  # a scikit-learn regression tree: its value
+        return tree.tree_, tree_values(tree)
     return tree.tree.tree_, full_proba(tree_values(tree.tree), tree.classes, tree.n_classes)
 
 
