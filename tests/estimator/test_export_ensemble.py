@@ -203,3 +203,14 @@ def test_cli_export_writes_a_checked_file(tmp_path, capsys):
     assert main(["export", str(tmp_path), "--out", str(out), "--rows", str(rows)]) == 0
     assert out.is_file() and "largest difference from predict" in capsys.readouterr().out
     assert main(["export", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+
+
+def test_refit_full_members_export(tmp_path):
+    """After ``refit="full"`` a member is one model with one calibrator per calibrated stage."""
+    X, y, _ = _table(2)
+    clf = EnsembleSelectionClassifier(
+        library={"name": "x", "families": EXPORTING[:3]}, cv=3, refit="full", n_jobs=1
+    ).fit(X, y)
+    assert all(len(f.siblings) == 1 for f in clf.fitted_members_.runs.values())
+    held = _with_unseen(_table(2, n=60, seed=4)[0])
+    assert clf.to_onnx(tmp_path / "m.onnx", held) <= TOLERANCE
