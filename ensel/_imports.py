@@ -12,6 +12,7 @@ EXTRAS = {
     "torch": "compress",
     "onnx": "compress",
     "onnxruntime": "compress",
+    "skl2onnx": "deploy",
     "dask": "dask",
     "distributed": "dask",
     "pyarrow": "dask",

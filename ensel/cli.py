@@ -7,6 +7,7 @@
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
     ensel compress DIR --train TRAIN.csv --out mimic.onnx [--n-pseudo 400000] [--hidden 256]
+    ensel export DIR --out model.onnx [--rows DATA.csv]
     ensel demo
 
 Errors are one line on stderr (exit status 2), not a traceback.
@@ -38,7 +39,17 @@ def _parser() -> argparse.ArgumentParser:
         prog="ensel", description="Ensemble selection from libraries of models."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    _fit_arguments(commands)
+    _predict_arguments(commands)
+    _model_arguments(commands)
+    demo = commands.add_parser("demo", help="the demo on a real dataset")
+    demo.add_argument("--spec", default="default", help="library spec")
+    demo.add_argument("--report", default="report.html", help="where to write the report")
+    return parser
 
+
+def _fit_arguments(commands) -> None:
+    """``ensel fit``'s arguments."""
     fit = commands.add_parser("fit", help="build a library on a CSV file and select an ensemble")
     fit.add_argument(
         "train", type=Path, help="training data: a CSV with a header, or parquet (file, directory)"
@@ -96,8 +107,16 @@ def _parser() -> argparse.ArgumentParser:
         help="prediction-time budget in ms per 1,000 rows; 'auto' (default): the cheapest "
         "ensemble within half a standard error (or 1e-4) of the best; 'none': no budget",
     )
+    fit.add_argument(
+        "--exportable",
+        action="store_true",
+        help="select only among members that 'ensel export' can write as ONNX",
+    )
     fit.add_argument("--seed", type=int, default=0)
 
+
+def _predict_arguments(commands) -> None:
+    """``ensel predict``'s arguments."""
     predict = commands.add_parser("predict", help="predict a CSV file with a fitted model")
     predict.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     predict.add_argument(
@@ -121,6 +140,9 @@ def _parser() -> argparse.ArgumentParser:
         help="leave the prediction empty where the combined risk exceeds R (0 to 1)",
     )
 
+
+def _model_arguments(commands) -> None:
+    """The arguments of the commands that read a fitted model: report, compress, export."""
     report = commands.add_parser("report", help="write the HTML report of a fitted model")
     report.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
     report.add_argument("--html", required=True, type=Path, help="where to write the report")
@@ -141,10 +163,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     comp.add_argument("--seed", type=int, default=0)
 
-    demo = commands.add_parser("demo", help="the demo on a real dataset")
-    demo.add_argument("--spec", default="default", help="library spec")
-    demo.add_argument("--report", default="report.html", help="where to write the report")
-    return parser
+    export = commands.add_parser(
+        "export", help="write the fitted ensemble itself as one ONNX file (see docs/deploy.md)"
+    )
+    export.add_argument("model_dir", type=Path, help="the --out directory of 'ensel fit'")
+    export.add_argument("--out", required=True, type=Path, help="the .onnx file to write")
+    export.add_argument(
+        "--rows",
+        type=Path,
+        help="CSV rows to check the file on (default: rows sampled around the training data)",
+    )
 
 
 def _read_csv(path: Path):
@@ -301,6 +329,7 @@ def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
         max_predict_ms=args.max_predict_ms,
         random_state=args.seed,
         verbose=1,
+        exportable=getattr(args, "exportable", False),
     ).fit(X, y, groups=groups)
 
 
@@ -415,6 +444,17 @@ def compress(args: argparse.Namespace) -> str:
     )
 
 
+def export(args: argparse.Namespace) -> str:
+    model = _load(args.model_dir)
+    rows = None if args.rows is None else _read_csv(args.rows)
+    difference = model.to_onnx(args.out, rows)
+    return (
+        f"ensemble of {len(model.members_)} members: wrote {args.out} "
+        f"({args.out.stat().st_size / 1024:.0f} KB); largest difference from predict "
+        f"{difference:.2g} on the rows checked"
+    )
+
+
 def demo(args: argparse.Namespace) -> str:
     from . import demo as demo_module
 
@@ -427,6 +467,7 @@ COMMANDS = {
     "predict": predict,
     "report": report,
     "compress": compress,
+    "export": export,
     "demo": demo,
 }
 

@@ -86,6 +86,7 @@ BOTH = {
     ],
     "random_state": [("seed", "'random_state' parameter"), (-1, "'random_state' parameter")],
     "verbose": [("loud", "'verbose' parameter")],
+    "exportable": [("yes", "'exportable' parameter")],
 }
 CLASSIFIER_ONLY = {
     "calibrate": [("sometimes", "'calibrate' parameter")],

@@ -57,12 +57,59 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
     from onnx import TensorProto, helper, numpy_helper
 
     enc = mimic.encoding_
-    nodes, inits, inputs, blocks = [], [], [], []
+    nodes, inits = [], []
 
     def const(name: str, value: np.ndarray) -> str:
         inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
+    inputs, blocks = _input_nodes(enc, nodes, const, helper, TensorProto)
+    nodes.append(helper.make_node("Concat", blocks, ["h0"], axis=1))
+    activation = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid"}[mimic.activation]
+    layers = mimic.layers
+    for i, (weight, bias) in enumerate(layers, start=1):
+        last = i == len(layers)
+        out = "logits" if last else f"h{i}"
+        affine = out if last else f"a{i}"
+        nodes += [
+            helper.make_node("MatMul", [f"h{i - 1}", const(f"W{i}", weight.T.copy())], [f"z{i}"]),
+            helper.make_node("Add", [f"z{i}", const(f"b{i}", bias)], [affine]),
+        ]
+        if not last:
+            nodes.append(helper.make_node(activation, [f"a{i}"], [out]))
+    if hasattr(mimic, "target_mean_"):  # a regression mimic: back to the target's units,
+        # in double: a target of 1e9 +- 10 is steps of 64 in float
+        nodes, outputs = _regression_outputs(mimic, nodes, const, helper, TensorProto)
+        props = {"target_mean": json.dumps(mimic.target_mean_)}
+        doc = "ensel regression mimic net: raw rows in, predicted values out"
+    else:
+        nodes, outputs = _class_outputs(mimic, nodes, const, helper, TensorProto)
+        props = {"classes": json.dumps([_plain(c) for c in mimic.classes_])}
+        doc = "ensel mimic net (dissertation §4.4): raw rows in, class probabilities out"
+    graph = helper.make_graph(nodes, "ensel_mimic", inputs, outputs, initializer=inits)
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.onnx.ml", ML_OPSET)],
+        producer_name="ensel",
+        doc_string=doc,
+    )
+    helper.set_model_props(
+        model,
+        {
+            "numeric_columns": json.dumps(list(enc.numeric)),
+            "categorical_columns": json.dumps(list(enc.categorical)),
+            **props,
+        },
+    )
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save_model(model, os.fspath(path))
+
+
+def _input_nodes(enc, nodes, const, helper, TensorProto):
+    """The inputs and the nodes from them to the MLP's first layer: standardised numeric
+    columns (a missing cell at the mean) and missing indicators, one-hot categorical blocks.
+    Appends to ``nodes``; returns ``(inputs, blocks)``, the blocks to concatenate."""
+    inputs, blocks = [], []
     if enc.numeric:
         inputs.append(
             helper.make_tensor_value_info("numeric", TensorProto.DOUBLE, ["n", len(enc.numeric)])
@@ -104,61 +151,30 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
                 ),
             ]
             blocks.append(f"onehot_{j}")
-    nodes.append(helper.make_node("Concat", blocks, ["h0"], axis=1))
-    activation = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid"}[mimic.activation]
-    layers = mimic.layers
-    for i, (weight, bias) in enumerate(layers, start=1):
-        last = i == len(layers)
-        out = "logits" if last else f"h{i}"
-        affine = out if last else f"a{i}"
-        nodes += [
-            helper.make_node("MatMul", [f"h{i - 1}", const(f"W{i}", weight.T.copy())], [f"z{i}"]),
-            helper.make_node("Add", [f"z{i}", const(f"b{i}", bias)], [affine]),
-        ]
-        if not last:
-            nodes.append(helper.make_node(activation, [f"a{i}"], [out]))
-    if hasattr(mimic, "target_mean_"):  # a regression mimic: back to the target's units,
-        # in double: a target of 1e9 +- 10 is steps of 64 in float
-        nodes += [
-            helper.make_node("Cast", ["logits"], ["logits_double"], to=TensorProto.DOUBLE),
-            helper.make_node(
-                "Mul",
-                ["logits_double", const("target_scale", np.float64([mimic.target_scale_]))],
-                ["scaled"],
-            ),
-            helper.make_node(
-                "Add", ["scaled", const("target_mean", np.float64([mimic.target_mean_]))],
-                ["prediction_column"],
-            ),
-            helper.make_node(
-                "Reshape", ["prediction_column", const("flat", np.array([-1], np.int64))],
-                ["prediction"],
-            ),
-        ]  # fmt: skip
-        outputs = [helper.make_tensor_value_info("prediction", TensorProto.DOUBLE, ["n"])]
-        props = {"target_mean": json.dumps(mimic.target_mean_)}
-        doc = "ensel regression mimic net: raw rows in, predicted values out"
-    else:
-        nodes, outputs = _class_outputs(mimic, nodes, const, helper, TensorProto)
-        props = {"classes": json.dumps([_plain(c) for c in mimic.classes_])}
-        doc = "ensel mimic net (dissertation §4.4): raw rows in, class probabilities out"
-    graph = helper.make_graph(nodes, "ensel_mimic", inputs, outputs, initializer=inits)
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.onnx.ml", ML_OPSET)],
-        producer_name="ensel",
-        doc_string=doc,
-    )
-    helper.set_model_props(
-        model,
-        {
-            "numeric_columns": json.dumps(list(enc.numeric)),
-            "categorical_columns": json.dumps(list(enc.categorical)),
-            **props,
-        },
-    )
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save_model(model, os.fspath(path))
+    return inputs, blocks
+
+
+def _regression_outputs(mimic, nodes, const, helper, TensorProto):
+    """A regression mimic's output back in the target's units, in double (a target of
+    1e9 +- 10 is steps of 64 in float): ``prediction``, double ``(n,)``."""
+    nodes += [
+        helper.make_node("Cast", ["logits"], ["logits_double"], to=TensorProto.DOUBLE),
+        helper.make_node(
+            "Mul",
+            ["logits_double", const("target_scale", np.float64([mimic.target_scale_]))],
+            ["scaled"],
+        ),
+        helper.make_node(
+            "Add", ["scaled", const("target_mean", np.float64([mimic.target_mean_]))],
+            ["prediction_column"],
+        ),
+        helper.make_node(
+            "Reshape", ["prediction_column", const("flat", np.array([-1], np.int64))],
+            ["prediction"],
+        ),
+    ]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("prediction", TensorProto.DOUBLE, ["n"])]
+    return nodes, outputs
 
 
 def _class_outputs(mimic, nodes, const, helper, TensorProto):

@@ -30,7 +30,7 @@ from ..library.memory import parse_memory, selection_memory
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
 from ..library.spec import LibrarySpec, load_spec
 from ..library.training import resolve_cv
-from ..metrics import Metric, greater_is_better, resolve_metric
+from ..metrics import Metric, greater_is_better, resolve_metric, score
 from ..risk.combined import DetectorSet
 from ..risk.reject import RejectRule, reject_mask
 from ..selection import PredictCost, weighted_average
@@ -95,6 +95,7 @@ class EnsembleSelectionBase(BaseEstimator):
         "max_memory": [Interval(Real, 0, None, closed="neither"), str, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "exportable": ["boolean"],
     }
     """What each parameter takes (scikit-learn's constraints, checked first in ``fit``: an
     InvalidParameterError, a ValueError, names the parameter, the value and what it takes)."""
@@ -128,12 +129,41 @@ class EnsembleSelectionBase(BaseEstimator):
             self.budget_["library"] = source.name
             self.budget_["spare_runs"] = len(source.spare_for(rows, budgeted=True))
         weights = self._select(lib, P, metric, options, deadline)
+        if self.exportable:
+            weights = self._select_exportable(lib, P, metric, options, deadline, weights)
         self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started
         if self.time_limit is not None:
             self._report_unused(source, lib, rows)
         self.ensel_version_ = version()
         return Selected(lib, P, metric, weights, seed)
+
+    def _select_exportable(self, lib, P, metric, options, deadline, unrestricted):
+        """Weights selected among the members ``to_onnx`` can express (``exportable=True``),
+        under the same options and predict budget; ``budget_["exportable"]`` records what the
+        restriction cost: the hillclimb score with and without it (before any final
+        calibration) and the members it left."""
+        from .export.restrict import ExportableMembers, exportable_mask
+
+        mask = exportable_mask(lib.members, self._task)
+        if not mask.any():
+            raise ValueError(
+                "exportable=True: no member of the library can be exported to ONNX; see "
+                "docs/deploy.md for the families, views and calibrations that export"
+            )
+        weights = np.zeros_like(unrestricted)
+        weights[mask] = self._select(
+            ExportableMembers(lib, mask), P[mask], metric, options, deadline
+        )
+        with_all = score(metric, lib.y, weighted_average(unrestricted, P, self._task))
+        exportable = score(metric, lib.y, weighted_average(weights, P, self._task))
+        self.budget_["exportable"] = {
+            "members": int(mask.sum()),
+            "of": int(mask.size),
+            "score_all": float(with_all),
+            "score_exportable": float(exportable),
+        }
+        return weights
 
     def _report_unused(self, source, lib, rows: int) -> None:
         """Under ``time_limit``: ``budget_["unused_seconds"]`` (seconds of the budget left when
@@ -426,6 +456,17 @@ class EnsembleSelectionBase(BaseEstimator):
         key = metric.name if metric.name in self.leaderboard_ else "weight"
         ascending = key != "weight" and not metric.greater_is_better
         return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
+
+    def to_onnx(self, path: str | os.PathLike, X=None) -> float:
+        """Write the fitted ensemble as one ONNX file (views, members, average, calibration;
+        see docs/deploy.md) and return the largest absolute difference between the file under
+        onnxruntime and this estimator on ``X`` (default: sampled rows). Refuses, in one line
+        naming them, members that cannot be exported (fit with ``exportable=True`` to select
+        among exportable members only)."""
+        from .export import to_onnx
+
+        check_is_fitted(self, "weights_")
+        return to_onnx(self, path, X)
 
     def save(self, path: str | os.PathLike, risk: bool = True, compress: int = 3) -> None:
         """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees

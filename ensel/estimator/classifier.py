@@ -148,6 +148,11 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         (it advances: the next fit differs), None one drawn from numpy's global generator.
     verbose : int, default=0
         0 is silent; 1 or more shows a progress bar of the library build on a terminal.
+    exportable : bool, default=False
+        Select only among members that ``to_onnx`` can express (family, view, calibration;
+        see docs/deploy.md), under the same options and predict budget. What that cost on
+        the hillclimb rows is in ``budget_["exportable"]`` (``score_all``,
+        ``score_exportable``, and the members left: ``members`` of ``of``).
 
     Attributes
     ----------
@@ -237,6 +242,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
+        exportable: bool = False,
     ) -> None:
         self.library = library
         self.metric = metric
@@ -263,6 +269,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.exportable = exportable
 
     # ------------------------------------------------------------------ fitting
 

@@ -89,6 +89,11 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         global generator.
     verbose : int, default=0
         0 is silent; 1 or more shows a progress bar of the library build on a terminal.
+    exportable : bool, default=False
+        Select only among members that ``to_onnx`` can express (family, view, calibration;
+        see docs/deploy.md), under the same options and predict budget. What that cost on
+        the hillclimb rows is in ``budget_["exportable"]`` (``score_all``,
+        ``score_exportable``, and the members left: ``members`` of ``of``).
 
     Attributes
     ----------
@@ -168,6 +173,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         max_memory=None,
         random_state: int = 0,
         verbose: int = 0,
+        exportable: bool = False,
     ) -> None:
         self.library = library
         self.metric = metric
@@ -191,6 +197,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.exportable = exportable
 
     @_fit_context(prefer_skip_nested_validation=False)  # a spec's models are checked too
     def fit(self, X, y, groups=None) -> EnsembleSelectionRegressor:

@@ -1,0 +1,76 @@
+"""The graph under construction: nodes, constants and fresh names, shared by the parts that
+write a piece of the exported ensemble (views, members, calibration, the average)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..._imports import optional
+from ...compress.export import ML_OPSET, OPSET
+
+__all__ = ["Graph"]
+
+
+class Graph:
+    """Nodes and initializers of one ONNX graph. ``name(stem)`` gives a name no other value
+    has; ``const(value)`` adds a constant; ``node(op, inputs, **attrs)`` adds a node of one
+    output and returns that output's name; ``embed(model, feeds)`` copies another ONNX model's
+    graph in (a converter's output), its names prefixed so they cannot clash."""
+
+    def __init__(self) -> None:
+        optional("onnx", "exporting an ensemble to ONNX")
+        from onnx import helper, numpy_helper
+
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.nodes: list = []
+        self.inits: list = []
+        self.cache: dict = {}  # what a part computed once, by a key of its choosing
+        self._count = itertools.count()
+
+    def name(self, stem: str) -> str:
+        return f"{stem}_{next(self._count)}"
+
+    def const(self, value, stem: str = "c") -> str:
+        name = self.name(stem)
+        self.inits.append(self.numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], stem: str | None = None, **attrs) -> str:
+        out = self.name(stem or op.lower())
+        domain = attrs.pop("domain", "")
+        self.nodes.append(self.helper.make_node(op, inputs, [out], domain=domain, **attrs))
+        return out
+
+    def embed(self, model, feeds: dict[str, str]) -> list[str]:
+        """Copy ``model``'s graph in: its inputs read the values named in ``feeds`` (its input
+        name -> a name here); returns the names of its outputs, in order."""
+        from onnx import compose
+
+        prefix = self.name("sub") + "_"
+        model = compose.add_prefix(model, prefix)
+        graph = model.graph
+        renames = {prefix + k: v for k, v in feeds.items()}
+        for node in graph.node:
+            node.input[:] = [renames.get(i, i) for i in node.input]
+            self.nodes.append(node)
+        self.inits.extend(graph.initializer)
+        return [o.name for o in graph.output]
+
+    def model(self, inputs, outputs, doc: str):
+        """The finished, checked ONNX model."""
+        onnx = optional("onnx", "exporting an ensemble to ONNX")
+        helper = self.helper
+        graph = helper.make_graph(self.nodes, "ensel_ensemble", inputs, outputs, self.inits)
+        model = helper.make_model(
+            graph,
+            opset_imports=[
+                helper.make_opsetid("", OPSET),
+                helper.make_opsetid("ai.onnx.ml", ML_OPSET),
+            ],
+            producer_name="ensel",
+            doc_string=doc,
+        )
+        onnx.checker.check_model(model, full_check=True)
+        return model

@@ -1,0 +1,163 @@
+"""Each preprocessing view of :mod:`ensel.library.views` as graph nodes: from the inputs
+``numeric`` (double ``(n, n_numeric)``, NaN missing) and ``categorical`` (string
+``(n, n_categorical)``, ``""`` missing) to the double matrix the family saw.
+
+- numeric: median imputation where the family does not take NaN (``Where(IsNaN, fill, x)``),
+  standardisation (``Sub``, ``Div``) in the standardised view;
+- native categorical codes: ``ai.onnx.ml.LabelEncoder`` from the category strings to their
+  position among the training categories (an unseen one: -1; missing: NaN or the code after
+  the known ones, as the view does);
+- one-hot: ``ai.onnx.ml.OneHotEncoder`` over the kept levels, then the pooled "other" column
+  (neither a kept level nor missing) and the missing level's column where the view has them;
+- missing indicators (``Gather`` of ``IsNaN``) last.
+
+The ``te`` view (target encodings, crosses) has no graph here: members on it are not
+exportable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...library.views import View
+
+__all__ = ["CATEGORICAL", "EXPORTABLE_VIEWS", "NUMERIC", "view_matrix"]
+
+NUMERIC, CATEGORICAL = "numeric", "categorical"
+"""The graph's input names (those of the mimic's ONNX file)."""
+EXPORTABLE_VIEWS = frozenset({"standardized", "native"})
+"""The view kinds this module writes."""
+
+
+def view_matrix(g, view: View, key) -> str:
+    """The name of ``view``'s double ``(n, width)`` matrix in graph ``g``, written once per
+    ``key`` (the view's identity among the library's runs, ``runs.view_key``)."""
+    if ("view", key) not in g.cache:
+        if getattr(view, "kind", None) not in EXPORTABLE_VIEWS or not isinstance(view, View):
+            raise ValueError(f"the view {getattr(view, 'kind', view)!r} has no ONNX graph")
+        g.cache[("view", key)] = _write(g, view)
+    return g.cache[("view", key)]
+
+
+def _write(g, view: View) -> str:
+    columns = view.columns
+    blocks = []
+    if columns.numeric:
+        missing = _missing_numeric(g)
+        x = NUMERIC
+        if not view.native_missing and view.fill.size:
+            x = g.node("Where", [missing, g.const(view.fill[None, :]), x], "imputed")
+        if view.kind == "standardized":
+            x = g.node("Sub", [x, g.const(view.mean[None, :])], "centred")
+            x = g.node("Div", [x, g.const(view.scale[None, :])], "scaled")
+        blocks.append(x)
+    for j in range(len(columns.categorical)):
+        column = g.node("Gather", [CATEGORICAL, g.const(np.array(j, np.int64))], "cat", axis=1)
+        if view.kind == "native":
+            blocks.append(_codes(g, view, j, column))
+        else:
+            blocks.extend(_one_hot(g, view, j, column))
+    indicators = view.indicators if not view.native_missing else np.zeros(0, int)
+    if indicators.size:
+        picked = g.node(
+            "Gather", [_missing_numeric(g), g.const(indicators.astype(np.int64))], axis=1
+        )
+        blocks.append(g.node("Cast", [picked], "indicators", to=_DOUBLE()))
+    if len(blocks) == 1:
+        return blocks[0]
+    return g.node("Concat", blocks, "view", axis=1)
+
+
+def _DOUBLE() -> int:
+    from onnx import TensorProto
+
+    return TensorProto.DOUBLE
+
+
+def _missing_numeric(g) -> str:
+    if "missing_numeric" not in g.cache:
+        g.cache["missing_numeric"] = g.node("IsNaN", [NUMERIC], "missing")
+    return g.cache["missing_numeric"]
+
+
+def _absent(g, j: int, column: str) -> str:
+    """Whether categorical column ``j``'s cell is missing (the empty string), as a bool."""
+    key = ("absent", j)
+    if key not in g.cache:
+        from onnx import TensorProto
+
+        # string Equal needs opset 19; a one-key LabelEncoder says the same in the ML domain
+        flag = g.node(
+            "LabelEncoder",
+            [column],
+            "absent",
+            domain="ai.onnx.ml",
+            keys_strings=[""],
+            values_floats=[1.0],
+            default_float=0.0,
+        )
+        g.cache[key] = g.node("Cast", [flag], "absent", to=TensorProto.BOOL)
+    return g.cache[key]
+
+
+def _column(g, values: str) -> str:
+    """``(n,)`` double as ``(n, 1)``."""
+    return g.node("Unsqueeze", [values, g.const(np.array([1], np.int64))], "col")
+
+
+def _codes(g, view: View, j: int, column: str) -> str:
+    """The native view's code of categorical column ``j``: the category's position among the
+    training categories, -1 unseen, NaN or ``len(known)`` missing."""
+    known = [str(c) for c in view.columns.categories[j]]
+    if known:
+        codes = g.node(
+            "LabelEncoder",
+            [column],
+            "codes",
+            domain="ai.onnx.ml",
+            keys_strings=known,
+            values_floats=[float(i) for i in range(len(known))],
+            default_float=-1.0,
+        )
+        codes = g.node("Cast", [codes], "codes", to=_DOUBLE())
+    else:
+        shape = g.node("Shape", [column])
+        codes = g.node("ConstantOfShape", [shape], "codes", value=_tensor(-1.0))
+    missing_code = np.nan if view.native_missing else float(len(known))
+    codes = g.node("Where", [_absent(g, j, column), g.const(np.float64(missing_code)), codes])
+    return _column(g, codes)
+
+
+def _tensor(value: float):
+    from onnx import helper
+
+    return helper.make_tensor("v", _DOUBLE(), [1], [value])
+
+
+def _one_hot(g, view: View, j: int, column: str) -> list[str]:
+    """The standardised view's block of categorical column ``j``: kept levels, then "other"
+    (pooled) and the missing level where the view has them."""
+    kept = [str(level) for level in view.levels[j]]
+    absent = g.node("Cast", [_absent(g, j, column)], to=_DOUBLE())
+    blocks, hot_sum = [], None
+    if kept:
+        hot = g.node(
+            "OneHotEncoder",
+            [column],
+            "onehot",
+            domain="ai.onnx.ml",
+            cats_strings=kept,
+            zeros=1,
+        )
+        hot = g.node("Cast", [hot], "onehot", to=_DOUBLE())
+        blocks.append(hot)
+        axes = g.const(np.array([1], np.int64))
+        hot_sum = g.node("ReduceSum", [hot, axes], keepdims=0)
+    if view.pooled[j]:
+        other = g.node("Sub", [g.const(np.float64(1.0)), absent])
+        if hot_sum is not None:
+            other = g.node("Sub", [other, hot_sum])
+        blocks.append(_column(g, other))
+    if view.missing_level[j]:
+        blocks.append(_column(g, absent))
+    return blocks

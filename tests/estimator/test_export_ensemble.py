@@ -1,0 +1,216 @@
+"""The whole ensemble as one ONNX file: every family that exports, on small fitted ensembles
+(binary, multiclass, regression; missing values and an unseen category at predict time),
+reloaded under onnxruntime and compared with the estimator; the refusal of members that do
+not export; and selection restricted to exportable members (``exportable=True``)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+pytest.importorskip("skl2onnx")
+
+from ensel.estimator import EnsembleSelectionClassifier, EnsembleSelectionRegressor  # noqa: E402
+from ensel.estimator.export import TOLERANCE, feeds, unexportable  # noqa: E402
+from ensel.estimator.export.assemble import columns_of  # noqa: E402
+
+EXPORTING = [
+    {"family": "logreg", "params": {"ridge": [1.0]}, "calibration": ["none", "platt"]},
+    {
+        "family": "tree",
+        "params": {"max_depth": [3], "smoothing": "laplace"},
+        "calibration": ["none", "isotonic"],
+    },
+    {"family": "random_forest", "params": {"max_features": [2]}, "stages": [4, 8]},
+    {"family": "extra_trees", "params": {"max_features": 0.5}, "stages": [4]},
+    {"family": "bagged_trees", "params": {"max_depth": 4}, "stages": [3]},
+    {"family": "mlp", "params": {"hidden": 4, "activation": ["sigmoid", "tanh"]}, "stages": [2]},
+    {
+        "family": "svm",
+        "params": {"kernel": ["linear", "rbf", "poly2"], "C": 1.0, "width": 0.05},
+        "calibration": ["none", "platt", "isotonic"],
+    },
+]
+
+
+def _table(n_classes: int, n: int = 240, seed: int = 0):
+    """Numeric columns with missing cells, a categorical column with missing cells, and a
+    label that depends on both."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 4)), columns=["a", "b", "c", "d"])
+    colour = rng.choice(["red", "green", "blue"], n)
+    score = X["a"] + 0.5 * X["b"] + (colour == "red")
+    X.loc[rng.random(n) < 0.1, "a"] = np.nan
+    X["colour"] = pd.Series(colour, dtype=object)
+    X.loc[rng.random(n) < 0.08, "colour"] = None
+    cuts = np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1])
+    return X, np.searchsorted(cuts, score), score.to_numpy()
+
+
+def _with_unseen(X: pd.DataFrame) -> pd.DataFrame:
+    X = X.copy()
+    X.loc[X.index[:3], "colour"] = "purple"
+    return X
+
+
+def _run(path, X: pd.DataFrame, estimator, output: str) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = estimator._frame(X)
+    return session.run([output], feeds(columns_of(estimator), frame))[0]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_file_matches_predict_proba(tmp_path, n_classes):
+    X, y, _ = _table(n_classes)
+    clf = EnsembleSelectionClassifier(
+        library={"name": "x", "families": EXPORTING}, cv=3, calibrate=True, n_jobs=1
+    ).fit(X, y)
+    held = _with_unseen(_table(n_classes, n=80, seed=1)[0])
+    difference = clf.to_onnx(tmp_path / "m.onnx", held)
+    assert difference <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.predict_proba(held)
+        labels = clf.predict(held)
+    got = _run(tmp_path / "m.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    np.testing.assert_array_equal(_run(tmp_path / "m.onnx", held, clf, "label"), labels)
+    import onnx
+
+    props = {p.key: p.value for p in onnx.load(tmp_path / "m.onnx").metadata_props}
+    assert json.loads(props["classes"]) == list(range(n_classes))
+    assert json.loads(props["members"]) == list(clf.members_["id"])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_every_exporting_family_when_all_members_are_kept(tmp_path, n_classes):
+    """The weights spread over every member of the library, so each converter, view and
+    calibration is in the file and compared (selection alone may keep a few)."""
+    X, y, _ = _table(n_classes)
+    clf = EnsembleSelectionClassifier(
+        library={"name": "x", "families": EXPORTING},
+        cv=3,
+        calibrate=False,
+        n_jobs=1,
+        store=tmp_path / "store",
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "store")
+    assert set(clf.members_["family"]) == {e["family"] for e in EXPORTING}
+    assert set(clf.members_["calibration"]) == {"none", "platt", "isotonic"}
+    held = _with_unseen(_table(n_classes, n=80, seed=2)[0])
+    assert clf.to_onnx(tmp_path / "all.onnx", held) <= TOLERANCE
+
+
+def _keep_every_member(estimator, store) -> None:
+    """Give every member of the library in ``store`` an equal weight."""
+    from ensel.library import Library
+
+    library = Library.open(store)
+    n = library.n_members
+    estimator.weights_ = np.full(n, 1.0 / n)
+    estimator.members_ = library.members.assign(weight=estimator.weights_)
+    estimator.fitted_members_ = library.subset(library.members["id"])
+
+
+def test_regressor_file_matches_predict(tmp_path):
+    X, _, target = _table(2)
+    spec = {
+        "name": "r",
+        "task": "regression",
+        "families": [
+            {"family": "linear", "params": {"ridge": [None, 1.0]}},
+            {"family": "tree", "params": {"max_depth": [3]}},
+            {"family": "bagged_trees", "params": {"max_depth": 4}, "stages": [3]},
+            {"family": "random_forest", "params": {"max_features": 0.5}, "stages": [4, 8]},
+            {"family": "extra_trees", "params": {"max_features": 1.0}, "stages": [4]},
+        ],
+    }
+    reg = EnsembleSelectionRegressor(library=spec, cv=3, n_jobs=1, store=tmp_path / "s")
+    _keep_every_member(reg.fit(X, 1e4 * target), tmp_path / "s")
+    assert set(reg.members_["family"]) == {e["family"] for e in spec["families"]}
+    held = _with_unseen(_table(2, n=60, seed=3)[0])
+    assert reg.to_onnx(tmp_path / "r.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = reg.predict(held)
+    got = _run(tmp_path / "r.onnx", held, reg, "prediction")
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+
+
+def test_refusal_names_the_members_in_one_line(tmp_path):
+    X, y, _ = _table(2)
+    spec = {
+        "name": "k",
+        "families": [
+            {"family": "knn", "params": {"weighting": "uniform"}, "stages": [5]},
+            {"family": "logreg", "params": {"ridge": 1.0}},
+        ],
+    }
+    clf = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1, store=tmp_path / "s")
+    _keep_every_member(clf.fit(X, y), tmp_path / "s")
+    knn = [m for m in clf.members_["id"] if m.startswith("knn")]
+    assert unexportable(clf) == [f"{m} (family 'knn' has no ONNX converter)" for m in knn]
+    with pytest.raises(ValueError) as err:
+        clf.to_onnx(tmp_path / "m.onnx")
+    message = str(err.value)
+    assert "\n" not in message and all(m in message for m in knn)
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_exportable_selects_only_exportable_members(tmp_path):
+    X, y, _ = _table(2)
+    spec = {
+        "name": "k",
+        "families": [
+            {"family": "knn", "params": {"weighting": "uniform"}, "stages": [5, 25]},
+            {"family": "logreg", "params": {"ridge": 1.0}},
+            {"family": "tree", "params": {"max_depth": 2}, "calibration": ["none", "platt"]},
+        ],
+    }
+    clf = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1, exportable=True).fit(X, y)
+    assert set(clf.members_["family"]) <= {"logreg", "tree"}
+    report = clf.budget_["exportable"]
+    assert report["members"] == 3 and report["of"] == 5
+    assert np.isfinite(report["score_all"]) and np.isfinite(report["score_exportable"])
+    assert clf.to_onnx(tmp_path / "m.onnx") <= TOLERANCE
+
+
+def test_exportable_is_checked_as_a_parameter():
+    X, y, _ = _table(2, n=60)
+    with pytest.raises(ValueError, match="exportable"):
+        EnsembleSelectionClassifier(library="tiny", exportable="yes").fit(X, y)
+
+
+def test_cli_export_writes_a_checked_file(tmp_path, capsys):
+    from ensel.cli import MODEL_FILE, main
+
+    X, y, _ = _table(2, n=120)
+    spec = {"name": "l", "families": [{"family": "logreg", "params": {"ridge": 1.0}}]}
+    clf = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1).fit(X, y)
+    clf.save(tmp_path / MODEL_FILE)
+    rows = tmp_path / "rows.csv"
+    X.to_csv(rows, index=False)
+    out = tmp_path / "m.onnx"
+    assert main(["export", str(tmp_path), "--out", str(out), "--rows", str(rows)]) == 0
+    assert out.is_file() and "largest difference from predict" in capsys.readouterr().out
+    assert main(["export", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+
+
+def test_refit_full_members_export(tmp_path):
+    """After ``refit="full"`` a member is one model with one calibrator per calibrated stage."""
+    X, y, _ = _table(2)
+    clf = EnsembleSelectionClassifier(
+        library={"name": "x", "families": EXPORTING[:3]}, cv=3, refit="full", n_jobs=1
+    ).fit(X, y)
+    assert all(len(f.siblings) == 1 for f in clf.fitted_members_.runs.values())
+    held = _with_unseen(_table(2, n=60, seed=4)[0])
+    assert clf.to_onnx(tmp_path / "m.onnx", held) <= TOLERANCE
