@@ -87,16 +87,6 @@ def median_seconds(fn, repeats: int) -> float:
     return float(np.median(times))
 
 
-def warm_median_ms(call, repeats: int, threads: int) -> tuple[float, object]:
-    """The median milliseconds of ``repeats`` calls of ``call`` at ``threads`` BLAS/OpenMP
-    threads, after one untimed call (whose output is returned with it)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(threads):
-        out = call()
-        return 1e3 * median_seconds(call, repeats), out
-
-
 def markdown_table(frame, floatfmt: str = ".4f", index: bool = True) -> str:
     """``frame`` as a GitHub markdown table (no tabulate needed): the index as leading columns
     when ``index``, floats formatted with ``floatfmt``, multi-level column names joined."""
@@ -146,42 +136,3 @@ def variants_against(every, baseline: str, called: str | None = None) -> list[st
             )
         lines.append("")
     return lines
-
-
-def write_timing_rows(
-    rows: list[dict],
-    results: Path,
-    section: str,
-    command: str,
-    load,
-    detail: str,
-    packages,
-    page: Path | None = None,
-) -> None:
-    """Append ``rows`` with their provenance (commit, versions, the load at the start) to the
-    JSON lines ``results``, and write them as ``section`` (``write_section``): the machine,
-    commit, load and the versions of ``packages``, then ``detail`` (what was timed), then the
-    table."""
-    import json
-
-    import pandas as pd
-
-    from benchmarks._record import git_commit, utc_now, versions
-
-    record = {"commit": git_commit(), "versions": versions(), "load_start": load, "utc": utc_now()}
-    with results.open("a") as out:
-        for row in rows:
-            out.write(json.dumps({**row, **record}) + "\n")
-    named = ", ".join(f"{p} {record['versions'].get(p, '?')}" for p in packages)
-    write_section(
-        section,
-        [
-            "",
-            machine_line(command),
-            f"Load average at the start {', '.join(f'{x:.2f}' for x in load)}; {named}. {detail}",
-            "",
-            markdown_table(pd.DataFrame(rows), ".3g", index=False),
-            "",
-        ],
-        page,
-    )

@@ -1,7 +1,5 @@
 """benchmarks/_report.py: generated blocks replace only what lies between their markers."""
 
-import json
-
 import pytest
 
 from benchmarks import _report
@@ -52,20 +50,3 @@ def test_an_unclosed_block_is_an_error():
 
 def test_slot_names_come_from_headings():
     assert _report.slot_name("## AutoML comparison (quick)") == "automl-comparison-quick"
-
-
-def test_timing_rows_go_to_the_results_and_their_block(tmp_path):
-    page = tmp_path / "results.md"
-    page.write_text(PAGE)
-    results = tmp_path / "rows.jsonl"
-    rows = [{"case": "a", "ms": 1.5}, {"case": "b", "ms": 2.25}]
-    _report.write_timing_rows(
-        rows, results, "## T", "cmd", [0.5, 0.4, 0.3], "Timed.", ("numpy",), page=page
-    )
-    written = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [r["case"] for r in written] == ["a", "b"]
-    assert written[0]["load_start"] == [0.5, 0.4, 0.3] and "numpy" in written[0]["versions"]
-    text = page.read_text()
-    assert "Hand-written after the block." in text and "stale" not in text
-    assert "Load average at the start 0.50, 0.40, 0.30; numpy " in text and "Timed." in text
-    assert "| a | 1.5 |" in text and "| b | 2.25 |" in text

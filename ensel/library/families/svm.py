@@ -59,7 +59,7 @@ def decision(model: SVC | SVR, X: np.ndarray) -> np.ndarray:
     the kernel values of a block of rows against every support vector at once, then each
     one-vs-one pair's sum from per-class blocks. libsvm evaluates the kernel one (row, support
     vector) pair at a time; this gives the same values (within 1e-11) 2.6-7.2 times faster on
-    one core, SVC and SVR (``benchmarks.bench_svm_decision``, its rows of 2026-11-27)."""
+    one core, SVC and SVR (docs/decisions.md, "Own kernels")."""
     X = np.asarray(X, dtype=float)
     sv, coef, b = model.support_vectors_, model.dual_coef_, model.intercept_
     edges = np.concatenate([[0], np.cumsum(model.n_support_)])

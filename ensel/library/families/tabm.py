@@ -5,7 +5,7 @@ on a fifth of the training fold. pytabkit's implementation (``pip install pytabk
 Not in the paper's grid. It is here because, among the modern tabular nets, it is the one whose
 CPU cost fits a small table's spare budget: with ``k = 8`` members of width 256 a fit of 1,400
 rows took 4.9 s on one thread and predicted 42 µs a row, against 48 s and 398 µs for
-pytabkit's default ``k = 32`` of width 512 (docs/benchmarks.md, "Candidate 7: TabM members").
+pytabkit's default ``k = 32`` of width 512 (docs/decisions.md, "Spare time").
 Numeric columns reach it median-imputed, with a 0/1 indicator for each column that had missing
 values in training (pytabkit then applies its own quantile transform); categorical columns as
 categories, with one more level for missing and unseen values.
