@@ -56,9 +56,7 @@ Each finished fit is appended to ``--results`` (JSON lines, ``RESULTS`` by defau
 git), so an interrupted run resumes and later sessions add to it. ``--results`` takes several
 files: they are read in order, a fit (dataset, seed, configuration, budget) in a later one
 replacing the same fit in an earlier one, and new fits go to the last; so rows of separate runs
-are reported side by side without a combined copy. The rows of the first protocol
-(AutoGluon without ray; 8 datasets; 60, 120, 300 s) stay in ``bench_automl.jsonl`` and are
-reported with ``--results benchmarks/results/bench_automl.jsonl``. ``--quick`` runs ensel and
+are reported side by side without a combined copy. ``--quick`` runs ensel and
 AutoGluon on pima, seed 0, 120 s (AutoGluon starts ray within its budget: 60 s
 left it nothing to fit at a load average of 12), into a temporary file.
 """
@@ -92,7 +90,7 @@ from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
 
 SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
+RESULTS = ROOT / "benchmarks" / "results" / "automl_12tables.jsonl"
 FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
 CONFIGS = (
     "ensel",

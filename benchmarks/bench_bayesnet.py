@@ -43,7 +43,7 @@ from ensel.bayesnet._score import BDeu
 from ensel.bayesnet._search import hill_climb, learn_identical
 from ensel.bayesnet.problems import alarm_comp_tasks, load_network, related_tasks
 
-RESULTS = ROOT / "benchmarks" / "results" / "bench_bayesnet.jsonl"
+RESULTS = ROOT / "benchmarks" / "results" / "bayesnet.jsonl"
 GRID = (0.9, 0.99, 0.999, 1 - 1e-5, 1 - 1e-8, 1.0)
 PRIORS = ("paired", "edit")
 SECTION = "## Multitask Bayes-net structure learning (dissertation ch. 2)"

@@ -25,17 +25,17 @@ from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_datase
 
 RESULTS = ROOT / "benchmarks" / "results"
 AUTOML_FILES = (
-    "bench_automl_datasets",
-    "spare_large_300s",
-    "small_120_600s_head",
-    "large_120_600s",
-    "autogluon_large_600s",
-    "autogluon_small_600s",
-    "small_120_600s_s34",
-    "judged_300s_head",
-    "same_session_large_300s",
-    "judged_60s",
-    "same_session_large_600s",
+    "automl_12tables",
+    "automl_large_300s_spare_tier",
+    "automl_small_120_600s_seed2",
+    "automl_large_120_600s",
+    "automl_autogluon_large_600s",
+    "automl_autogluon_small_600s",
+    "automl_small_120_600s_seeds34",
+    "automl_300s_judged",
+    "automl_large_300s_one_session",
+    "automl_60s_judged",
+    "automl_large_600s_one_session",
 )
 SEEDS = (2, 3, 4)
 BUDGETS = (60.0, 300.0, 600.0)
