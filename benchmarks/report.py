@@ -41,6 +41,7 @@ SEEDS = (2, 3, 4)
 BUDGETS = (60.0, 300.0, 600.0)
 METRICS = (("auc", "AUC"), ("logloss", "log loss"))
 SCALE_FILE = "scale.jsonl"
+SELECTION_FILE = "selection.jsonl"
 
 
 def automl_rows(results: Path = RESULTS) -> pd.DataFrame:
@@ -242,6 +243,26 @@ def headline(rows: pd.DataFrame, scale: pd.DataFrame) -> str:
     return "\n".join(parts)
 
 
+def selection_block(results: Path = RESULTS) -> dict[str, str]:
+    """The selection-speed block from the latest full run's rows (``bench_selection``), or
+    nothing while there are none (the page's slot then says so)."""
+    from benchmarks.bench_selection import report_lines
+
+    path = results / SELECTION_FILE
+    if not path.exists():
+        return {}
+    rows = pd.read_json(path, lines=True)
+    rows = rows[rows["utc"] == rows["utc"].max()]
+    steps = [
+        {k: v for k, v in r.items() if not (isinstance(v, float) and np.isnan(v))}
+        for r in rows[rows["kind"] == "step"].to_dict("records")
+    ]
+    bagged = rows[rows["kind"] == "bagged"]
+    size = (int(bagged["M"].iloc[0]), int(bagged["N"].iloc[0])) if len(bagged) else (0, 0)
+    lines = report_lines(steps, dict(zip(bagged["metric"], bagged["seconds"], strict=True)), size)
+    return {"selection-engine": "\n".join(lines)}
+
+
 def blocks(rows: pd.DataFrame, scale: pd.DataFrame) -> dict[str, str]:
     """Every generated block of the page and the README, by name."""
     return {
@@ -263,7 +284,7 @@ def main(argv=None) -> None:
 
     rows, scale = automl_rows(args.results), scale_rows(args.results)
     pages = [args.root / PAGE, args.root / "README.md"]
-    for name, body in blocks(rows, scale).items():
+    for name, body in {**blocks(rows, scale), **selection_block(args.results)}.items():
         if not any([write_generated(page, name, body) for page in pages]):
             raise SystemExit(f"no block <!-- generated: {name} --> in {pages}")
     _plots.write_all(rows, scale, args.root / "docs" / "img")
