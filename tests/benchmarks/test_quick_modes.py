@@ -49,4 +49,3 @@ def test_automl_quick_fits_and_reports_one_row(tmp_path, monkeypatch, capsys):
     assert (row["dataset"], row["config"], row["budget"]) == ("pima", "ensel", 10.0)
     assert 0.5 < row["auc"] <= 1 and row["fit_s"] < 60 and row["predict_us_per_row"] > 0
     assert "pima" in capsys.readouterr().out
-
