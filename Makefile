@@ -9,7 +9,7 @@ PIP := $(PYTHON) -m pip
 TORCH_INDEX ?=
 TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 
-.PHONY: install install-dev demo test lint browser bench bench-quick
+.PHONY: install install-dev demo test lint browser bench bench-quick bench-report
 
 # The demo's default library has a torch family (tabular_mlp) and its report draws with matplotlib.
 install:
@@ -41,3 +41,9 @@ bench: install-dev
 
 bench-quick: install-dev
 	$(PYTHON) -m benchmarks.bench_selection --quick
+
+# Every table and plot of docs/results.md (and the README's headline) from the committed rows in
+# benchmarks/results/; nothing is fitted or timed, and only the generated blocks change.
+bench-report:
+	$(PYTHON) -m benchmarks.report
+	$(PYTHON) -m benchmarks.bench_bayesnet --report

@@ -34,7 +34,7 @@ ENSEL_PACKAGES = (
 pytabkit) decide which families a default build fits, so a row says whether they were there."""
 
 
-UNTRACKED_OUTPUTS = (":!benchmarks/results", ":!docs/benchmarks.md")
+UNTRACKED_OUTPUTS = (":!benchmarks/results", ":!docs/results.md", ":!docs/img")
 """What benchmark runs write themselves: changes there do not make the code dirty."""
 
 

@@ -1,41 +1,80 @@
-"""Shared helpers for benchmark reports: the machine line and replacing one section of
-docs/benchmarks.md while keeping the others."""
+"""Shared helpers for benchmark reports: the machine line, markdown tables, and writing a
+generated block of a docs page between its marker comments (``<!-- generated: NAME -->`` and
+``<!-- end generated -->``) so that text a person wrote outside the markers is never touched."""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGE = Path("docs") / "results.md"
+"""The page the suites' generated blocks live in (relative to ``ROOT``)."""
+END = "<!-- end generated -->"
 
 
 def machine_line(command: str) -> str:
+    """The machine and the command, for a generated block (no date: the rows carry theirs)."""
     return (
-        f"Measured {date.today()} on {platform.machine()}, {os.cpu_count()} cores "
+        f"Measured on {platform.machine()}, {os.cpu_count()} cores "
         f"({platform.processor() or 'unknown CPU'}), Python {platform.python_version()}; "
         f"command: `{command}`."
     )
 
 
-def write_section(section: str, lines: list[str]) -> None:
-    """Replace ``section`` (a ``## `` heading) of docs/benchmarks.md with ``lines``."""
-    path = ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    body = "\n".join([section, *lines])
-    if section in text:
-        head, _, rest = text.partition(section)
-        tail = rest[rest.find("\n## ") :] if "\n## " in rest else "\n"
-        text = head + body + tail
+def marker(name: str) -> str:
+    """The opening marker comment of the generated block ``name``."""
+    return f"<!-- generated: {name} -->"
+
+
+def slot_name(section: str) -> str:
+    """A block name from a heading such as ``## AutoML comparison (quick)``:
+    lower case, words joined by ``-``."""
+    return re.sub(r"[^a-z0-9]+", "-", section.lstrip("#").strip().lower()).strip("-")
+
+
+def replace_generated(text: str, name: str, body: str) -> str | None:
+    """``text`` with the block ``name``'s content (between its markers) replaced by ``body``;
+    everything outside the markers is kept byte for byte. None when ``text`` has no such
+    block."""
+    start = text.find(marker(name))
+    if start < 0:
+        return None
+    inner = start + len(marker(name))
+    end = text.find(END, inner)
+    if end < 0:
+        raise ValueError(f"{marker(name)} has no closing {END}")
+    return text[:inner] + "\n" + body.strip("\n") + "\n" + text[end:]
+
+
+def write_generated(path: Path, name: str, body: str) -> bool:
+    """Write ``body`` into the block ``name`` of ``path``; False (and nothing written) when the
+    page has no such block, so a suite never writes over text a person wrote."""
+    text = path.read_text() if path.exists() else ""
+    new = replace_generated(text, name, body)
+    if new is None:
+        return False
+    if new != text:
+        path.write_text(new)
+    return True
+
+
+def write_section(section: str, lines: list[str], page: Path | None = None) -> None:
+    """Write ``lines`` into the generated block named for ``section`` (``slot_name``) of
+    ``page`` (docs/results.md by default) when the page has that block; otherwise only print
+    them, since a suite's report outside a block would land on hand-written text."""
+    path = page or ROOT / PAGE
+    name = slot_name(section)
+    if write_generated(path, name, "\n".join(lines)):
+        print(f"wrote block {name} of {path.name}")
     else:
-        text = text.rstrip("\n") + "\n\n" + body + "\n"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    print(f"wrote {path.relative_to(ROOT)}")
+        print("\n".join([section, *lines]))
+        print(f"({path.name} has no block {marker(name)}: printed only)")
 
 
 def median_seconds(fn, repeats: int) -> float:
@@ -46,16 +85,6 @@ def median_seconds(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return float(np.median(times))
-
-
-def warm_median_ms(call, repeats: int, threads: int) -> tuple[float, object]:
-    """The median milliseconds of ``repeats`` calls of ``call`` at ``threads`` BLAS/OpenMP
-    threads, after one untimed call (whose output is returned with it)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(threads):
-        out = call()
-        return 1e3 * median_seconds(call, repeats), out
 
 
 def markdown_table(frame, floatfmt: str = ".4f", index: bool = True) -> str:
@@ -107,35 +136,3 @@ def variants_against(every, baseline: str, called: str | None = None) -> list[st
             )
         lines.append("")
     return lines
-
-
-def write_timing_rows(
-    rows: list[dict], results: Path, section: str, command: str, load, detail: str, packages
-) -> None:
-    """Append ``rows`` with their provenance (commit, versions, the load at the start) to the
-    JSON lines ``results``, and write them as ``section`` of docs/benchmarks.md: the machine,
-    commit, load and the versions of ``packages``, then ``detail`` (what was timed), then the
-    table."""
-    import json
-
-    import pandas as pd
-
-    from benchmarks._record import git_commit, utc_now, versions
-
-    record = {"commit": git_commit(), "versions": versions(), "load_start": load, "utc": utc_now()}
-    with results.open("a") as out:
-        for row in rows:
-            out.write(json.dumps({**row, **record}) + "\n")
-    named = ", ".join(f"{p} {record['versions'].get(p, '?')}" for p in packages)
-    write_section(
-        section,
-        [
-            "",
-            machine_line(command),
-            f"Commit {record['commit']}; load average at the start "
-            f"{', '.join(f'{x:.2f}' for x in load)}; {named}. {detail}",
-            "",
-            markdown_table(pd.DataFrame(rows), ".3g", index=False),
-            "",
-        ],
-    )

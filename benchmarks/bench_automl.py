@@ -1,6 +1,6 @@
-"""ensel against AutoGluon (best_quality, with ray) and against its own other configurations
-at equal time budgets on 12 allowed real classification datasets, tested with datasets as the
-unit.
+"""ensel against AutoGluon (best_quality, with ray), and the default against its spare-time
+library, at equal time budgets on 12 allowed real classification datasets, tested with
+datasets as the unit.
 
     python -m benchmarks.bench_automl [--quick] [--budgets 60 300 600] [--seeds 0 1 2 3 4]
         [--datasets ...] [--configs ensel autogluon] [--results FILE.jsonl [MORE.jsonl ...]]
@@ -19,13 +19,8 @@ overrides them for every configuration):
   ``time_limit=B`` and ``num_cpus=2``, installed as its users install it
   (``autogluon.tabular[all]``: ray, DyStack at its default; ``benchmarks._peers``), at 60, 300
   and 600 s;
-- ``fixed``, ``modern``, ``grow``, ``pruned``, ``spare``, ``cv10``, ``tabm``, ``strong``: ensel
-  variants (the former fixed grid without a predict budget, the modern grid, ``grow=True``,
-  ``prune_fraction=0.2``, the ``default_spare`` library: the default plus a spare-time tier
-  fitted in the time the default leaves; ``cv=10``: ten folds, each member's siblings trained
-  on 90% of the rows, not 80%, as AutoGluon's eight bagging folds train on 87.5%; the default
-  plus two TabM runs, ``tabm_spec``; the default less its weaker main-tier families,
-  ``strong_spec``), on request. Rows of ensel fits also
+- ``spare``: the ``default_spare`` library (the default plus a spare-time tier fitted in the
+  time the default leaves), on request. Rows of ensel fits also
   record ``unused_s`` (the budget's seconds left when the fit ended), ``unused_reason`` (what
   the estimator says of a fit that ended early, ``budget_["unused_reason"]``) and
   ``spare_members`` (members with weight from the spare tier).
@@ -56,9 +51,7 @@ Each finished fit is appended to ``--results`` (JSON lines, ``RESULTS`` by defau
 git), so an interrupted run resumes and later sessions add to it. ``--results`` takes several
 files: they are read in order, a fit (dataset, seed, configuration, budget) in a later one
 replacing the same fit in an earlier one, and new fits go to the last; so rows of separate runs
-are reported side by side without a combined copy. The rows of the first protocol
-(AutoGluon without ray; 8 datasets; 60, 120, 300 s) stay in ``bench_automl.jsonl`` and are
-reported with ``--results benchmarks/results/bench_automl.jsonl``. ``--quick`` runs ensel and
+are reported side by side without a combined copy. ``--quick`` runs ensel and
 AutoGluon on pima, seed 0, 120 s (AutoGluon starts ray within its budget: 60 s
 left it nothing to fit at a load average of 12), into a temporary file.
 """
@@ -92,20 +85,8 @@ from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
 
 SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "bench_automl_datasets.jsonl"
-FIXED_GRID = ROOT / "benchmarks" / "specs" / "fixed_grid.yaml"
-CONFIGS = (
-    "ensel",
-    "fixed",
-    "modern",
-    "autogluon",
-    "grow",
-    "pruned",
-    "spare",
-    "cv10",
-    "tabm",
-    "strong",
-)
+RESULTS = ROOT / "benchmarks" / "results" / "automl_12tables.jsonl"
+CONFIGS = ("ensel", "autogluon", "spare")
 FIRST_DATASETS = (
     "pima",
     "biopsy_na",
@@ -123,27 +104,7 @@ OTHER_BUDGETS = (60.0, 300.0, 600.0)
 JUDGED_SEEDS = (2, 3, 4)
 AUTOGLUON_FOLDS = 8
 """best_quality's ``num_bag_folds``: the grouped bagging folds are made this many."""
-PAIRINGS = (
-    ("ensel", "autogluon"),
-    ("ensel", "fixed"),
-    ("ensel", "modern"),
-    ("ensel", "ensel_1se"),
-    ("ensel_1se", "autogluon"),
-    ("modern", "autogluon"),
-    ("grow", "ensel"),
-    ("grow", "autogluon"),
-    ("grow_all", "ensel"),
-    ("pruned", "ensel"),
-    ("pruned", "autogluon"),
-    ("spare", "ensel"),
-    ("spare", "autogluon"),
-    ("cv10", "ensel"),
-    ("cv10", "autogluon"),
-    ("tabm", "ensel"),
-    ("tabm", "autogluon"),
-    ("strong", "ensel"),
-    ("strong", "autogluon"),
-)
+PAIRINGS = (("ensel", "autogluon"), ("spare", "ensel"), ("spare", "autogluon"))
 """Configurations compared at equal budget: (ours, theirs)."""
 CROSS_BUDGET = ((("ensel", 600.0), ("ensel", 120.0)), (("ensel", 120.0), ("autogluon", 300.0)))
 """Comparisons across budgets: ((ours, budget), (theirs, budget))."""
@@ -161,50 +122,9 @@ def _heaviest_member(members: pd.DataFrame) -> str:
     return f"{top['family']} (weight {top['weight']:.2f} of {len(members)} members)"
 
 
-def tabm_spec() -> dict:
-    """The ``tabm`` configuration's library: the default spec with two TabM runs (8 members of
-    width 256, dropout 0.1 and 0.3, calibrated none and Platt) after its CatBoost runs."""
-    doc = _default_doc()
-    after = max(i for i, e in enumerate(doc["families"]) if e["family"] == "catboost") + 1
-    entry = {"family": "tabm", "params": {"dropout": [0.1, 0.3]}, "calibration": ["none", "platt"]}
-    doc["families"].insert(after, entry)
-    return {**doc, "name": "default_tabm"}
-
-
-STRONG_FAMILIES = ("random_forest", "xgboost", "lightgbm", "catboost")
-"""The main tier's families that carried all the ensemble's weight in a 300 s fit of
-doctor_contacts (seed 0), on 178 of its 444 fit seconds (docs/benchmarks.md)."""
-
-
-def strong_spec() -> dict:
-    """The ``strong`` configuration's library: the default with only its main-tier runs of
-    ``STRONG_FAMILIES``, so that its spare tier (the same runs, drawn alike) gets the time the
-    other families took; the same detectors. On the three larger tables at 300 s (seeds 0-1)
-    it gained nothing: log loss -0.0003 +- 0.0003 over the tables (docs/benchmarks.md)."""
-    doc = _default_doc()
-    doc["families"] = [e for e in doc["families"] if e["family"] in STRONG_FAMILIES]
-    return {**doc, "name": "default_strong"}
-
-
-def _default_doc() -> dict:
-    """default.yaml, parsed (the configurations built from it change a copy)."""
-    from importlib import resources
-
-    import yaml
-
-    return yaml.safe_load(
-        resources.files("ensel.library").joinpath("specs/default.yaml").read_text()
-    )
-
-
-def config_library(config: str) -> str | dict:
-    """The library an ensel configuration fits: a built-in spec name, a spec path, or a spec
-    dict built from the default (``tabm_spec``, ``strong_spec``)."""
-    built = {"tabm": tabm_spec, "strong": strong_spec}
-    if config in built:
-        return built[config]()
-    named = {"fixed": str(FIXED_GRID), "modern": "modern", "spare": "default_spare"}
-    return named.get(config, "default")
+def config_library(config: str) -> str:
+    """The built-in spec an ensel configuration fits."""
+    return "default_spare" if config == "spare" else "default"
 
 
 def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=None) -> dict:
@@ -213,18 +133,11 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
     over both."""
     from ensel import EnsembleSelectionClassifier
 
-    extra = {
-        "fixed": {"max_predict_ms": None},  # the former default: no predict-cost budget
-        "grow": {"grow": True},
-        "pruned": {"prune_fraction": 0.2},
-        "cv10": {"cv": 10},
-    }.get(config, {})
     clf = EnsembleSelectionClassifier(
         library=config_library(config),
         time_limit=budget,
         n_jobs=2,
         random_state=seed,
-        **extra,
     )
     with PeakMemory() as memory:
         start = time.perf_counter()

@@ -43,7 +43,7 @@ from ensel.bayesnet._score import BDeu
 from ensel.bayesnet._search import hill_climb, learn_identical
 from ensel.bayesnet.problems import alarm_comp_tasks, load_network, related_tasks
 
-RESULTS = ROOT / "benchmarks" / "results" / "bench_bayesnet.jsonl"
+RESULTS = ROOT / "benchmarks" / "results" / "bayesnet.jsonl"
 GRID = (0.9, 0.99, 0.999, 1 - 1e-5, 1 - 1e-8, 1.0)
 PRIORS = ("paired", "edit")
 SECTION = "## Multitask Bayes-net structure learning (dissertation ch. 2)"
@@ -509,12 +509,11 @@ def report_lines(path) -> list[str]:
     lines = []
     metas = [r["meta"] for r in records]
     if metas:
-        commits = sorted({m["commit"] for m in metas})
         loads = [m["load"][0] for m in metas]
         m0 = metas[-1]
         lines += [
-            f"Results file `{path.relative_to(ROOT)}`: {len(records)} cells, run "
-            f"{metas[0]['date']} to {metas[-1]['date']} at commit(s) {', '.join(commits)}, one "
+            f"Results file `{path.relative_to(ROOT)}`: {len(records)} cells (each row names its "
+            f"commit and date), one "
             f"process under `nice -n 19` on {m0['machine']} shared with other jobs (1-minute "
             f"load {min(loads):.1f}-{max(loads):.1f}); Python {m0['python']}, numpy "
             f"{m0['numpy']}, scipy {m0['scipy']}, pgmpy {m0['pgmpy']}. Mean ± standard error "
@@ -786,11 +785,7 @@ def plot_fig25(path, out_png) -> None:
 
 
 def report(path) -> None:
-    from benchmarks._report import write_section
-
     lines = report_lines(path)
-    print("\n".join(lines))
-    write_section(SECTION, ["", *lines])
     plot_fig25(path, ROOT / "docs" / "bayesnet_fig25.png")
     # the same tables between the markers of docs/bayesnet.md
     doc = ROOT / "docs" / "bayesnet.md"

@@ -7,7 +7,7 @@ and a projection, from the measured per-family fit times, of the caruana2006 bui
     python -m benchmarks.bench_dask [--quick]
 
 --quick: the tiny spec on 1,000 rows. Wall times compare runs on one machine, so run it on a
-quiet one. The table is printed and written to docs/benchmarks.md.
+quiet one. The table is printed and written to its block of docs/results.md, where the page has one.
 """
 
 from __future__ import annotations

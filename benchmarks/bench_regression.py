@@ -15,8 +15,8 @@ lowest hillclimb (out-of-fold) RMSE, predicted from the same library; HGB is ``_
 Every finished pair is appended to ``.bench-cache/regression/results.jsonl`` as it completes, so
 an interrupted run keeps what it measured and a rerun skips what is there (``--fresh`` starts
 over). The table and the targets (ensel's RMSE below AutoGluon's on >= 60% of dataset × seed
-pairs, below the best member's on >= 80%) are printed and written to docs/benchmarks.md with
-the pairs that ran.
+pairs, below the best member's on >= 80%) are printed and written to the
+regression block of docs/results.md with the pairs that ran.
 """
 
 from __future__ import annotations

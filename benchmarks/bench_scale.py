@@ -7,7 +7,7 @@ HistGradientBoosting defaults and AutoGluon best_quality at the same budget.
     python -m benchmarks.bench_scale --tables synth300k synth1m --budgets 600 --seeds 0
     python -m benchmarks.bench_scale --report         # the docs table from the results
     python -m benchmarks.bench_scale --tables synth100k --budgets 300 --tools ensel \
-        --max-memory 1.2GB --results benchmarks/results/scale_memory.jsonl  # a binding ceiling
+        --max-memory 1.2GB --results benchmarks/results/scale_memory_cap.jsonl  # a binding ceiling
 
 Tables: synthetic ones of 100k, 300k and 1M training rows (``benchmarks/_scale_data.py``:
 numeric and categorical columns, one with over 4,000 levels, 10% missing cells, a non-linear

@@ -1,10 +1,14 @@
 """Selection speed: seconds per greedy step for all eight metrics on synthetic libraries, against
 the floor (one numpy pass over the float64 matrix) and AutoGluon's EnsembleSelection.
 
-    python -m benchmarks.bench_selection [--quick] [--no-peer]
+    python -m benchmarks.bench_selection [--quick] [--no-peer] [--results FILE]
 
 AutoGluon is installed on first use into .bench-envs/autogluon (its own virtual environment;
-never a dependency of ensel). The table is printed and written to docs/benchmarks.md.
+never a dependency of ensel). Each timed row (``kind`` "step": one library size and metric;
+"bagged": a full bagged run) is appended to ``--results`` (``RESULTS`` by default; a quick run
+goes to a temporary file) with the run's provenance, and the table is printed and written to
+the "selection-engine" block of docs/results.md (``benchmarks.report`` rebuilds it from the
+rows).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._record import provenance, quick_results
 from benchmarks._report import machine_line, median_seconds, write_section
 from ensel._candidates import candidate_scorer
 from ensel.metrics import METRICS, resolve_metric
@@ -29,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PEER_ENV = ROOT / ".bench-envs" / "autogluon"
 PEER_METRICS = ("roc", "acc", "mxe", "fsc")  # where AutoGluon's metric is ours
 SECTION = "## Selection engine"
+RESULTS = ROOT / "benchmarks" / "results" / "selection.jsonl"
 
 
 def floor_seconds(P: np.ndarray) -> float:
@@ -94,14 +100,28 @@ def bagged_run_seconds(metric: str, P: np.ndarray, y: np.ndarray) -> float:
     return median_seconds(lambda: es.fit(P, y), 1)
 
 
-def main() -> None:
+def record(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], path: Path) -> None:
+    """Append the step rows and the bagged runs to ``path``, each with one run's provenance
+    (the same ``utc`` marks the rows of one run)."""
+    run = provenance()
+    with path.open("a") as out:
+        for row in rows:
+            out.write(json.dumps({"kind": "step", **row, **run}) + "\n")
+        for metric, seconds in bagged.items():
+            entry = {"kind": "bagged", "M": size[0], "N": size[1], "metric": metric}
+            out.write(json.dumps({**entry, "seconds": seconds, **run}) + "\n")
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small libraries, few steps")
     parser.add_argument("--no-peer", action="store_true", help="skip AutoGluon")
     parser.add_argument("--sizes", help="only these libraries, e.g. 2000x5000 (own section)")
     parser.add_argument("--metrics", help="only these metrics, e.g. roc,lft (own section)")
     parser.add_argument("--steps", type=int, help="greedy steps timed per metric")
-    args = parser.parse_args()
+    parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS.name}")
+    args = parser.parse_args(argv)
+    results = args.results or (quick_results("selection") if args.quick else RESULTS)
 
     sizes = (
         [(200, 1000), (2000, 5000)]
@@ -141,6 +161,7 @@ def main() -> None:
     bagged = {m: bagged_run_seconds(m, P, y) for m in bagged_metrics}
     for m, s in bagged.items():
         print(f"bagged 20 x 100 steps, M={M} N={N}, {m}: {s:.1f} s", flush=True)
+    record(rows, bagged, (M, N), results)
     write_report(rows, bagged, (M, N), args)
 
 
@@ -162,18 +183,9 @@ def format_row(r: dict) -> str:
     )
 
 
-def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], args) -> None:
-    cmd = "python -m benchmarks.bench_selection" + (" --quick" if args.quick else "")
-    partial = bool(args.sizes or args.metrics or args.steps)
-    for flag in ("sizes", "metrics", "steps"):
-        cmd += f" --{flag} {getattr(args, flag)}" if getattr(args, flag) else ""
-    cmd += " --no-peer" if args.no_peer else ""
-    lines = [
-        "",
-        machine_line(cmd)
-        + f" Load average (1 min) at the end: {os.getloadavg()[0]:.1f} (a shared machine; the"
-        " ratios are measured in this one run).",
-        "",
+def report_lines(rows: list[dict], bagged: dict[str, float], size: tuple[int, int]) -> list[str]:
+    """The step table and the bagged runs' table, in markdown."""
+    return [
         "Seconds per greedy step (wall clock, median of one step's candidate scoring against a "
         "10-step ensemble, setup left out; ours uses both cores) on synthetic libraries "
         "(`ensel.synthetic.make_library`: 30% coarse tree-like members). Floor: one numpy pass "
@@ -190,8 +202,19 @@ def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, in
         "| metric | seconds |",
         "|---|---|",
         *[f"| {m} | {s:.1f} |" for m, s in bagged.items()],
-        "",
     ]
+
+
+def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], args) -> None:
+    cmd = "python -m benchmarks.bench_selection" + (" --quick" if args.quick else "")
+    partial = bool(args.sizes or args.metrics or args.steps)
+    for flag in ("sizes", "metrics", "steps"):
+        cmd += f" --{flag} {getattr(args, flag)}" if getattr(args, flag) else ""
+    cmd += " --no-peer" if args.no_peer else ""
+    lines = ["", machine_line(cmd), "", *report_lines(rows, bagged, size), ""]
+    if args.quick:  # a quick run's figures never go into the page
+        print("\n".join(lines))
+        return
     write_section(SECTION + (" — rank metrics" if partial else ""), lines)
 
 

@@ -33,6 +33,8 @@ __all__ = ["calibration_data", "cost_front_data", "hillclimb_curves", "render", 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 N_STRONGEST = 3
 BINS = 10
+MIN_BIN_CASES = 20
+"""A reliability bin holds at least this many cases (fewer bins on small data)."""
 WIDTH, HEIGHT = 5.2, 3.3  # inches of one plot (at 72 points per inch in SVG)
 FRONT_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0)
 """Budgets of the score-vs-cost front, as fractions of the fitted ensemble's predict cost."""
@@ -143,14 +145,18 @@ def _library_of(model, library) -> Library | None:
     return library
 
 
-def _reliability(pred: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean prediction and fraction of positives in ten equal-width bins (§3.3)."""
-    bins = np.minimum((pred * BINS).astype(int), BINS - 1)
-    counts = np.bincount(bins, minlength=BINS)
-    full = counts > 0
-    mean_pred = np.bincount(bins, weights=pred, minlength=BINS)[full] / counts[full]
-    positives = np.bincount(bins, weights=y, minlength=BINS)[full] / counts[full]
-    return mean_pred, positives
+def _reliability(pred: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean prediction, fraction of positives and case count per bin, the bins holding equal
+    numbers of cases (quantile bins on the sorted predictions): up to ``BINS`` bins of at least
+    ``MIN_BIN_CASES`` each. Equal-width bins (§3.3) leave a few cases in the middle bins when
+    most predictions sit near 0 or 1, and their fractions then jump between 0 and 1 on noise."""
+    order = np.argsort(pred, kind="stable")
+    n_bins = int(np.clip(pred.size // MIN_BIN_CASES, 1, BINS)) if pred.size else 0
+    groups = np.array_split(order, n_bins) if n_bins else []
+    mean_pred = np.array([pred[g].mean() for g in groups])
+    positives = np.array([y[g].mean() for g in groups])
+    counts = np.array([g.size for g in groups])
+    return mean_pred, positives, counts
 
 
 # ------------------------------------------------------------------ plots (matplotlib to SVG)
@@ -180,6 +186,10 @@ def _svg(fig, title: str) -> str:
     return re.sub(r"^<svg ", f'<svg class="plot" role="img" aria-label="{label}" ', text, count=1)
 
 
+LOWER_NOTE = "metric (italic: lower is better; its bar is the best member's score / the ensemble's)"
+"""The comparison chart's axis label: which way its bars point for loss-like metrics."""
+
+
 def _comparison_plot(model, names: list[str]) -> str:
     ratios = np.array([_ratio(model, m) for m in names])
     fig, ax = _figure()
@@ -192,11 +202,14 @@ def _comparison_plot(model, names: list[str]) -> str:
             ax.bar(np.flatnonzero(mask), ratios[mask], color=colour, width=0.6, label=label)
     ax.axhline(1.0, color="#555", linestyle="--", linewidth=1.2, label="best member (= 1)")
     ax.set_xticks(np.arange(len(names)), names)
+    for tick, name in zip(ax.get_xticklabels(), names, strict=True):
+        if not greater_is_better(name):
+            tick.set_fontstyle("italic")
     low, high = min(ratios.min(), 1.0), max(ratios.max(), 1.0)
     pad = 0.1 * (high - low) + 0.005
     ax.set_ylim(low - pad, high + pad)
-    ax.set_xlabel("metric")
-    ax.set_ylabel("ensemble score / best member's")
+    ax.set_xlabel(LOWER_NOTE)
+    ax.set_ylabel("ensemble's advantage (above 1: better)")
     ax.legend(
         loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize="small", frameon=False
     )
@@ -245,14 +258,14 @@ def _reliability_plot(variants: dict[str, np.ndarray], y: np.ndarray) -> str:
     fig, ax = _figure(width=4.4, height=3.6)
     ax.plot([0, 1], [0, 1], color="#777", linestyle="--", linewidth=1.0, label="ideal")
     for k, (label, pred) in enumerate(variants.items()):
-        xs, ys = _reliability(pred, y)
+        xs, ys, counts = _reliability(pred, y)
         ax.plot(xs, ys, marker="o", markersize=3, color=PALETTE[k], linewidth=1.5, label=label)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("mean prediction in bin")
+    ax.set_xlabel(f"mean prediction in bin (bins of {int(counts.min())}+ cases each)")
     ax.set_ylabel("fraction positive")
     ax.legend(fontsize="small", loc="upper left")
-    return _svg(fig, "reliability diagram")
+    return _svg(fig, "reliability diagram, equal-count bins")
 
 
 def _histogram_plot(variants: dict[str, np.ndarray]) -> str:
@@ -380,13 +393,14 @@ def _comparison(model) -> str:
         ours, best = rows[name]["ensemble"], rows[name]["best member"]
         better = ours > best if greater_is_better(name) else ours < best
         mark = "tie" if np.isclose(ours, best) else ("better" if better else "worse")
+        way = "higher" if greater_is_better(name) else "lower"
         values.append(
-            f"<tr><td>{name}</td><td>{ours:.4f}</td><td>{best:.4f}</td><td>{mark}</td></tr>"
+            f"<tr><td>{name}</td><td>{way}</td><td>{ours:.4f}</td><td>{best:.4f}</td>"
+            f"<td>{mark}</td></tr>"
         )
     table = (
-        "<table><tr><th>metric</th><th>ensemble</th><th>best member</th><th></th></tr>"
-        + "".join(values)
-        + "</table>"
+        "<table><tr><th>metric</th><th>better when</th><th>ensemble</th><th>best member</th>"
+        "<th></th></tr>" + "".join(values) + "</table>"
     )
     return f"<div class='row'>{table}{_comparison_plot(model, names)}</div>"
 

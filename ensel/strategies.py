@@ -198,7 +198,7 @@ def cheapest_within_noise(
     accepted (with 1, the one-standard-error rule of
     Breiman et al. 1984, ESL §7.10; the default 0.5 was measured to keep test scores level
     with the unconstrained ensemble, where 1 cost about 0.001 AUC and log loss:
-    docs/benchmarks.md). The budgets are bisected, assuming a smaller budget
+    docs/decisions.md). The budgets are bisected, assuming a smaller budget
     never scores better (3 selections for 6 fractions); no selection starts after
     ``deadline`` (``time.monotonic()``) less the last one's duration. Returns ``(weights,
     budget or None, rows tried)``, the unconstrained ``weights`` and None when no budget is

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,7 +15,16 @@ from ensel import EnsembleSelectionClassifier
 from ensel.cli import main
 from ensel.library import Library
 from ensel.metrics import METRICS, greater_is_better
-from ensel.report import cost_front_data, hillclimb_curves, render, write_report
+from ensel.report import (
+    LOWER_NOTE,
+    MIN_BIN_CASES,
+    _comparison_plot,
+    _reliability,
+    cost_front_data,
+    hillclimb_curves,
+    render,
+    write_report,
+)
 
 SPEC = {
     "families": [
@@ -48,11 +58,14 @@ def test_report_has_every_section(model):
     # the comparison table: one row per metric, the ensemble's and the best member's scores as
     # the model computed them, and the verdict
     rows = re.findall(
-        r"<tr><td>(\w+)</td><td>(-?[\d.]+)</td><td>(-?[\d.]+)</td><td>(\w+)</td></tr>", page
+        r"<tr><td>(\w+)</td><td>(\w+)</td><td>(-?[\d.]+)</td><td>(-?[\d.]+)</td><td>(\w+)</td>"
+        r"</tr>",
+        page,
     )
     assert [r[0] for r in rows] == list(model.comparison_) and set(METRICS) <= {r[0] for r in rows}
-    for name, ours, best, mark in rows:
+    for name, way, ours, best, mark in rows:
         want = model.comparison_[name]
+        assert way == ("higher" if greater_is_better(name) else "lower")
         assert float(ours) == pytest.approx(want["ensemble"], abs=5e-5)
         assert float(best) == pytest.approx(want["best member"], abs=5e-5)
         assert mark in ("better", "worse", "tie")
@@ -181,3 +194,33 @@ def test_regression_report_plots_residuals(tmp_path, capsys):
     (tmp_path / "model.pkl").rename(tmp_path / "m" / "model.pkl")
     assert main(["report", str(tmp_path / "m"), "--html", str(tmp_path / "r.html")]) == 0
     assert "Predicted against actual" in (tmp_path / "r.html").read_text()
+
+
+def test_reliability_bins_hold_enough_cases_when_predictions_pile_up_at_0_and_1():
+    # make demo's shape: 569 rows, most predictions near 0 or 1, few in between
+    rng = np.random.default_rng(0)
+    y = rng.random(569) < 0.63
+    pred = np.where(y, rng.beta(12, 1, 569), rng.beta(1, 12, 569))
+    pred[:6] = rng.uniform(0.3, 0.7, 6)
+    xs, ys, counts = _reliability(pred, y.astype(float))
+    assert counts.sum() == 569 and counts.min() >= MIN_BIN_CASES
+    assert counts.max() - counts.min() <= 1  # equal-count (quantile) bins
+    assert np.all(np.diff(xs) > 0)  # bins ordered by prediction
+    # with equal-width bins a middle bin holds a handful of cases; here every fraction is an
+    # average over at least MIN_BIN_CASES labels, and the curve follows the diagonal's order
+    assert ys[0] < 0.2 and ys[-1] > 0.9
+    small_x, small_y, small_counts = _reliability(pred[:30], y[:30].astype(float))
+    assert small_counts.tolist() == [30] and len(small_x) == len(small_y) == 1
+
+
+def test_the_comparison_chart_says_which_way_is_better_for_loss_metrics():
+    model = SimpleNamespace(
+        comparison_={
+            "roc": {"ensemble": 0.99, "best member": 0.98},
+            "mxe": {"ensemble": 0.10, "best member": 0.13},  # lower: the ensemble is better
+        }
+    )
+    svg = _comparison_plot(model, ["roc", "mxe"])
+    assert "lower is better" in LOWER_NOTE and "lower is better" in svg
+    assert re.search(r"font-style: ?italic[^>]*>mxe</text>", svg)
+    assert not re.search(r"font-style: ?italic[^>]*>roc</text>", svg)

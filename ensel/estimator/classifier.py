@@ -39,7 +39,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     metric : str, Metric or callable, default="mxe"
         The metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
         §4.3.5 finds RMS and MXE competitive proxies for every target metric; in the first
-        (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real datasets)
+        (single-split, noisy) run of our benchmark (docs/decisions.md; five real datasets)
         selecting for MXE had the best mean normalised score over all eight targets; it also
         rewards calibrated probabilities.
     cv : int >= 2, "auto" or None, default="auto"
@@ -72,7 +72,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         Select only from the best ``prune_fraction`` of the library by its members' hillclimb
         scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule of thumb on its
         ~2000-model libraries). 1.0, the unpruned library of Tables 4.1-4.2, was set from a
-        measurement of this estimator (docs/benchmarks.md, "AutoML comparison": 8 datasets x
+        measurement of this estimator (docs/decisions.md and git history; 8 datasets x
         3 seeds, 60 s budgets): ``prune_fraction=0.2`` was better in test AUC on only 5 of 24
         pairs (-0.0013 +- 0.0005), in log loss on 7 (-0.0020 +- 0.0007). Selection alone
         ("Library pruning" there) leans the paper's way on the 1,874-member caruana2006

@@ -24,7 +24,7 @@ planner's estimates (:mod:`ensel.library.plan`) say will end before the deadline
 ``time_limit`` they are built like any other runs. Their members carry ``tier == "spare"`` in
 ``Library.members``. A top-level ``spare_min_rows: N`` makes the tier spare-time work only: it
 is built under a ``time_limit`` and on tables of at least N rows, and not otherwise (the
-default spec's tier was measured to pay from 10,000 rows: docs/benchmarks.md).
+default spec's tier was measured to pay from 10,000 rows: docs/decisions.md).
 
 A regression spec says ``task: regression``; its families are the regressors registered beside
 each algorithm's classifier (by the same plain names), it has no calibration variants, and an

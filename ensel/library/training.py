@@ -46,7 +46,7 @@ AUTO_FOLDS = 5
 """Folds of embedded cross-validation that ``cv="auto"`` uses on a small table."""
 AUTO_SWITCH_ROWS = 20_000
 """From this many rows ``cv="auto"`` holds out one hillclimb set instead of K folds: selection
-stopped gaining past about 5,000 hillclimb rows (docs/benchmarks.md, "Hillclimb set size";
+stopped gaining past about 5,000 hillclimb rows (docs/decisions.md, "cv='auto' on large tables";
 docs/library.md), so from here the held-out set leaves each member about the rows a fold
 sibling of 5-fold CV trains on, for one fit instead of five."""
 AUTO_HILLCLIMB = (0.1, 5_000, 10_000)

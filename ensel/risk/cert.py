@@ -140,7 +140,7 @@ class CERTForest(BackgroundForestDetector):
     10-D (0.144 -> 0.134, 0.241 -> 0.200, 0.294 -> 0.255) and rank 5-D and 10-D slightly
     better (Spearman 0.58 -> 0.61, 0.37 -> 0.38), 2-D slightly worse (0.91 -> 0.88).
     ``min_samples_leaf=1`` gives the report's full-size trees (measured against the default in
-    docs/risk.md and docs/benchmarks.md).
+    docs/risk.md and docs/results.md).
     ``prune="error"`` grows each tree on a bootstrap sample of half the rows and prunes it by
     reduced-error pruning on one of the other half (the report's Table 1 "pruned" column;
     "brier" prunes by Brier score); ``edge_splits=True`` also offers the thresholds between a

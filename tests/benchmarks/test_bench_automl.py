@@ -10,15 +10,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import log_loss, roc_auc_score
 
-from benchmarks.bench_automl import (
-    STRONG_FAMILIES,
-    compare,
-    pair_scores,
-    strong_spec,
-    summary,
-    tabm_spec,
-)
-from ensel.library.spec import load_spec
+from benchmarks.bench_automl import compare, pair_scores, summary
 
 
 def test_scores_match_sklearn_for_two_and_three_classes():
@@ -219,23 +211,6 @@ def test_bagging_folds_keep_each_group_in_one_of_eight_folds():
     assert (pd.Series(folds).groupby(groups.to_numpy()).nunique() == 1).all()
     share = pd.Series(y.to_numpy() == "a").groupby(folds).mean()
     assert share.between(0.2, 0.4).all()  # classes stratified across the folds
-
-
-def test_the_tabm_configuration_is_the_default_plus_two_tabm_runs():
-    default, tabm = load_spec("default"), load_spec(tabm_spec())
-    added = [r for r in tabm.runs if r.run_id not in {d.run_id for d in default.runs}]
-    assert [(r.family, r.param_dict["dropout"]) for r in added] == [("tabm", 0.1), ("tabm", 0.3)]
-    assert len(tabm.runs) == len(default.runs) + 2
-    assert tabm.spare == default.spare and tabm.spare_min_rows == default.spare_min_rows
-
-
-def test_the_strong_configuration_is_the_default_less_its_weaker_main_families():
-    default, strong = load_spec("default"), load_spec(strong_spec())
-    kept = [r.run_id for r in default.runs if r.family in STRONG_FAMILIES]
-    assert [r.run_id for r in strong.runs] == kept
-    assert 0 < len(kept) < len(default.runs)
-    assert strong.spare == default.spare and strong.spare_min_rows == default.spare_min_rows
-    assert strong.detectors == default.detectors
 
 
 def test_several_results_files_are_read_in_order_and_new_fits_go_to_the_last(

@@ -1,21 +1,52 @@
-"""benchmarks/_report.py: a timing table written to its results file and its docs section."""
+"""benchmarks/_report.py: generated blocks replace only what lies between their markers."""
 
-import json
+import pytest
 
 from benchmarks import _report
 
+PAGE = """# Results
 
-def test_timing_rows_go_to_the_results_and_replace_their_section(tmp_path, monkeypatch):
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "benchmarks.md").write_text("# B\n\n## Kept\nold\n\n## T\nstale\n")
-    monkeypatch.setattr(_report, "ROOT", tmp_path)
-    results = tmp_path / "rows.jsonl"
-    rows = [{"case": "a", "ms": 1.5}, {"case": "b", "ms": 2.25}]
-    _report.write_timing_rows(rows, results, "## T", "cmd", [0.5, 0.4, 0.3], "Timed.", ("numpy",))
-    written = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [r["case"] for r in written] == ["a", "b"]
-    assert written[0]["load_start"] == [0.5, 0.4, 0.3] and "numpy" in written[0]["versions"]
-    text = (tmp_path / "docs" / "benchmarks.md").read_text()
-    assert "## Kept\nold" in text and "stale" not in text
-    assert "load average at the start 0.50, 0.40, 0.30; numpy " in text and "Timed." in text
-    assert "| a | 1.5 |" in text and "| b | 2.25 |" in text
+Hand-written intro.
+
+## T
+<!-- generated: t -->
+stale
+<!-- end generated -->
+
+Hand-written after the block.
+"""
+
+
+def test_write_section_replaces_only_between_the_markers(tmp_path):
+    page = tmp_path / "results.md"
+    page.write_text(PAGE)
+    _report.write_section("## T", ["fresh 1", "fresh 2"], page=page)
+    text = page.read_text()
+    assert "stale" not in text and "fresh 1\nfresh 2\n<!-- end generated -->" in text
+    assert text.replace("fresh 1\nfresh 2", "stale") == PAGE
+
+
+def test_write_section_without_a_block_writes_nothing(tmp_path, capsys):
+    page = tmp_path / "results.md"
+    page.write_text("# Results\n\n## T\nhand-written\n")
+    _report.write_section("## T", ["fresh"], page=page)
+    assert page.read_text() == "# Results\n\n## T\nhand-written\n"
+    assert "fresh" in capsys.readouterr().out
+
+
+def test_writing_twice_changes_nothing_the_second_time(tmp_path):
+    page = tmp_path / "results.md"
+    page.write_text(PAGE)
+    _report.write_generated(page, "t", "body")
+    once = page.read_text()
+    _report.write_generated(page, "t", "body")
+    assert page.read_text() == once
+
+
+def test_an_unclosed_block_is_an_error():
+    with pytest.raises(ValueError):
+        _report.replace_generated("<!-- generated: t -->\nx\n", "t", "y")
+
+
+def test_slot_names_come_from_headings():
+    assert _report.slot_name("## AutoML comparison (quick)") == "automl-comparison-quick"

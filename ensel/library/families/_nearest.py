@@ -8,7 +8,7 @@ so far; a full buffer is cut back to its k nearest by a quickselect. A row whose
 fewer than k points is scanned again without one. At the end nested quickselects put, for
 every k asked, the k nearest first. So each training point costs a distance and one
 comparison, where ``A @ B.T`` then ``np.partition`` wrote and read an n-wide matrix row per
-query (benchmarks/bench_knn_predict.py times it against scikit-learn's ``kneighbors``).
+query (docs/decisions.md, "Own kernels": measured against scikit-learn's ``kneighbors``).
 
 Up to 32 columns, distances are summed as ``(x - q)^2`` column by column (exact for
 coincident points, none of the cancellation of ``|q|^2 + |x|^2 - 2 q.x``); wider rows take that

@@ -60,8 +60,8 @@ def decision(model: SVC | SVR, X: np.ndarray) -> np.ndarray:
     """``model.decision_function(X)`` (an SVR's ``predict(X)``) computed with matrix products:
     the kernel values of a block of rows against every support vector at once, then each
     one-vs-one pair's sum from per-class blocks. libsvm evaluates the kernel one (row, support
-    vector) pair at a time; this gives the same values to rounding, faster (measured by
-    ``benchmarks.bench_svm_decision``)."""
+    vector) pair at a time; this gives the same values to rounding, faster on one core, SVC
+    and SVR (docs/decisions.md, "Own kernels")."""
     X = np.asarray(X, dtype=float)
     sv, coef, b = model.support_vectors_, model.dual_coef_, model.intercept_
     edges = np.concatenate([[0], np.cumsum(model.n_support_)])

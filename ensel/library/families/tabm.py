@@ -4,7 +4,7 @@ on a fifth of the training fold. pytabkit's implementation (``pip install pytabk
 
 Not in the paper's grid. It is here because, among the modern tabular nets, it is the one whose
 CPU cost fits a small table's spare budget, with ``k = 8`` members of width 256 rather than
-pytabkit's default ``k = 32`` of width 512 (docs/benchmarks.md, "Candidate 7: TabM members").
+pytabkit's default ``k = 32`` of width 512 (docs/decisions.md, "Spare time").
 Numeric columns reach it median-imputed, with a 0/1 indicator for each column that had missing
 values in training (pytabkit then applies its own quantile transform); categorical columns as
 categories, with one more level for missing and unseen values.

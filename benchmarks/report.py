@@ -1,0 +1,294 @@
+"""Regenerate every table and plot of docs/results.md from the committed rows in
+benchmarks/results/ (``make bench-report``).
+
+Tables go between the page's marker comments (``<!-- generated: NAME -->`` ...
+``<!-- end generated -->``), so text a person wrote is never touched; plots go to docs/img/ as
+SVG files written deterministically (no date, a fixed id salt), so running this twice changes
+nothing. Nothing is fitted or timed here.
+
+The AutoML comparison reads the judged protocol's rows (seeds 2-4; seeds 0-1 tuned the
+defaults), files later in ``AUTOML_FILES`` replacing the same fit in earlier ones. Differences
+are signed so that positive means ensel is better; the verdict over datasets takes each
+dataset's mean over seeds as one unit (``benchmarks._stats``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks._report import PAGE, ROOT, markdown_table, write_generated
+from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
+
+RESULTS = ROOT / "benchmarks" / "results"
+AUTOML_FILES = (
+    "automl_12tables",
+    "automl_large_300s_spare_tier",
+    "automl_small_120_600s_seed2",
+    "automl_large_120_600s",
+    "automl_autogluon_large_600s",
+    "automl_autogluon_small_600s",
+    "automl_small_120_600s_seeds34",
+    "automl_300s_judged",
+    "automl_large_300s_one_session",
+    "automl_60s_judged",
+    "automl_large_600s_one_session",
+)
+SEEDS = (2, 3, 4)
+BUDGETS = (60.0, 300.0, 600.0)
+METRICS = (("auc", "AUC"), ("logloss", "log loss"))
+SCALE_FILE = "scale.jsonl"
+SELECTION_FILE = "selection.jsonl"
+
+
+def automl_rows(results: Path = RESULTS) -> pd.DataFrame:
+    """The judged AutoML-comparison fits (scored rows of ``SEEDS``), one per fit."""
+    from benchmarks.bench_automl import merged_results
+
+    rows = pd.DataFrame(merged_results([results / f"{f}.jsonl" for f in AUTOML_FILES]))
+    rows = rows[rows["seed"].isin(SEEDS) & rows["auc"].notna()]
+    return rows.reset_index(drop=True)
+
+
+def differences(rows: pd.DataFrame, budget: float, metric: str, theirs: str = "autogluon"):
+    """Per dataset: ensel's mean advantage over ``theirs`` at ``budget`` (positive = ensel
+    better) over the seeds both have, its standard error over those seeds, and the training
+    rows; datasets ordered by size."""
+    sign = 1.0 if HIGHER_IS_BETTER[metric] else -1.0
+    pick = rows[rows["budget"] == budget]
+    a = pick[pick["config"] == "ensel"].set_index(["dataset", "seed"])
+    b = pick[pick["config"] == theirs].set_index(["dataset", "seed"])
+    both = a.index.intersection(b.index)
+    d = sign * (a.loc[both, metric] - b.loc[both, metric])
+    grouped = d.groupby(level="dataset")
+    out = pd.DataFrame(
+        {
+            "n_train": a.loc[both, "n_train"].groupby(level="dataset").first(),
+            "mean": grouped.mean(),
+            "se": grouped.std(ddof=1) / np.sqrt(grouped.size()),
+            "seeds": grouped.size(),
+        }
+    )
+    return out.sort_values("n_train")
+
+
+def verdict_table(rows: pd.DataFrame) -> str:
+    """ensel against AutoGluon at each budget with datasets as the unit."""
+    lines = []
+    for budget in BUDGETS:
+        pick = rows[rows["budget"] == budget]
+        for metric, called in METRICS:
+            ours, theirs = (
+                per_dataset(pick[pick["config"] == c], metric)["mean"]
+                for c in ("ensel", "autogluon")
+            )
+            st = paired_over_datasets(ours, theirs, HIGHER_IS_BETTER[metric])
+            lines.append(
+                {
+                    "budget": f"{budget:g} s",
+                    "metric": called,
+                    "ensel better on": f"{st['wins']} of {st['datasets']}",
+                    "mean difference ± se": f"{st['mean diff']:+.4f} ± {st['se diff']:.4f}",
+                    "t-test p": f"{st['p (t-test)']:.2f}",
+                    "sign test p": f"{st['p (sign test)']:.2f}",
+                }
+            )
+    return markdown_table(pd.DataFrame(lines), index=False)
+
+
+BUDGET_PAIRS = (
+    (("ensel", 120.0), ("ensel", 60.0)),
+    (("ensel", 300.0), ("ensel", 120.0)),
+    (("ensel", 600.0), ("ensel", 120.0)),
+    (("autogluon", 300.0), ("autogluon", 60.0)),
+    (("autogluon", 600.0), ("autogluon", 300.0)),
+)
+
+
+def budget_table(rows: pd.DataFrame) -> str:
+    """What more time buys each tool, with datasets as the unit (positive = the longer
+    budget better)."""
+    out = []
+    for (config, longer), (_, shorter) in BUDGET_PAIRS:
+        for metric, called in METRICS:
+            pick = rows[rows["config"] == config]
+            st = paired_over_datasets(
+                per_dataset(pick[pick["budget"] == longer], metric)["mean"],
+                per_dataset(pick[pick["budget"] == shorter], metric)["mean"],
+                HIGHER_IS_BETTER[metric],
+            )
+            out.append(
+                {
+                    "tool": config,
+                    "budgets": f"{longer:g} s against {shorter:g} s",
+                    "metric": called,
+                    "better / same / worse": f"{st['wins']} / {st['ties']} / {st['losses']}",
+                    "mean gain ± se": f"{st['mean diff']:+.4f} ± {st['se diff']:.4f}",
+                    "t-test p": f"{st['p (t-test)']:.2f}",
+                }
+            )
+    return markdown_table(pd.DataFrame(out), index=False)
+
+
+def per_dataset_table(rows: pd.DataFrame) -> str:
+    """Per dataset and budget: ensel's AUC and log-loss advantage over AutoGluon ± se."""
+    cells = {}
+    for budget in BUDGETS:
+        for metric, called in METRICS:
+            d = differences(rows, budget, metric)
+            cells[f"{called} {budget:g} s"] = [
+                f"{m:+.4f} ± {s:.4f}" for m, s in d[["mean", "se"]].itertuples(index=False)
+            ]
+            index = d.index
+            sizes = d["n_train"].astype(int)
+    frame = pd.DataFrame(cells, index=index)
+    frame.insert(0, "training rows", sizes.map("{:,}".format))
+    frame.index.name = "dataset"
+    return markdown_table(frame)
+
+
+def cost_table(rows: pd.DataFrame) -> str:
+    """Per budget and tool, over every judged fit: fit seconds (median, max), predict µs per
+    row (median, max) and peak resident memory (median); then per budget ensel's predict time
+    over AutoGluon's per table (``bench_automl.predict_ratios``)."""
+    from benchmarks.bench_automl import predict_ratios
+
+    out = []
+    for (budget, config), g in rows.groupby(["budget", "config"]):
+        fit, pred = g["fit_s"], g["predict_us_per_row"].dropna()
+        out.append(
+            {
+                "budget": f"{budget:g} s",
+                "tool": config,
+                "fits": len(g),
+                "fit s median (max)": f"{fit.median():.0f} ({fit.max():.0f})",
+                "predict µs/row median (max)": f"{pred.median():.0f} ({pred.max():.0f})",
+                "peak MB median": f"{g['peak_rss_mb'].median():.0f}",
+            }
+        )
+    lines = [markdown_table(pd.DataFrame(out), index=False), ""]
+    for budget in BUDGETS:
+        ratio = predict_ratios(rows, budget)
+        lines.append(
+            f"- {budget:g} s: ensel's predict time over AutoGluon's per table, median "
+            f"{ratio.median():.2f}x, largest {ratio.max():.2f}x ({ratio.idxmax()})"
+        )
+    return "\n".join(lines)
+
+
+def scale_rows(results: Path = RESULTS) -> pd.DataFrame:
+    return pd.read_json(results / SCALE_FILE, lines=True)
+
+
+def scale_table(scale: pd.DataFrame) -> str:
+    """The large tables: one row per (table, budget, tool)."""
+    frame = scale.sort_values(["rows", "budget", "tool"])
+    out = pd.DataFrame(
+        {
+            "table": frame["table"],
+            "rows": frame["rows"].map("{:,}".format),
+            "budget s": frame["budget"],
+            "tool": frame["tool"],
+            "AUC": frame["auc"].map("{:.4f}".format),
+            "log loss": frame["logloss"].map("{:.4f}".format),
+            "fit s": frame["fit_seconds"].map("{:.0f}".format),
+            "peak GB": (frame["peak_mb"] / 1024).map("{:.2f}".format),
+            "saved MB": frame["saved_mb"].map("{:.1f}".format),
+            "predict µs/row": frame["predict_us_per_row"].map("{:.0f}".format),
+        }
+    )
+    return markdown_table(out, index=False)
+
+
+def headline(rows: pd.DataFrame, scale: pd.DataFrame) -> str:
+    """Three lines for the README, every figure from the rows."""
+    parts = []
+    sizes = differences(rows, 300.0, "auc")["n_train"]
+    tables = f"{len(sizes)} tables of {sizes.min():,}-{sizes.max():,} training rows"
+    for budget in (300.0,):
+        st = {
+            m: paired_over_datasets(
+                *(
+                    per_dataset(rows[(rows.budget == budget) & (rows.config == c)], m)["mean"]
+                    for c in ("ensel", "autogluon")
+                ),
+                HIGHER_IS_BETTER[m],
+            )
+            for m, _ in METRICS
+        }
+        parts.append(
+            f"- Against AutoGluon best_quality at {budget:g} s on {tables} "
+            f"(seeds 2-4): better AUC on {st['auc']['wins']} of 12 (t-test p "
+            f"{st['auc']['p (t-test)']:.2f}), better log loss on {st['logloss']['wins']} of 12 "
+            f"(p {st['logloss']['p (t-test)']:.2f}): level within noise."
+        )
+    r = rows[rows.budget == 300.0]
+    e, a = r[r.config == "ensel"], r[r.config == "autogluon"]
+    parts.append(
+        f"- At 300 s: fit {e.fit_s.median():.0f} s median (AutoGluon {a.fit_s.median():.0f} s), "
+        f"predict {e.predict_us_per_row.median():.0f} µs a row median (AutoGluon "
+        f"{a.predict_us_per_row.median():.0f})."
+    )
+    big = scale[(scale.table == "synth1m")].set_index("tool")
+    parts.append(
+        f"- 1M rows at 600 s: AUC {big.auc['ensel']:.4f} against AutoGluon's "
+        f"{big.auc['autogluon']:.4f} and LightGBM's {big.auc['lightgbm']:.4f}; saved "
+        f"{big.saved_mb['ensel']:.0f} MB (AutoGluon {big.saved_mb['autogluon']:.0f}), predict "
+        f"{big.predict_us_per_row['ensel']:.0f} µs a row (AutoGluon "
+        f"{big.predict_us_per_row['autogluon']:.0f})."
+    )
+    return "\n".join(parts)
+
+
+def selection_block(results: Path = RESULTS) -> dict[str, str]:
+    """The selection-speed block from the latest full run's rows (``bench_selection``), or
+    nothing while there are none (the page's slot then says so)."""
+    from benchmarks.bench_selection import report_lines
+
+    path = results / SELECTION_FILE
+    if not path.exists():
+        return {}
+    rows = pd.read_json(path, lines=True)
+    rows = rows[rows["utc"] == rows["utc"].max()]
+    steps = [
+        {k: v for k, v in r.items() if not (isinstance(v, float) and np.isnan(v))}
+        for r in rows[rows["kind"] == "step"].to_dict("records")
+    ]
+    bagged = rows[rows["kind"] == "bagged"]
+    size = (int(bagged["M"].iloc[0]), int(bagged["N"].iloc[0])) if len(bagged) else (0, 0)
+    lines = report_lines(steps, dict(zip(bagged["metric"], bagged["seconds"], strict=True)), size)
+    return {"selection-engine": "\n".join(lines)}
+
+
+def blocks(rows: pd.DataFrame, scale: pd.DataFrame) -> dict[str, str]:
+    """Every generated block of the page and the README, by name."""
+    return {
+        "headline": headline(rows, scale),
+        "automl-verdict": verdict_table(rows),
+        "automl-per-dataset": per_dataset_table(rows),
+        "automl-cost": cost_table(rows),
+        "automl-budgets": budget_table(rows),
+        "large-tables": scale_table(scale),
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=ROOT, help="where docs/ and README are")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    from benchmarks import _plots
+
+    rows, scale = automl_rows(args.results), scale_rows(args.results)
+    pages = [args.root / PAGE, args.root / "README.md"]
+    for name, body in {**blocks(rows, scale), **selection_block(args.results)}.items():
+        if not any([write_generated(page, name, body) for page in pages]):
+            raise SystemExit(f"no block <!-- generated: {name} --> in {pages}")
+    _plots.write_all(rows, scale, args.root / "docs" / "img")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""benchmarks/report.py: `make bench-report` rebuilds the page's generated blocks and plots from
+the committed rows, leaves hand-written text alone, and a second run changes nothing."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks import report
+from benchmarks._report import ROOT
+
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "results.md", tmp_path / "docs" / "results.md")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    return tmp_path
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return {str(p.relative_to(root)): p.read_bytes() for p in files}
+
+
+def test_the_committed_page_is_what_the_rows_give_and_a_rerun_changes_nothing(copy):
+    report.main(["--root", str(copy)])
+    first = _snapshot(copy)
+    assert first["docs/results.md"] == (ROOT / "docs" / "results.md").read_bytes()
+    assert first["README.md"] == (ROOT / "README.md").read_bytes()
+    for name in ("automl_differences", "accuracy_budget", "cost_rows"):
+        assert first[f"docs/img/{name}.svg"] == (ROOT / "docs" / "img" / f"{name}.svg").read_bytes()
+    report.main(["--root", str(copy)])
+    assert _snapshot(copy) == first
+
+
+def test_text_outside_the_markers_is_untouched(copy):
+    page = copy / "docs" / "results.md"
+    text = page.read_text().replace("## In short", "## In short\n\nA person's note.")
+    text = text.replace("| 60 s | AUC |", "| stale |", 1)
+    page.write_text(text)
+    report.main(["--root", str(copy)])
+    again = page.read_text()
+    assert "A person's note." in again and "| stale |" not in again
+    assert again.replace("\n\nA person's note.", "") == (ROOT / "docs" / "results.md").read_text()
+
+
+def test_a_page_missing_a_block_is_an_error(copy):
+    page = copy / "docs" / "results.md"
+    page.write_text(page.read_text().replace("<!-- generated: automl-verdict -->", ""))
+    with pytest.raises(SystemExit):
+        report.main(["--root", str(copy)])
+
+
+def test_the_verdict_counts_datasets_not_seeds():
+    rows = report.automl_rows()
+    assert set(rows.seed) == set(report.SEEDS)
+    table = report.verdict_table(rows)
+    assert table.count(" of 12 |") == 2 * len(report.BUDGETS)

@@ -1,0 +1,51 @@
+"""The suites' quick modes run end to end on small inputs (seconds each): the code a user's
+``--quick`` runs, with the data or budgets made smaller where the quick mode itself would take
+minutes, and nothing written into the committed rows or pages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import _report, report
+
+
+@pytest.fixture(autouse=True)
+def page_elsewhere(tmp_path, monkeypatch):
+    """Blocks a suite writes go to a copy of the page in a temporary folder."""
+    (tmp_path / "docs").mkdir()
+    page = (_report.ROOT / _report.PAGE).read_text()
+    (tmp_path / "docs" / "results.md").write_text(page)
+    monkeypatch.setattr(_report, "ROOT", tmp_path)
+    return tmp_path
+
+
+def test_selection_quick_records_rows_that_the_report_turns_into_its_block(tmp_path):
+    from benchmarks import bench_selection
+
+    rows = tmp_path / "selection.jsonl"
+    argv = ["--quick", "--no-peer", "--sizes", "40x200", "--steps", "2", "--results", str(rows)]
+    bench_selection.main(argv)
+    written = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert {r["kind"] for r in written} == {"step", "bagged"}
+    assert all(r["commit"] and r["utc"] for r in written)
+    block = report.selection_block(tmp_path)["selection-engine"]
+    assert "| 40 | 200 | roc |" in block and "| rms |" in block
+    # a quick run never writes the page
+    assert (tmp_path / "docs" / "results.md").read_text() == (
+        report.ROOT / "docs" / "results.md"
+    ).read_text()
+
+
+def test_automl_quick_fits_and_reports_one_row(tmp_path, monkeypatch, capsys):
+    from benchmarks import bench_automl
+
+    monkeypatch.setattr(bench_automl, "config_library", lambda config: "tiny")
+    rows = tmp_path / "automl.jsonl"
+    argv = ["--quick", "--configs", "ensel", "--budgets", "10", "--results", str(rows)]
+    bench_automl.main([*argv, "--no-write"])
+    (row,) = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert (row["dataset"], row["config"], row["budget"]) == ("pima", "ensel", 10.0)
+    assert 0.5 < row["auc"] <= 1 and row["fit_s"] < 60 and row["predict_us_per_row"] > 0
+    assert "pima" in capsys.readouterr().out
