@@ -35,6 +35,7 @@ from ._base import (
     tree_values,
 )
 from ._regression import PrefixRun, SingleRun, column
+from ._treepack import PACK_CELLS, PacksTrees
 
 FOREST_CHUNK = 4
 """Trees a forest under a time cap adds between looks at the clock."""
@@ -256,7 +257,7 @@ class ResamplingTree(ClassifierMixin, BaseEstimator):
 
 
 @dataclass
-class _BoostRun:
+class _BoostRun(PacksTrees):
     """Weighted votes of the first ``s`` boosting steps for each stage ``s``."""
 
     estimators: list
@@ -272,25 +273,51 @@ class _BoostRun:
 
         wanted = range(len(self.stages)) if stages is None else stages
         sizes = [min(self.stages[i], len(self.estimators)) for i in wanted]
-        votes = np.zeros((X.shape[0], self.n_classes))
-        rows = np.arange(X.shape[0])
-        staged: list = [votes.copy() if size == 0 else None for size in sizes]
-        steps = zip(self.estimators[: max(sizes)], self.weights, strict=False)
         X = tree_input(X)
-        for i, (est, w) in enumerate(steps, start=1):
-            tree = getattr(est, "tree_model_", est)  # a ResamplingTree holds its fitted tree
-            labels = tree.classes_.take(np.argmax(tree_values(tree), axis=1))
-            votes[rows, labels[tree_leaves(tree, X)].astype(np.intp)] += w
-            for j, size in enumerate(sizes):
-                if size == i:
-                    staged[j] = votes.copy()
-        v = np.stack(staged)
+        leaves = self.leaves_of(lambda: self.estimators, max(sizes), X)
+        labels = self.cached("_node_labels", self._node_labels)
+        steps = [lab[leaf] for lab, leaf in zip(labels, leaves, strict=False)]
+        v = _staged_votes(steps, self.weights, self.n_classes, sizes, X.shape[0])
         total = v.sum(axis=-1, keepdims=True)
         with np.errstate(invalid="ignore"):  # inf / inf where a learner is perfect
             share = np.where(total > 0, v / np.where(total > 0, total, 1.0), 1.0 / self.n_classes)
         perfect = np.isposinf(total[..., 0])  # a perfect learner's vote is the whole share
         share[perfect] = logistic_correction(v[perfect])
         return {"none": share, "logistic": logistic_correction(v)}
+
+    def _node_labels(self) -> list[np.ndarray]:
+        """Per step: the class each node of its tree votes for (the rows' values only pick
+        the node)."""
+        out = []
+        for est in self.estimators:
+            tree = getattr(est, "tree_model_", est)  # a ResamplingTree holds its fitted tree
+            out.append(tree.classes_.take(np.argmax(tree_values(tree), axis=1)).astype(np.intp))
+        return out
+
+
+def _staged_votes(steps, weights, n_classes: int, sizes: list[int], n: int) -> np.ndarray:
+    """``(len(sizes), n, n_classes)``: the weighted votes of the first ``size`` steps (each
+    step the class it gives every row) for each size, summed step after step. A small batch
+    sums all steps in one ``np.add.accumulate`` (adding 0.0 where a step votes for another
+    class leaves a sum as it is), a larger one row by row in a loop: the same sums."""
+    steps = steps[: max(sizes)]
+    weights = np.asarray(weights[: len(steps)], dtype=np.float64)
+    steps = steps[: weights.size]
+    if steps and len(steps) * n * n_classes <= PACK_CELLS:
+        hits = np.stack(steps)[..., None] == np.arange(n_classes)
+        sums = np.add.accumulate(np.where(hits, weights[:, None, None], 0.0), axis=0)
+        empty = np.zeros((n, n_classes))
+        last = len(steps)
+        return np.stack([sums[min(size, last) - 1] if size else empty for size in sizes])
+    votes = np.zeros((n, n_classes))
+    rows = np.arange(n)
+    staged: list = [votes.copy() if size == 0 else None for size in sizes]
+    for i, (labels, w) in enumerate(zip(steps, weights, strict=True), start=1):
+        votes[rows, labels] += w
+        for j, size in enumerate(sizes):
+            if size == i:
+                staged[j] = votes.copy()
+    return np.stack(staged)
 
 
 class _StepsInTime:
