@@ -367,8 +367,10 @@ class Schema:
 
 
 def schema_key(frame: pd.DataFrame) -> tuple:
-    """What a :class:`Schema` depends on: the column names and their dtypes' names."""
-    return tuple(frame.columns.tolist()), tuple(str(d) for d in frame.dtypes.tolist())
+    """What a :class:`Schema` depends on: the column names and their dtypes (numpy's as they
+    are, others by name: a categorical dtype's hash would read its categories)."""
+    dtypes = tuple(d if isinstance(d, np.dtype) else str(d) for d in frame.dtypes.tolist())
+    return tuple(frame.columns.tolist()), dtypes
 
 
 def plan_schema(

@@ -149,3 +149,25 @@ def test_a_pickled_run_leaves_its_pack_behind():
     again = pickle.loads(pickle.dumps(run))
     assert not {"_pack", "_node_labels", "_cached"} & set(again.__dict__)
     np.testing.assert_array_equal(again.predict(X[:2])["none"], run.predict(X[:2])["none"])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", ["random_forest", "extra_trees", "bagged_trees", "tree"])
+def test_tree_members_of_small_batches_equal_the_tree_loop(name, n_classes, monkeypatch):
+    """Forests, bagged and single trees, missing values included: a small batch's members
+    (one walk, one accumulated sum) equal, bit for bit, those of the loop over each tree's
+    apply that large batches take."""
+    from ensel.library.families import _treepack, trees
+
+    X, y = _data(n_classes, seed=1)
+    params = {"max_features": 2} if name == "random_forest" else {}
+    stages = (1,) if name == "tree" else (3, 8, 20)
+    run = _fit(name, X, y, n_classes, stages, **params)
+    small = [run.predict(X[i : i + 3])["none"] for i in range(0, 30, 3)]
+    with monkeypatch.context() as patched:
+        patched.setattr(_treepack, "PACK_CELLS", 0)
+        patched.setattr(trees, "PACK_CELLS", 0)
+        large = run.predict(X[:30])["none"]
+        stage = run.predict(X[:3], stages=[len(stages) - 1])["none"]
+    np.testing.assert_array_equal(np.concatenate(small, axis=1), large)
+    np.testing.assert_array_equal(run.predict(X[:3], stages=[len(stages) - 1])["none"], stage)

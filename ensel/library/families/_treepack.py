@@ -76,6 +76,13 @@ class PacksTrees:
             )
         return list(pack.leaves(X32, k))
 
+    def at_leaves(self, leaves: list, values: Callable[[], list]) -> np.ndarray:
+        """``(k, n, ...)``: each tree's node output at each row's leaf, for the first
+        ``k = len(leaves)`` trees, the leaves from the walk of :meth:`leaves_of` (a small
+        batch); ``values()`` lists every tree's per-node outputs, read once into one table."""
+        table = self.cached("_node_values", lambda: np.concatenate(values()))
+        return table[np.stack(leaves) + self.__dict__["_pack"].offsets[: len(leaves), None]]
+
     def cached(self, name: str, make: Callable[[], object]):
         """``make()``, computed once and kept under ``name`` (not pickled)."""
         if name not in self.__dict__:

@@ -135,12 +135,16 @@ class SmoothedTree:
             table = counts / np.where(n > 0, n, 1.0)
         return cls(tree, table)
 
+    def node_proba(self) -> np.ndarray:
+        """``(n_nodes, C)``: the probabilities a row in each node gets."""
+        return self.table
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self.table[tree_leaves(self.tree, tree_input(X))]
 
 
 @dataclass
-class _StagedRun:
+class _StagedRun(PacksTrees):
     """Members are averages over the first ``s`` trees for each stage ``s``."""
 
     trees: list
@@ -149,13 +153,22 @@ class _StagedRun:
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Members at the stages of index ``stages`` (all by default): only the trees up to
-        the largest of them are evaluated."""
+        the largest of them are evaluated. A small batch reads every tree's leaves from one
+        walk (:class:`PacksTrees`) and sums them in one ``np.add.accumulate``, the sums a
+        loop over the trees makes."""
         wanted = range(len(self.stages)) if stages is None else stages
         sizes = [min(self.stages[i], len(self.trees)) for i in wanted]
+        X = tree_input(X)
+        k = max(sizes)
+        width = self.trees[0].node_proba().shape[1]
+        if k * X.shape[0] * width <= PACK_CELLS:
+            leaves = self.leaves_of(lambda: [t.tree for t in self.trees], k, X)
+            proba = self.at_leaves(leaves, lambda: [t.node_proba() for t in self.trees])
+            sums = np.add.accumulate(proba, axis=0)
+            return {"none": np.stack([sums[size - 1] / size for size in sizes])}
         out: list = [None] * len(sizes)
         total = 0.0
-        X = tree_input(X)
-        for i, tree in enumerate(self.trees[: max(sizes)], start=1):
+        for i, tree in enumerate(self.trees[:k], start=1):
             total = total + tree.predict_proba(X)
             for j, size in enumerate(sizes):
                 if size == i:
@@ -192,6 +205,10 @@ class _ForestTree:
     tree: DecisionTreeClassifier
     classes: np.ndarray
     n_classes: int
+
+    def node_proba(self) -> np.ndarray:
+        """``(n_nodes, n_classes)``: the probabilities a row in each node gets."""
+        return full_proba(tree_values(self.tree), self.classes, self.n_classes)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         proba = tree_values(self.tree)[tree_leaves(self.tree, tree_input(X))]
