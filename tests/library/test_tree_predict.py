@@ -171,3 +171,21 @@ def test_tree_members_of_small_batches_equal_the_tree_loop(name, n_classes, monk
         stage = run.predict(X[:3], stages=[len(stages) - 1])["none"]
     np.testing.assert_array_equal(np.concatenate(small, axis=1), large)
     np.testing.assert_array_equal(run.predict(X[:3], stages=[len(stages) - 1])["none"], stage)
+
+
+@pytest.mark.parametrize("name", ["random_forest", "extra_trees", "bagged_trees"])
+def test_regression_tree_members_of_small_batches_equal_the_tree_loop(name, monkeypatch):
+    from ensel.library.families import _regression, _treepack
+
+    X, y = _data(2, seed=2)
+    target = np.nan_to_num(X[:, 0]) * 2.0 + y
+    family = get_family(name, "regression")
+    run = family.fit(
+        X, target, n_classes=0, params=dict(family.params), stages=(2, 6, 50), random_state=0
+    )
+    small = np.concatenate([run.predict(X[i : i + 2])["none"] for i in range(0, 20, 2)], axis=1)
+    with monkeypatch.context() as patched:
+        patched.setattr(_treepack, "PACK_CELLS", 0)
+        patched.setattr(_regression, "PACK_CELLS", 0)
+        large = run.predict(X[:20])["none"]
+    np.testing.assert_array_equal(small, large)
