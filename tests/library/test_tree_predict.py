@@ -189,3 +189,20 @@ def test_regression_tree_members_of_small_batches_equal_the_tree_loop(name, monk
         patched.setattr(_regression, "PACK_CELLS", 0)
         large = run.predict(X[:20])["none"]
     np.testing.assert_array_equal(small, large)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_lightgbm_members_read_from_the_booster_equal_predict_proba(n_classes):
+    """The booster's probabilities equal LGBMClassifier.predict_proba's bit for bit, single
+    rows and batches, missing values included."""
+    pytest.importorskip("lightgbm")
+    from ensel.library.families.gbdt import lightgbm_proba
+
+    X, y = _data(n_classes, seed=3)
+    run = _fit("lightgbm", X, y, n_classes, (4, 30))
+    for rows in (slice(0, 1), slice(5, 6), slice(0, 300)):
+        for rounds in (4, 30):
+            got = lightgbm_proba(run.model, X[rows], rounds)
+            np.testing.assert_array_equal(
+                got, run.model.predict_proba(X[rows], num_iteration=rounds)
+            )
