@@ -80,8 +80,12 @@ class PacksTrees:
         """``(k, n, ...)``: each tree's node output at each row's leaf, for the first
         ``k = len(leaves)`` trees, the leaves from the walk of :meth:`leaves_of` (a small
         batch); ``values()`` lists every tree's per-node outputs, read once into one table."""
+        pack = self.__dict__.get("_pack")
+        if pack is None:  # the leaves came from each tree's apply
+            per_tree = values()
+            return np.stack([per_tree[i][leaf] for i, leaf in enumerate(leaves)])
         table = self.cached("_node_values", lambda: np.concatenate(values()))
-        return table[np.stack(leaves) + self.__dict__["_pack"].offsets[: len(leaves), None]]
+        return table[np.stack(leaves) + pack.offsets[: len(leaves), None]]
 
     def cached(self, name: str, make: Callable[[], object]):
         """``make()``, computed once and kept under ``name`` (not pickled)."""
