@@ -402,10 +402,12 @@ def plan_schema(
 
 class Table:
     """Checked rows of the training columns, each column read once: the numeric columns as
-    one read-only float64 block, the categorical ones as the Series given. The preprocessing
-    views read it as they read the DataFrame of :func:`check_columns` (``len(table)``,
-    ``table[name]`` for a categorical column, ``table.numeric(names)``) and compute the same
-    matrices from it, with no per-view pandas selection."""
+    one read-only float64 block, the categorical ones as pandas Categoricals (the views read a
+    Categorical's codes and its categories as text, the same levels as every cell's text,
+    which each view and fold would otherwise make again). The preprocessing views read it as
+    they read the DataFrame of :func:`check_columns` (``len(table)``, ``table[name]`` for a
+    categorical column, ``table.numeric(names)``) and compute the same matrices from it, with
+    no per-view pandas selection."""
 
     def __init__(self, n: int, block: np.ndarray, names: tuple, cells: dict[str, pd.Series]):
         block.flags.writeable = False  # shared by every view of one call
@@ -449,8 +451,11 @@ def read_table(frame: pd.DataFrame, schema: Schema, categories: dict[str, list[s
     cells = {}
     for col, known in categories.items():
         values = frame.iloc[:, schema.at[col]]
-        cells[col] = time_as_number(values) if schema.reads[col] == "time" else values
-        warn_unseen(col, cells[col], known, stacklevel=5)
+        values = time_as_number(values) if schema.reads[col] == "time" else values
+        warn_unseen(col, values, known, stacklevel=5)
+        if not isinstance(values.dtype, pd.CategoricalDtype):  # once, not once per view
+            values = values.astype("category")
+        cells[col] = values
     return Table(len(frame), block, schema.numeric, cells)
 
 
