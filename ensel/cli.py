@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import logging
 import sys
+import warnings
 from pathlib import Path
 
 MODEL_FILE = "model.pkl"
@@ -472,14 +473,23 @@ COMMANDS = {
 }
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command line: ``warning: <message>`` on one line of
+    stderr, without the source path and code line of Python's format (which point into the
+    installed package, not at anything the user can change)."""
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr if file is None else file)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="ensel: %(message)s")
-    try:
-        message = COMMANDS[args.command](args)
-    except (ValueError, TypeError, OSError, KeyError, ImportError) as exc:
-        print(f"ensel: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():  # restores the caller's showwarning on the way out
+        warnings.showwarning = _one_line_warning
+        try:
+            message = COMMANDS[args.command](args)
+        except (ValueError, TypeError, OSError, KeyError, ImportError) as exc:
+            print(f"ensel: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
     if message:
         print(message)
     return 0

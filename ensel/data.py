@@ -18,12 +18,17 @@ import scipy.sparse as sp
 
 __all__ = [
     "Columns",
+    "Schema",
+    "Table",
     "as_frame",
     "check_columns",
     "check_features",
     "clean_columns",
     "coerce_numeric_text",
     "named",
+    "plan_schema",
+    "read_table",
+    "schema_key",
     "select_columns",
     "stratified_rows",
     "times_as_numbers",
@@ -88,17 +93,25 @@ def times_as_numbers(frame: pd.DataFrame) -> pd.DataFrame:
     has a time zone) and its timedelta columns as seconds, float64 with NaT as missing. Read as
     categories, dates would be levels of their own, and every date after the training rows
     unseen at predict time; as numbers, trees split on them and later dates extrapolate."""
-    converted = {}
     times = frame.select_dtypes(include=["datetime", "datetimetz", "timedelta"]).columns
-    for name in times:  # (one dtype query: a loop over every column cost 2 ms at 200 columns)
-        col = frame[name]
-        if pd.api.types.is_datetime64_any_dtype(col):
-            if col.dt.tz is not None:
-                col = col.dt.tz_convert("UTC").dt.tz_localize(None)
-            converted[name] = ((col - EPOCH) / pd.Timedelta(days=1)).astype(np.float64)
-        else:
-            converted[name] = (col / pd.Timedelta(seconds=1)).astype(np.float64)
+    # (one dtype query: a loop over every column cost 2 ms at 200 columns)
+    converted = {name: time_as_number(frame[name]) for name in times}
     return frame.assign(**converted) if converted else frame
+
+
+def is_time(dtype) -> bool:
+    """Whether a column of ``dtype`` is a date or a duration (:func:`times_as_numbers`)."""
+    return pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)
+
+
+def time_as_number(col: pd.Series) -> pd.Series:
+    """One date column as days since 1970-01-01 (UTC where it has a time zone), or one duration
+    column as seconds: float64, NaT missing (see :func:`times_as_numbers`)."""
+    if pd.api.types.is_datetime64_any_dtype(col):
+        if col.dt.tz is not None:
+            col = col.dt.tz_convert("UTC").dt.tz_localize(None)
+        return ((col - EPOCH) / pd.Timedelta(days=1)).astype(np.float64)
+    return (col / pd.Timedelta(seconds=1)).astype(np.float64)
 
 
 def _is_missing(value) -> bool:
@@ -294,27 +307,156 @@ def check_columns(
     Missing cells are allowed anywhere."""
     frame = select_columns(frame, columns)
     for col in columns:
-        if col in categories:
+        if col in categories or is_plain_number(frame[col].dtype):
             continue
-        values = frame[col]
-        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            continue
-        parsed = pd.to_numeric(values.where(values.notna()).astype(str).str.strip(), "coerce")
-        tokens = sorted(set(values[parsed.isna() & values.notna()].astype(str)))
-        if tokens:
-            _warn_tokens(col, tokens[:10], int((parsed.isna() & values.notna()).sum()), 3)
-        frame = frame.assign(**{col: parsed.to_numpy(np.float64)})
+        frame = frame.assign(**{col: numbers_from_text(col, frame[col], stacklevel=3)})
     for col, known in categories.items():
-        values = frame[col]
-        unseen = sorted(set(values[values.notna()].astype(str)) - set(known))
-        if unseen:
-            warnings.warn(
-                f"column {col!r} has categories never seen in training: {unseen[:5]}; "
-                "members treat them as unknown (an all-zero one-hot row, or code -1)",
-                UserWarning,
-                stacklevel=3,
-            )
+        warn_unseen(col, frame[col], known, stacklevel=4)
     return frame
+
+
+def is_plain_number(dtype) -> bool:
+    """Whether a numeric training column of ``dtype`` is read as it is (a numeric dtype, not
+    bool); any other is parsed from its text by :func:`numbers_from_text`."""
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def numbers_from_text(name: str, values: pd.Series, stacklevel: int = 3) -> np.ndarray:
+    """A numeric training column that arrives as text, parsed: float64, its non-numeric tokens
+    missing (a warning names the column and the tokens; ``stacklevel`` as ``warnings.warn``'s
+    here)."""
+    parsed = pd.to_numeric(values.where(values.notna()).astype(str).str.strip(), "coerce")
+    failed = parsed.isna() & values.notna()
+    tokens = sorted(set(values[failed].astype(str)))
+    if tokens:
+        _warn_tokens(name, tokens[:10], int(failed.sum()), stacklevel + 1)
+    return parsed.to_numpy(np.float64)
+
+
+def warn_unseen(name: str, values: pd.Series, known, stacklevel: int = 3) -> None:
+    """Warn when a categorical column holds categories never seen in training (``known``;
+    ``stacklevel`` as ``warnings.warn``'s here)."""
+    unseen = sorted(set(values[values.notna()].astype(str)) - set(known))
+    if unseen:
+        warnings.warn(
+            f"column {name!r} has categories never seen in training: {unseen[:5]}; "
+            "members treat them as unknown (an all-zero one-hot row, or code -1)",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What :func:`as_frame` and :func:`check_columns` decide about a frame from its column
+    names and dtypes alone, found once per schema so that predicting a few rows pays only for
+    what depends on their values. ``at``: the position in the frame of each training column;
+    ``reads``: how each is read (``"number"``: its values as float64, ``"text"``: parsed by
+    :func:`numbers_from_text`, ``"time"``: a date or duration made a number, ``"cells"``: a
+    categorical column's Series as given); ``numeric``: the numeric training columns, in
+    training order (the block of a :class:`Table`); ``direct``: the frame positions of those
+    read as they are, ``into``: their positions in the block; ``whole``: every column of the
+    frame is a plain number, so one ``to_numpy`` reads them all."""
+
+    at: dict[str, int]
+    reads: dict[str, str]
+    numeric: tuple[str, ...]
+    direct: tuple[int, ...]
+    into: tuple[int, ...]
+    whole: bool
+
+
+def schema_key(frame: pd.DataFrame) -> tuple:
+    """What a :class:`Schema` depends on: the column names and their dtypes (numpy's as they
+    are, others by name: a categorical dtype's hash would read its categories)."""
+    dtypes = tuple(d if isinstance(d, np.dtype) else str(d) for d in frame.dtypes.tolist())
+    return tuple(frame.columns.tolist()), dtypes
+
+
+def plan_schema(
+    frame: pd.DataFrame, columns: list[str], categories: dict[str, list[str]]
+) -> Schema | None:
+    """The :class:`Schema` of ``frame`` for data trained on ``columns`` (``categories``: the
+    categorical ones), or None where the full checks must speak (repeated names, a missing
+    training column: they raise there with their own messages)."""
+    names = [str(c) for c in frame.columns]
+    at = {name: j for j, name in enumerate(names)}
+    if len(at) < len(names) or any(c not in at for c in [*columns, *categories]):
+        return None
+    dtypes = frame.dtypes.tolist()
+    reads = {}
+    for col in columns:
+        dtype = dtypes[at[col]]
+        if is_time(dtype):
+            reads[col] = "time"
+        elif col in categories:
+            reads[col] = "cells"
+        else:
+            reads[col] = "number" if is_plain_number(dtype) else "text"
+    numeric = tuple(c for c in columns if c not in categories)
+    into = tuple(i for i, c in enumerate(numeric) if reads[c] == "number")
+    direct = tuple(at[numeric[i]] for i in into)
+    whole = all(is_plain_number(d) for d in dtypes)
+    return Schema(at, reads, numeric, direct, into, whole)
+
+
+class Table:
+    """Checked rows of the training columns, each column read once: the numeric columns as
+    one read-only float64 block, the categorical ones as pandas Categoricals (the views read a
+    Categorical's codes and its categories as text, the same levels as every cell's text,
+    which each view and fold would otherwise make again). The preprocessing views read it as
+    they read the DataFrame of :func:`check_columns` (``len(table)``, ``table[name]`` for a
+    categorical column, ``table.numeric(names)``) and compute the same matrices from it, with
+    no per-view pandas selection."""
+
+    def __init__(self, n: int, block: np.ndarray, names: tuple, cells: dict[str, pd.Series]):
+        block.flags.writeable = False  # shared by every view of one call
+        self.n, self.block, self.cells = n, block, cells
+        self.index = {name: j for j, name in enumerate(names)}
+        self._numeric: dict[tuple, np.ndarray] = {tuple(names): block}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, name: str) -> pd.Series:
+        return self.cells[name]
+
+    def numeric(self, names) -> np.ndarray:
+        """The float64 ``(n, len(names))`` matrix of these numeric columns, in that order."""
+        key = tuple(names)
+        if key not in self._numeric:
+            self._numeric[key] = self.block[:, [self.index[c] for c in key]]
+        return self._numeric[key]
+
+
+def read_table(frame: pd.DataFrame, schema: Schema, categories: dict[str, list[str]]) -> Table:
+    """The :class:`Table` of ``frame`` (of schema ``schema``, planned with ``categories``):
+    the values and the warnings of :func:`check_columns` of :func:`as_frame`, each column read
+    once."""
+    block = np.empty((len(frame), len(schema.numeric)))
+    if schema.direct:
+        if schema.whole:
+            values = frame.to_numpy(dtype=np.float64, na_value=np.nan)[:, list(schema.direct)]
+        else:
+            values = frame.iloc[:, list(schema.direct)]
+            values = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        block[:, list(schema.into)] = values
+    for i, col in enumerate(schema.numeric):  # as check_columns: these warnings first
+        if schema.reads[col] != "number":
+            values = frame.iloc[:, schema.at[col]]
+            if schema.reads[col] == "time":
+                block[:, i] = time_as_number(values).to_numpy(np.float64, na_value=np.nan)
+            else:
+                block[:, i] = numbers_from_text(col, values, stacklevel=4)
+    cells = {}
+    for col, known in categories.items():
+        values = frame.iloc[:, schema.at[col]]
+        values = time_as_number(values) if schema.reads[col] == "time" else values
+        warn_unseen(col, values, known, stacklevel=5)
+        if not isinstance(values.dtype, pd.CategoricalDtype):  # once, not once per view
+            values = values.astype("category")
+        cells[col] = values
+    return Table(len(frame), block, schema.numeric, cells)
 
 
 def stratified_rows(y: np.ndarray, n: int, random_state) -> np.ndarray:

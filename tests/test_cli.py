@@ -142,7 +142,8 @@ def test_a_corrupt_model_file_is_one_line(csvs, capsys, tmp_path):
 
 def test_a_csv_with_missing_values_fits_and_predicts_as_it_is(tmp_path, capsys):
     """Empty cells, NA and a stray '?' in a numeric column: fit and predict from the command
-    line, with a one-line warning naming the column."""
+    line, with a one-line warning naming the column (``warning: <message>``, not Python's
+    format with a source path of the package and a line of its code)."""
     import numpy as np
 
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
@@ -160,18 +161,21 @@ def test_a_csv_with_missing_values_fits_and_predicts_as_it_is(tmp_path, capsys):
     argv = ["fit", str(tmp_path / "train.csv"), "--target", "diagnosis", "--out", str(out),
             "--library", "tiny", "--cv", "3", "--n-jobs", "1", "--time-limit", "60",
             "--max-predict-ms", "none"]  # fmt: skip
-    with pytest.warns(UserWarning, match="column 'lab' is numeric but holds"):
-        assert main(argv) == 0
-    assert "hillclimb mxe" in capsys.readouterr().out
+    assert main(argv) == 0
+    said = capsys.readouterr()
+    assert "hillclimb mxe" in said.out
+    lab = "column 'lab' is numeric but holds the non-numeric token(s) ['?'] in {} cell(s); those "
+    lab += "cells are treated as missing"
+    assert f"warning: {lab.format(25)}" in said.err.splitlines()  # 25 of the 220 rows hold '?'
     from ensel.estimator import load_model
 
     model = load_model(out / "model.pkl")
     assert model.max_predict_ms is None and "tried" not in model.predict_budget_
-    with pytest.warns(UserWarning, match="column 'lab' is numeric but holds"):
-        assert (
-            main(["predict", str(out), str(tmp_path / "new.csv"), "--out", str(tmp_path / "p.csv")])
-            == 0
-        )
+    assert (
+        main(["predict", str(out), str(tmp_path / "new.csv"), "--out", str(tmp_path / "p.csv")])
+        == 0
+    )
+    assert capsys.readouterr().err == f"warning: {lab.format(9)}\n"  # one line, nothing else
     preds = pd.read_csv(tmp_path / "p.csv")
     assert len(preds) == 80 and preds["prediction"].notna().all()
 
@@ -184,3 +188,25 @@ def test_a_bad_predict_budget_is_refused_before_any_work(csvs, capsys):
     assert exit_.value.code == 2
     assert "give milliseconds (> 0), 'auto' or 'none'" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_warnings_print_as_one_line_and_python_s_format_is_restored(capsys):
+    """Every warning of a command is ``warning: <message>`` on one line of stderr (a message
+    over several lines joined); after ``main`` returns, warnings show as before."""
+    import warnings
+
+    from ensel import cli
+
+    def warn(args):
+        warnings.warn("first line\n   second   line", UserWarning, stacklevel=1)
+        warnings.warn("another", RuntimeWarning, stacklevel=1)
+        return "done"
+
+    before = warnings.showwarning
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setitem(cli.COMMANDS, "demo", warn)
+        assert main(["demo"]) == 0
+    said = capsys.readouterr()
+    assert said.err == "warning: first line second line\nwarning: another\n"
+    assert said.out == "done\n"
+    assert warnings.showwarning is before

@@ -67,3 +67,38 @@ def test_parquet_errors_are_one_line(files, capsys):
         main(["predict", str(files / "pq"), str(files / "none-*.parquet"), "--out", "x.csv"]) == 2
     )
     assert "no parquet file there" in capsys.readouterr().err
+
+
+UNREADABLE = (
+    "{path} is not a readable parquet file (Parquet magic bytes not found in footer. Either the "
+    "file is corrupted or this is not a parquet file.); check that it was written completely as "
+    "parquet, or give a CSV file"
+)
+
+
+def test_an_unreadable_parquet_file_is_one_line_naming_it(files, tmp_path, capsys):
+    """A CSV saved as .parquet, and a parquet file cut short inside a directory of good ones:
+    one line that names the file and says what to do (was pyarrow's message alone)."""
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("a,b\n1,2\n")
+    argv = ["fit", str(bad), "--target", "b", "--out", str(tmp_path / "m")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"ensel: error: {UNREADABLE.format(path=bad)}\n"
+    train = tmp_path / "train"
+    train.mkdir()
+    good = (files / "train" / "a.parquet").read_bytes()
+    (train / "a.parquet").write_bytes(good)
+    (train / "b.parquet").write_bytes(good[: len(good) // 2])
+    argv = ["fit", str(train), *FIT, "--out", str(tmp_path / "m")]
+    assert main(argv) == 2
+    cut = train / "b.parquet"
+    assert capsys.readouterr().err == f"ensel: error: {UNREADABLE.format(path=cut)}\n"
+
+
+def test_predict_names_an_unreadable_parquet_file(tmp_path):
+    """``ensel predict`` reads parquet through ``stream.iter_parquet``: the same one line."""
+    bad = tmp_path / "new.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    with pytest.raises(ValueError) as raised:
+        list(stream.iter_parquet(bad))
+    assert str(raised.value) == UNREADABLE.format(path=bad)

@@ -10,7 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensel.data import as_frame, check_columns, check_features, clean_columns
+from ensel.data import (
+    as_frame,
+    check_columns,
+    check_features,
+    clean_columns,
+    plan_schema,
+    read_table,
+)
 from ensel.library.training import prepare
 
 
@@ -142,3 +149,66 @@ def test_dates_and_durations_are_numbers_at_fit_and_at_predict():
         warnings.simplefilter("error")  # no "categories never seen in training"
         checked = check_columns(later, list(X.columns), {})
     assert (checked["day"] > 18262.0).all()
+
+
+def test_a_table_reads_what_check_columns_reads_once_per_schema():
+    """Every kind of column the predict checks treat (plain, nullable and float32 numbers,
+    numbers as text with a stray token, dates, booleans and categories as text or a pandas
+    Categorical, an extra column and another column order): the Table's numeric block and
+    categorical cells hold check_columns' values, with its warnings, in its order."""
+    frame = pd.DataFrame(
+        {
+            "extra": ["unused", "x", "y"],
+            "k": pd.Categorical(["a", None, "zz"]),
+            "n": pd.array([1, None, 3], dtype="Int64"),
+            "f": np.array([0.1, np.nan, 2.5], dtype=np.float32),
+            "t": ["1.5", "?", "2"],
+            "when": pd.to_datetime(["2020-01-01", None, "2021-06-30"]),
+            "b": [True, False, None],
+            "s": ["u", None, "new"],
+        }
+    )
+    columns = ["f", "n", "k", "t", "when", "b", "s"]
+    categories = {"k": ["a", "b"], "b": ["False", "True"], "s": ["u", "v"]}
+    with warnings.catch_warnings(record=True) as full_warnings:
+        warnings.simplefilter("always")
+        checked = check_columns(as_frame(frame), columns, categories)
+    schema = plan_schema(frame, columns, categories)
+    assert schema.reads == {
+        "f": "number",
+        "n": "number",
+        "k": "cells",
+        "t": "text",
+        "when": "time",
+        "b": "cells",
+        "s": "cells",
+    }
+    with warnings.catch_warnings(record=True) as table_warnings:
+        warnings.simplefilter("always")
+        table = read_table(frame, schema, categories)
+    numeric = ["f", "n", "t", "when"]
+    expected = checked[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
+    np.testing.assert_array_equal(table.numeric(numeric), expected)
+    np.testing.assert_array_equal(table.numeric(["when", "f"]), expected[:, [3, 0]])
+    for name in categories:  # the same levels as text, the missing cells missing
+        as_text = (
+            checked[name].astype(object).where(checked[name].notna()).map(str, na_action="ignore")
+        )
+        pd.testing.assert_series_equal(
+            table[name].astype(object).map(str, na_action="ignore"),
+            as_text,
+            check_index=False,
+            check_names=False,
+        )
+    assert [str(w.message) for w in table_warnings] == [str(w.message) for w in full_warnings]
+    assert len(full_warnings) == 3  # the token '?', the unseen 'zz' and 'new'
+    with pytest.raises(ValueError, match="read-only"):
+        table.block[0, 0] = 1.0
+
+
+def test_what_the_full_checks_must_say_has_no_schema():
+    frame = pd.DataFrame({"a": [1.0], "b": [2.0]})
+    assert plan_schema(frame, ["a", "c"], {}) is None  # a missing column
+    assert plan_schema(frame.set_axis(["a", "a"], axis=1), ["a"], {}) is None  # repeated names
+    assert plan_schema(frame.set_axis([0, "0"], axis=1), ["0"], {}) is None  # repeated as text
+    assert plan_schema(frame, ["b"], {}).whole

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._imports import optional
-from ..library.sources import parquet_files
+from ..library.sources import open_parquet, parquet_errors, parquet_files
 
 __all__ = ["BATCH_ROWS", "iter_parquet", "write_batches"]
 
@@ -22,10 +22,11 @@ BATCH_ROWS = 100_000
 def iter_parquet(path, batch_rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
     """The rows of a parquet path (a file, a directory or a glob), ``batch_rows`` at most at
     a time, in order, as pandas frames with the dtypes ``pandas.read_parquet`` gives."""
-    pq = optional("pyarrow.parquet", "reading parquet")
     for f in parquet_files(path):
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows):
-            yield batch.to_pandas()
+        with parquet_errors(f):  # an unreadable file: one line that names it
+            batches = open_parquet(f).iter_batches(batch_size=batch_rows)
+            for batch in batches:
+                yield batch.to_pandas()
 
 
 def write_batches(

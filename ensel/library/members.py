@@ -12,14 +12,20 @@ import numpy as np
 import pandas as pd
 
 from .._jobs import n_workers
-from ..data import as_frame, check_columns
+from ..data import Table, as_frame, check_columns, plan_schema, read_table, schema_key
 from .runs import view_key
 from .views import transform
 
-__all__ = ["BATCH_ROWS", "FittedMembers"]
+__all__ = ["BATCH_ROWS", "SMALL_ROWS", "FittedMembers"]
 
 BATCH_ROWS = 10_000
 """Rows predicted at a time: bounds the transformed views and stage outputs held at once."""
+SMALL_ROWS = 256
+"""DataFrames of at most this many rows take the small-batch path of
+:meth:`FittedMembers.predict`, where the per-call work (pandas selections per view, a thread
+pool) costs more than the rows' own."""
+MAX_SCHEMAS = 16
+"""Schemas :meth:`FittedMembers.table` keeps; it starts again past this many."""
 
 
 @dataclass
@@ -69,19 +75,47 @@ class FittedMembers:
         missing columns, a warning for categories never seen in training."""
         return check_columns(as_frame(X), list(self.columns), self.categories)
 
-    def predict(self, X, n_jobs: int = 1, batch_rows: int = BATCH_ROWS) -> np.ndarray:
+    def table(self, X, small_rows: int | None = None) -> Table | None:
+        """X's rows as a :class:`~ensel.data.Table` when X is a DataFrame of at most
+        ``small_rows`` rows (``SMALL_ROWS`` by default) whose schema passes the checks of
+        :meth:`frame`, with the same values and warnings; None where :meth:`frame` must
+        speak (more rows, an array, a missing column, repeated names) or where a run
+        predicts from a DataFrame only. The checks that depend on the column names and
+        dtypes alone are made once per schema and kept (not pickled)."""
+        limit = SMALL_ROWS if small_rows is None else small_rows
+        if not isinstance(X, pd.DataFrame) or not 0 < len(X) <= limit:
+            return None
+        if not all(hasattr(fitted, "member_keys") for fitted in self.runs.values()):
+            return None
+        schemas = self.__dict__.setdefault("_schemas", {})
+        key = schema_key(X)
+        if key not in schemas:
+            if len(schemas) >= MAX_SCHEMAS:
+                schemas.clear()
+            schemas[key] = plan_schema(X, list(self.columns), self.categories)
+        schema = schemas[key]
+        return None if schema is None else read_table(X, schema, self.categories)
+
+    def predict(
+        self, X, n_jobs: int = 1, batch_rows: int = BATCH_ROWS, small_rows: int | None = None
+    ) -> np.ndarray:
         """Test-time probabilities of these members on the rows of X (see the class docstring
         for the contract): ``(m, n)`` for binary problems, ``(m, n, C)`` otherwise, ``(m, n)``
         values for regression.
 
-        Rows go ``batch_rows`` at a time. Within a batch each preprocessing view is
-        transformed once per fold and shared by the runs that use it, each run computes only
-        the stages and calibrations of these members, and runs predict on ``n_jobs`` threads
-        (as joblib reads it: None is 1, -1 every available CPU, -k all but k-1; the models'
-        native code releases the GIL)."""
+        A DataFrame of at most ``small_rows`` rows (``SMALL_ROWS`` by default; 0 turns this
+        off) takes the small-batch path: its columns are read once into a
+        :class:`~ensel.data.Table` (:meth:`table`) and the runs predict one after another in
+        this thread, with the same results. Other rows go ``batch_rows`` at a time. Within a
+        batch each preprocessing view is transformed once per fold and shared by the runs
+        that use it, each run computes only the stages and calibrations of these members,
+        and runs predict on ``n_jobs`` threads (as joblib reads it: None is 1, -1 every
+        available CPU, -k all but k-1; the models' native code releases the GIL)."""
+        table = self.table(X, small_rows)
+        if table is not None:
+            return self._layout(self._predict_batch(table, None))
         frame = self.frame(X)
-        regression = self.task == "regression"
-        out = np.empty((len(self.ids), len(frame), 1 if regression else self.classes.size))
+        out = np.empty((len(self.ids), len(frame), self._width()))
         workers = n_workers(n_jobs)
         pool = ThreadPoolExecutor(workers) if workers > 1 and len(self.runs) > 1 else None
         try:
@@ -91,12 +125,27 @@ class FittedMembers:
         finally:
             if pool is not None:
                 pool.shutdown()
-        if regression:
+        return self._layout(out)
+
+    def _width(self) -> int:
+        """Outputs per member and row in the runs' layout: classes, or 1 for regression."""
+        return 1 if self.task == "regression" else self.classes.size
+
+    def _layout(self, out: np.ndarray) -> np.ndarray:
+        """``(m, n, width)`` predictions in the layout of :meth:`predict`."""
+        if self.task == "regression":
             return out[..., 0]
         return out[..., 1] if self.classes.size == 2 else out
 
-    def _predict_batch(self, frame: pd.DataFrame, pool) -> np.ndarray:
-        """One batch: the shared views first, then every run on them (in ``pool`` if any)."""
+    def __getstate__(self) -> dict:
+        """Pickled state, without the schemas :meth:`table` keeps (a cache)."""
+        state = dict(self.__dict__)
+        state.pop("_schemas", None)
+        return state
+
+    def _predict_batch(self, frame: pd.DataFrame | Table, pool) -> np.ndarray:
+        """One batch (a checked DataFrame or a Table): the shared views first, then every run
+        on them (in ``pool`` if any)."""
         views = _shared_views(self.runs.values(), frame, pool)
         map_ = pool.map if pool is not None else map
 

@@ -12,6 +12,7 @@ fingerprint as ``prepare`` gives on the whole table in memory.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import os
@@ -35,6 +36,8 @@ __all__ = [
     "is_source",
     "n_classes",
     "n_rows",
+    "open_parquet",
+    "parquet_errors",
     "parquet_files",
     "prepare_source",
     "read_columns",
@@ -52,6 +55,35 @@ class ParquetTable:
     columns: tuple[str, ...] | None = None
 
 
+class _Unreadable(ValueError):
+    """The one-line error of :func:`parquet_errors` (kept as it is by an enclosing one)."""
+
+
+@contextlib.contextmanager
+def parquet_errors(path):
+    """Inside, what pyarrow cannot read in the parquet file ``path`` (its ``ArrowInvalid`` is a
+    ValueError, its I/O errors OSErrors) becomes one ValueError that names the file and says
+    what to do: pyarrow's own message ("Parquet magic bytes not found in footer") names none."""
+    try:
+        yield
+    except _Unreadable:
+        raise  # said already, by a parquet_errors inside this one
+    except (ValueError, OSError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise _Unreadable(
+            f"{os.fspath(path)} is not a readable parquet file ({reason}); check that it was "
+            "written completely as parquet, or give a CSV file"
+        ) from None
+
+
+def open_parquet(path):
+    """``pyarrow.parquet.ParquetFile`` of one file; a file pyarrow cannot read is the one-line
+    error of :func:`parquet_errors`."""
+    pq = optional("pyarrow.parquet", "reading parquet")
+    with parquet_errors(path):
+        return pq.ParquetFile(path)
+
+
 def read_columns(path, names: list[str]) -> pd.DataFrame:
     """Only the columns ``names`` of a parquet path (labels, groups: small), a clear error
     naming any that are missing."""
@@ -61,7 +93,10 @@ def read_columns(path, names: list[str]) -> pd.DataFrame:
     missing = [n for n in names if n not in have]
     if missing:
         raise ValueError(f"column(s) {missing} are not in {os.fspath(path)}: {list(have)[:20]}")
-    frames = [pq.read_table(f, columns=list(names)).to_pandas() for f in files]
+    frames = []
+    for f in files:
+        with parquet_errors(f):
+            frames.append(pq.read_table(f, columns=list(names)).to_pandas())
     return pd.concat(frames, ignore_index=True)
 
 
@@ -111,10 +146,9 @@ class ParquetParts:
 
     @classmethod
     def open(cls, files: list[str], drop: tuple[str, ...] = ()) -> ParquetParts:
-        pq = optional("pyarrow.parquet", "reading parquet")
         units, names = [], None
         for f in files:
-            meta = pq.ParquetFile(f)
+            meta = open_parquet(f)
             schema = [n for n in meta.schema_arrow.names if not n.startswith("__index_level_")]
             if names is None:
                 names = schema
@@ -129,9 +163,9 @@ class ParquetParts:
 
     def read(self, i: int) -> pd.DataFrame:
         """Row group ``i`` as a pandas frame (the dtypes ``pandas.read_parquet`` gives)."""
-        pq = optional("pyarrow.parquet", "reading parquet")
         path, group = self.units[i]
-        table = pq.ParquetFile(path).read_row_group(group, columns=list(self.columns))
+        with parquet_errors(path):
+            table = open_parquet(path).read_row_group(group, columns=list(self.columns))
         return table.to_pandas(ignore_metadata=False).reset_index(drop=True)
 
     def __len__(self) -> int:
@@ -202,8 +236,7 @@ def n_rows(X) -> int:
     if is_dask_frame(X):
         return int(X.shape[0].compute())
     if _is_parquet_path(X):
-        pq = optional("pyarrow.parquet", "reading parquet")
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(X))
+        return sum(open_parquet(f).metadata.num_rows for f in parquet_files(X))
     return _num_samples(X)  # an array-like without len() too (it has __array__ or a shape)
 
 
@@ -228,7 +261,10 @@ def _labels_of(parts: ParquetParts, files: list[str], y) -> tuple[np.ndarray, Pa
                 f"{list(parts.columns)[:10]}"
             )
         pq = optional("pyarrow.parquet", "reading parquet")
-        labels = [pq.read_table(f, columns=[y]).column(y).to_pandas().to_numpy() for f in files]
+        labels = []
+        for f in files:
+            with parquet_errors(f):
+                labels.append(pq.read_table(f, columns=[y]).column(y).to_pandas().to_numpy())
         rest = replace(parts, columns=tuple(c for c in parts.columns if c != y))
         return np.concatenate(labels), rest
     return y, parts

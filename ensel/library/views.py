@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..data import Columns
+from ..data import Columns, Table
 
 __all__ = ["MAX_LEVELS", "MIN_LEVEL_ROWS", "VIEW_KINDS", "View", "make_view", "transform"]
 
@@ -185,9 +185,13 @@ def _level_counts(col: pd.Series) -> tuple[pd.Series, bool]:
     return per_level, bool(absent.any())
 
 
-def _numeric(X: pd.DataFrame, columns: Columns) -> np.ndarray:
+def _numeric(X: pd.DataFrame | Table, columns: Columns) -> np.ndarray:
+    """The numeric columns of X as float64, in ``columns.numeric`` order (a
+    :class:`~ensel.data.Table` has them read already)."""
     if not columns.numeric:
         return np.zeros((len(X), 0))
+    if isinstance(X, Table):
+        return X.numeric(columns.numeric)
     return X[list(columns.numeric)].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
@@ -209,6 +213,8 @@ def make_view(view: str, columns: Columns, native_missing: bool = False) -> View
     return VIEW_KINDS[view](columns, native_missing)
 
 
-def transform(view: View, X: pd.DataFrame) -> np.ndarray:
-    """Apply a fitted view: the float64 matrix the family sees."""
+def transform(view: View, X: pd.DataFrame | Table) -> np.ndarray:
+    """Apply a fitted view: the float64 matrix the family sees. X: the checked DataFrame of the
+    training columns, or the same rows as a :class:`~ensel.data.Table` (the small-batch path of
+    :class:`~ensel.library.members.FittedMembers`), which every view reads alike."""
     return view.transform(X)

@@ -84,3 +84,125 @@ def test_compiled_tree_reads_equal_the_estimators_own():
     X32 = tree_input(X)
     np.testing.assert_array_equal(tree_values(clf)[tree_leaves(clf, X32)], clf.predict_proba(X))
     np.testing.assert_array_equal(tree_values(reg)[tree_leaves(reg, X32), 0], reg.predict(X))
+
+
+def test_packed_trees_find_the_leaves_apply_finds():
+    """Trees of every depth (a lone leaf too), missing values sent either way, a one-column
+    table (where a leaf's undefined feature must not be read), float32 values that equal a
+    threshold: the walk over the packed trees gives ``tree_.apply``'s leaves."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from ensel.library.families._base import tree_input
+    from ensel.library.families._treepack import TreePack
+
+    X, y = _data(3)
+    X = np.vstack([X, np.full((3, 5), np.nan)])
+    y = np.concatenate([y, [0, 1, 2]])
+    trees = [DecisionTreeClassifier(max_depth=d, random_state=d).fit(X, y) for d in (1, 3, None)]
+    trees.append(DecisionTreeClassifier().fit(X, np.zeros_like(y)))  # one leaf
+    trees.append(DecisionTreeClassifier(random_state=0).fit(X[:, :1], y))  # one column
+    X32 = tree_input(X)
+    X32[::5, 0] = np.float32(trees[1].tree_.threshold[0])  # on the threshold: left
+    pack = TreePack(trees[:4])
+    leaves = pack.leaves(X32, 4)
+    for tree, got in zip(trees[:4], leaves, strict=True):
+        np.testing.assert_array_equal(got, tree.tree_.apply(X32))
+    np.testing.assert_array_equal(pack.leaves(X32, 2), leaves[:2])
+    one = tree_input(X[:, :1])
+    np.testing.assert_array_equal(TreePack(trees[4:]).leaves(one, 1)[0], trees[4].tree_.apply(one))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_adaboost_small_and_large_batches_sum_the_votes_of_the_step_loop(n_classes, monkeypatch):
+    """Members from the packed walk and one accumulated sum (small batches) and from each
+    tree's apply and a loop over steps (large ones) equal, bit for bit, the votes summed step
+    after step by each learner's own predict."""
+    from ensel.library.families import _treepack, trees
+
+    X, y = _data(n_classes)
+    X = np.nan_to_num(X)
+    run = _fit("adaboost", X, y, n_classes, (0, 3, 16, 40), max_depth=2, resample=False)
+    small = [run.predict(X[i : i + 1], stages=[1, 2, 3]) for i in range(20)]
+    with monkeypatch.context() as patched:
+        patched.setattr(_treepack, "PACK_CELLS", 0)
+        patched.setattr(trees, "PACK_CELLS", 0)
+        large = run.predict(X[:20], stages=[1, 2, 3])
+    votes = np.zeros((20, n_classes))
+    want = {}
+    for i, (est, w) in enumerate(zip(run.estimators, run.weights, strict=False), start=1):
+        votes[np.arange(20), est.predict(X[:20]).astype(int)] += w
+        want[i] = votes / votes.sum(axis=1, keepdims=True)
+    for j, size in enumerate([3, 16, min(40, len(run.estimators))]):
+        np.testing.assert_array_equal(large["none"][j], want[size])
+        for i in range(20):
+            np.testing.assert_array_equal(small[i]["none"][j], want[size][i : i + 1])
+            np.testing.assert_array_equal(small[i]["logistic"][j], large["logistic"][j][i : i + 1])
+
+
+def test_a_pickled_run_leaves_its_pack_behind():
+    import pickle
+
+    X, y = _data(2)
+    run = _fit("adaboost", np.nan_to_num(X), y, 2, (4, 8), max_depth=1)
+    run.predict(np.nan_to_num(X[:2]))
+    assert {"_pack", "_node_labels"} <= set(run.__dict__)
+    again = pickle.loads(pickle.dumps(run))
+    assert not {"_pack", "_node_labels", "_cached"} & set(again.__dict__)
+    np.testing.assert_array_equal(again.predict(X[:2])["none"], run.predict(X[:2])["none"])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", ["random_forest", "extra_trees", "bagged_trees", "tree"])
+def test_tree_members_of_small_batches_equal_the_tree_loop(name, n_classes, monkeypatch):
+    """Forests, bagged and single trees, missing values included: a small batch's members
+    (one walk, one accumulated sum) equal, bit for bit, those of the loop over each tree's
+    apply that large batches take."""
+    from ensel.library.families import _treepack, trees
+
+    X, y = _data(n_classes, seed=1)
+    params = {"max_features": 2} if name == "random_forest" else {}
+    stages = (1,) if name == "tree" else (3, 8, 20)
+    run = _fit(name, X, y, n_classes, stages, **params)
+    small = [run.predict(X[i : i + 3])["none"] for i in range(0, 30, 3)]
+    with monkeypatch.context() as patched:
+        patched.setattr(_treepack, "PACK_CELLS", 0)
+        patched.setattr(trees, "PACK_CELLS", 0)
+        large = run.predict(X[:30])["none"]
+        stage = run.predict(X[:3], stages=[len(stages) - 1])["none"]
+    np.testing.assert_array_equal(np.concatenate(small, axis=1), large)
+    np.testing.assert_array_equal(run.predict(X[:3], stages=[len(stages) - 1])["none"], stage)
+
+
+@pytest.mark.parametrize("name", ["random_forest", "extra_trees", "bagged_trees"])
+def test_regression_tree_members_of_small_batches_equal_the_tree_loop(name, monkeypatch):
+    from ensel.library.families import _regression, _treepack
+
+    X, y = _data(2, seed=2)
+    target = np.nan_to_num(X[:, 0]) * 2.0 + y
+    family = get_family(name, "regression")
+    run = family.fit(
+        X, target, n_classes=0, params=dict(family.params), stages=(2, 6, 50), random_state=0
+    )
+    small = np.concatenate([run.predict(X[i : i + 2])["none"] for i in range(0, 20, 2)], axis=1)
+    with monkeypatch.context() as patched:
+        patched.setattr(_treepack, "PACK_CELLS", 0)
+        patched.setattr(_regression, "PACK_CELLS", 0)
+        large = run.predict(X[:20])["none"]
+    np.testing.assert_array_equal(small, large)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_lightgbm_members_read_from_the_booster_equal_predict_proba(n_classes):
+    """The booster's probabilities equal LGBMClassifier.predict_proba's bit for bit, single
+    rows and batches, missing values included."""
+    pytest.importorskip("lightgbm")
+    from ensel.library.families.gbdt import lightgbm_proba
+
+    X, y = _data(n_classes, seed=3)
+    run = _fit("lightgbm", X, y, n_classes, (4, 30))
+    for rows in (slice(0, 1), slice(5, 6), slice(0, 300)):
+        for rounds in (4, 30):
+            got = lightgbm_proba(run.model, X[rows], rounds)
+            np.testing.assert_array_equal(
+                got, run.model.predict_proba(X[rows], num_iteration=rounds)
+            )

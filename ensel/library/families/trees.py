@@ -43,6 +43,7 @@ from ._tree_traits import (
     TREE,
     leaf_cap,
 )
+from ._treepack import PACK_CELLS, PacksTrees
 
 FOREST_CHUNK = 4
 """Trees a forest under a time cap adds between looks at the clock."""
@@ -119,12 +120,16 @@ class SmoothedTree:
             table = counts / np.where(n > 0, n, 1.0)
         return cls(tree, table)
 
+    def node_proba(self) -> np.ndarray:
+        """``(n_nodes, C)``: the probabilities a row in each node gets."""
+        return self.table
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self.table[tree_leaves(self.tree, tree_input(X))]
 
 
 @dataclass
-class _StagedRun:
+class _StagedRun(PacksTrees):
     """Members are averages over the first ``s`` trees for each stage ``s``."""
 
     trees: list
@@ -133,13 +138,22 @@ class _StagedRun:
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Members at the stages of index ``stages`` (all by default): only the trees up to
-        the largest of them are evaluated."""
+        the largest of them are evaluated. A small batch reads every tree's leaves from one
+        walk (:class:`PacksTrees`) and sums them in one ``np.add.accumulate``, the sums a
+        loop over the trees makes."""
         wanted = range(len(self.stages)) if stages is None else stages
         sizes = [min(self.stages[i], len(self.trees)) for i in wanted]
+        X = tree_input(X)
+        k = max(sizes)
+        width = self.trees[0].node_proba().shape[1]
+        if k * X.shape[0] * width <= PACK_CELLS:
+            leaves = self.leaves_of(lambda: [t.tree for t in self.trees], k, X)
+            proba = self.at_leaves(leaves, lambda: [t.node_proba() for t in self.trees])
+            sums = np.add.accumulate(proba, axis=0)
+            return {"none": np.stack([sums[size - 1] / size for size in sizes])}
         out: list = [None] * len(sizes)
         total = 0.0
-        X = tree_input(X)
-        for i, tree in enumerate(self.trees[: max(sizes)], start=1):
+        for i, tree in enumerate(self.trees[:k], start=1):
             total = total + tree.predict_proba(X)
             for j, size in enumerate(sizes):
                 if size == i:
@@ -176,6 +190,10 @@ class _ForestTree:
     tree: DecisionTreeClassifier
     classes: np.ndarray
     n_classes: int
+
+    def node_proba(self) -> np.ndarray:
+        """``(n_nodes, n_classes)``: the probabilities a row in each node gets."""
+        return full_proba(tree_values(self.tree), self.classes, self.n_classes)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         proba = tree_values(self.tree)[tree_leaves(self.tree, tree_input(X))]
@@ -241,7 +259,7 @@ class ResamplingTree(ClassifierMixin, BaseEstimator):
 
 
 @dataclass
-class _BoostRun:
+class _BoostRun(PacksTrees):
     """Weighted votes of the first ``s`` boosting steps for each stage ``s``."""
 
     estimators: list
@@ -257,25 +275,51 @@ class _BoostRun:
 
         wanted = range(len(self.stages)) if stages is None else stages
         sizes = [min(self.stages[i], len(self.estimators)) for i in wanted]
-        votes = np.zeros((X.shape[0], self.n_classes))
-        rows = np.arange(X.shape[0])
-        staged: list = [votes.copy() if size == 0 else None for size in sizes]
-        steps = zip(self.estimators[: max(sizes)], self.weights, strict=False)
         X = tree_input(X)
-        for i, (est, w) in enumerate(steps, start=1):
-            tree = getattr(est, "tree_model_", est)  # a ResamplingTree holds its fitted tree
-            labels = tree.classes_.take(np.argmax(tree_values(tree), axis=1))
-            votes[rows, labels[tree_leaves(tree, X)].astype(np.intp)] += w
-            for j, size in enumerate(sizes):
-                if size == i:
-                    staged[j] = votes.copy()
-        v = np.stack(staged)
+        leaves = self.leaves_of(lambda: self.estimators, max(sizes), X)
+        labels = self.cached("_node_labels", self._node_labels)
+        steps = [lab[leaf] for lab, leaf in zip(labels, leaves, strict=False)]
+        v = _staged_votes(steps, self.weights, self.n_classes, sizes, X.shape[0])
         total = v.sum(axis=-1, keepdims=True)
         with np.errstate(invalid="ignore"):  # inf / inf where a learner is perfect
             share = np.where(total > 0, v / np.where(total > 0, total, 1.0), 1.0 / self.n_classes)
         perfect = np.isposinf(total[..., 0])  # a perfect learner's vote is the whole share
         share[perfect] = logistic_correction(v[perfect])
         return {"none": share, "logistic": logistic_correction(v)}
+
+    def _node_labels(self) -> list[np.ndarray]:
+        """Per step: the class each node of its tree votes for (the rows' values only pick
+        the node)."""
+        out = []
+        for est in self.estimators:
+            tree = getattr(est, "tree_model_", est)  # a ResamplingTree holds its fitted tree
+            out.append(tree.classes_.take(np.argmax(tree_values(tree), axis=1)).astype(np.intp))
+        return out
+
+
+def _staged_votes(steps, weights, n_classes: int, sizes: list[int], n: int) -> np.ndarray:
+    """``(len(sizes), n, n_classes)``: the weighted votes of the first ``size`` steps (each
+    step the class it gives every row) for each size, summed step after step. A small batch
+    sums all steps in one ``np.add.accumulate`` (adding 0.0 where a step votes for another
+    class leaves a sum as it is), a larger one row by row in a loop: the same sums."""
+    steps = steps[: max(sizes)]
+    weights = np.asarray(weights[: len(steps)], dtype=np.float64)
+    steps = steps[: weights.size]
+    if steps and len(steps) * n * n_classes <= PACK_CELLS:
+        hits = np.stack(steps)[..., None] == np.arange(n_classes)
+        sums = np.add.accumulate(np.where(hits, weights[:, None, None], 0.0), axis=0)
+        empty = np.zeros((n, n_classes))
+        last = len(steps)
+        return np.stack([sums[min(size, last) - 1] if size else empty for size in sizes])
+    votes = np.zeros((n, n_classes))
+    rows = np.arange(n)
+    staged: list = [votes.copy() if size == 0 else None for size in sizes]
+    for i, (labels, w) in enumerate(zip(steps, weights, strict=True), start=1):
+        votes[rows, labels] += w
+        for j, size in enumerate(sizes):
+            if size == i:
+                staged[j] = votes.copy()
+    return np.stack(staged)
 
 
 class _StepsInTime:

@@ -1,0 +1,102 @@
+"""Many fitted scikit-learn trees walked at once: the leaves of a few rows in every tree of a
+run in one vectorised walk over their concatenated node arrays, instead of one compiled
+``apply`` per tree, whose fixed cost per call (a few microseconds) is most of a small batch's
+predict time when a run has hundreds of trees (five siblings of 1,024 boosted stumps are 5,120
+calls a row). The walk takes scikit-learn's decisions (``tree_.apply``): a missing value goes
+where the node sends missing values, else left when the float32 value is at most the float64
+threshold; so the leaves, and every prediction read from them, are the same."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ._base import tree_leaves
+
+__all__ = ["PACK_CELLS", "PacksTrees", "TreePack"]
+
+PACK_CELLS = 1 << 16
+"""Rows times trees up to which the walk is used; beyond, each tree's compiled ``apply`` (whose
+fixed cost the rows then outweigh) with no arrays of that size."""
+
+
+class TreePack:
+    """The node arrays of ``trees`` (fitted scikit-learn estimators or their ``tree_``), one
+    after another: each leaf points to itself, so a fixed number of steps (the depth) ends
+    every walk."""
+
+    def __init__(self, trees: list):
+        compiled = [getattr(t, "tree_", t) for t in trees]
+        counts = np.array([t.node_count for t in compiled], dtype=np.intp)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+        self.depths = np.array([t.max_depth for t in compiled], dtype=np.intp)
+        left = np.concatenate([t.children_left for t in compiled]).astype(np.intp)
+        right = np.concatenate([t.children_right for t in compiled]).astype(np.intp)
+        leaf = left < 0
+        shift = np.repeat(self.offsets, counts)
+        own = np.arange(left.size, dtype=np.intp)
+        self.left = np.where(leaf, own, left + shift)
+        self.right = np.where(leaf, own, right + shift)
+        self.feature = np.where(leaf, 0, np.concatenate([t.feature for t in compiled]))
+        self.threshold = np.concatenate([t.threshold for t in compiled])
+        self.missing_left = np.concatenate(
+            [np.asarray(t.missing_go_to_left, dtype=bool) for t in compiled]
+        )
+
+    def leaves(self, X32: np.ndarray, k: int) -> np.ndarray:
+        """``(k, n)``: the leaf (a node index of its own tree, as ``apply`` gives) of each row
+        of ``X32`` (``tree_input``) in each of the first ``k`` trees."""
+        n = X32.shape[0]
+        roots = np.repeat(self.offsets[:k], n)
+        node = roots
+        rows = np.tile(np.arange(n, dtype=np.intp), k)
+        for _ in range(int(self.depths[:k].max(initial=0))):
+            x = X32[rows, self.feature[node]]
+            go_left = np.where(np.isnan(x), self.missing_left[node], x <= self.threshold[node])
+            node = np.where(go_left, self.left[node], self.right[node])
+        return (node - roots).reshape(k, n)
+
+
+class PacksTrees:
+    """For a run's dataclass: :meth:`leaves_of` its trees, walked together for small batches
+    (the pack is built on first use and kept, not pickled)."""
+
+    def leaves_of(self, trees: Callable[[], list], k: int, X32: np.ndarray) -> list[np.ndarray]:
+        """The leaves of the rows of ``X32`` in the first ``k`` of ``trees()`` (the run's
+        estimators, in order; called only when the pack is built or the batch is large)."""
+        if k == 0:
+            return []
+        if k * X32.shape[0] > PACK_CELLS:
+            return [tree_leaves(getattr(t, "tree_model_", t), X32) for t in trees()[:k]]
+        pack = self.__dict__.get("_pack")
+        if pack is None:
+            pack = self.__dict__["_pack"] = TreePack(
+                [getattr(t, "tree_model_", t) for t in trees()]
+            )
+        return list(pack.leaves(X32, k))
+
+    def at_leaves(self, leaves: list, values: Callable[[], list]) -> np.ndarray:
+        """``(k, n, ...)``: each tree's node output at each row's leaf, for the first
+        ``k = len(leaves)`` trees, the leaves from the walk of :meth:`leaves_of` (a small
+        batch); ``values()`` lists every tree's per-node outputs, read once into one table."""
+        pack = self.__dict__.get("_pack")
+        if pack is None:  # the leaves came from each tree's apply
+            per_tree = values()
+            return np.stack([per_tree[i][leaf] for i, leaf in enumerate(leaves)])
+        table = self.cached("_node_values", lambda: np.concatenate(values()))
+        return table[np.stack(leaves) + pack.offsets[: len(leaves), None]]
+
+    def cached(self, name: str, make: Callable[[], object]):
+        """``make()``, computed once and kept under ``name`` (not pickled)."""
+        if name not in self.__dict__:
+            self.__dict__[name] = make()
+            self.__dict__.setdefault("_cached", set()).add(name)
+        return self.__dict__[name]
+
+    def __getstate__(self) -> dict:
+        """Pickled state, without the pack and what :meth:`cached` keeps."""
+        state = dict(self.__dict__)
+        for name in [*state.pop("_cached", ()), "_pack"]:
+            state.pop(name, None)
+        return state
