@@ -24,7 +24,7 @@ from .._jobs import as_seed
 from ..data import named
 from ..library import Library, build_library
 from ..library.cost import predict_cost
-from ..library.executor import BACKEND_ALIASES, BACKENDS
+from ..library.executor import BACKENDS
 from ..library.grow import GrowSpec, parse_grow
 from ..library.memory import parse_memory, selection_memory
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
@@ -88,7 +88,7 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
+        "backend": [StrOptions(set(BACKENDS))],  # the builder registered dask
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],

@@ -9,7 +9,6 @@ and skipped.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import os
 import shutil
@@ -121,7 +120,7 @@ def build_library(
     ``run_time_limit`` (seconds per run, all folds; default the spec's ``run_time_limit``)
     stops a run that takes too long; such runs, and runs that fail, are recorded in
     ``Library.failures`` and skipped.
-    ``backend="local"`` (old name ``"joblib"``, still accepted) runs on this machine with
+    ``backend="local"`` runs on this machine with
     ``n_jobs`` processes (ensel's own pool, not joblib's: see :mod:`ensel.library.executor`);
     ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
@@ -191,9 +190,9 @@ def build_library(
             hillclimb_fraction=choice.hillclimb_fraction,
             random_state=random_state,
             task=library_spec.task,
-            **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
+            **({"client": executor.client} if is_source(X) else {}),
         )
-        if isinstance(executor, SerialExecutor) and not getattr(data, "in_memory", True):
+        if isinstance(executor, SerialExecutor) and not data.in_memory:
             data = data.load()  # runs fit in this process: the rows are read here
         check_data_fits(data.X, ceiling, executor.slots if executor.local_memory else 1)
         return _build(
@@ -252,7 +251,7 @@ def _build(
                 # the library's own runs: the executor's per-run limit and the deadline, so
                 # that a family that stops in time ends with the stages it reached instead of
                 # being stopped (a wall-clock time: workers may be other processes, machines)
-                limit = getattr(executor, "time_limit", None)
+                limit = executor.time_limit
                 ends_at = None if deadline is None else time.time() + deadline - time.monotonic()
                 stores[section] = writer
                 contexts[section] = {"run_limit": limit, "ends_at": ends_at}
@@ -287,7 +286,7 @@ def _build(
                 writer.write_plan(planned.table)
         shared = (data, contexts, fits, random_state)
         # a quick run fitted here needs the rows here: not for data read where it is fitted
-        here = getattr(data, "in_memory", True)
+        here = data.in_memory
         if isinstance(executor, ProcessExecutor) and tasks and here:
             data = share_frame(data, writer.path / TRAINING_DIR)
             shared = (data, contexts, fits, random_state)
@@ -353,7 +352,7 @@ def _build(
 def _plan_options(executor: Executor) -> dict:
     """What a plan needs of the executor: the runs it runs at once and the seconds it lets one
     run take."""
-    return {"n_workers": executor.slots, "run_limit": getattr(executor, "time_limit", None)}
+    return {"n_workers": executor.slots, "run_limit": executor.time_limit}
 
 
 def _tell_runs(context: dict, planned) -> None:
@@ -507,11 +506,11 @@ def _run_all(
     if not todo:
         return
     options = {}
-    if ceiling is not None and "memory" in inspect.signature(executor.run).parameters:
+    if ceiling is not None and executor.gates_memory:
         data = shared[0]
         options["memory"] = MemoryGate(ceiling, [run_peak(run, data) for _, run in todo])
     progress = _progress(todo, verbose, deadline)
-    run_limit = getattr(executor, "time_limit", None)
+    run_limit = executor.time_limit
     start = time.monotonic()
     done = 0
     cut: dict[tuple[str, str], float] = {}  # (section, family) -> cost of a run cut short

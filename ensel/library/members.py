@@ -13,7 +13,7 @@ import pandas as pd
 
 from .._jobs import n_workers
 from ..data import as_frame, check_columns
-from .runs import view_key
+from .runs import FittedRun, view_key
 from .views import transform
 
 __all__ = ["BATCH_ROWS", "FittedMembers"]
@@ -103,7 +103,7 @@ class FittedMembers:
         def one(item):
             run_id, fitted = item
             wanted = self.offsets[self._rows[run_id]]
-            if hasattr(fitted, "member_keys"):  # a FittedRun: only these members, shared views
+            if isinstance(fitted, FittedRun):  # only these members, on the shared views
                 return fitted.predict(frame, wanted, views=views)
             return fitted.predict(frame)[wanted]
 
@@ -119,9 +119,9 @@ def _shared_views(runs, frame: pd.DataFrame, pool) -> dict:
     as ``FittedRun.predict`` looks them up."""
     todo = {}
     for fitted in runs:
-        siblings = getattr(fitted, "siblings", None)
-        if siblings is None or not hasattr(fitted, "member_keys"):
-            continue
+        if not isinstance(fitted, FittedRun):
+            continue  # a detector's or another kind's run computes its own views
+        siblings = fitted.siblings
         for k, (view, _) in enumerate(siblings):
             key = view_key(fitted.run.view, view, len(siblings), k, fitted.own_rows)
             todo.setdefault(key, view)

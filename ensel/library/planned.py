@@ -243,7 +243,7 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     }
     n = len(data.y)
     small, large = (min(n, rows) for rows in VIEW_PILOT_ROWS)
-    if not kinds or large < 2 or not getattr(data, "in_memory", True):
+    if not kinds or large < 2 or not data.in_memory:
         return {}  # a parquet or dask source's rows are read by the workers, not here
     order = np.random.default_rng(0).permutation(n)[:large]
     classes = label_classes(data)

@@ -78,7 +78,7 @@ class FittedRun:
     @property
     def own_rows(self) -> str | None:
         """This run's id where it trained on a subsample of its own (its views are its own)."""
-        return self.run.run_id if getattr(self, "max_train_rows", None) is not None else None
+        return self.run.run_id if self.max_train_rows is not None else None
 
     @property
     def member_keys(self) -> list[tuple[int, str]]:
@@ -374,7 +374,7 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     run = fitted.run
     family = get_family(run.family, run.task)
     params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
-    limit = getattr(fitted, "max_train_rows", None)  # a planned subsample stays one
+    limit = fitted.max_train_rows  # a planned subsample stays one
     rows = np.arange(len(data.y))
     if limit is not None:
         rows = stratified_rows(data.y, limit, run_seed(run, random_state))

@@ -156,6 +156,7 @@ class SourcedData(TrainingData):
     fingerprint_: dict = field(default_factory=dict)
 
     in_memory = False
+    """The rows are read where the data is unpickled, not held here."""
 
     @property
     def box(self) -> pd.DataFrame:

@@ -137,6 +137,9 @@ class TrainingData:
     dropped: dict[str, str] = field(default_factory=dict)  # column -> why it was left out
     frame_file: str | None = None  # X lives in this directory (see share_frame)
 
+    in_memory = True
+    """Whether the rows are here (a source's are read where the data is unpickled)."""
+
     def __reduce__(self):
         """Pickled without X where X lives in ``frame_file``: the unpickling process maps that
         file instead (workers of one machine share one copy of the training matrix)."""

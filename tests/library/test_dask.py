@@ -319,7 +319,7 @@ def test_dask_arguments_are_checked(monkeypatch):
     with pytest.raises(ValueError, match="backend='dask' needs a dask cluster"):
         make_executor(1, None, "dask", None)  # no client given and none current
     with pytest.raises(ValueError, match="client is for backend='dask'"):
-        make_executor(1, None, "joblib", "tcp://127.0.0.1:1")
+        make_executor(1, None, "local", "tcp://127.0.0.1:1")
     with pytest.raises(ValueError, match=r"backend='spark': use one of \['dask', 'local'\]"):
         make_executor(1, None, "spark", None)
     with pytest.raises(TypeError, match=r"client must be a distributed\.Client or a scheduler"):
