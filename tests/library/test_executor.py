@@ -10,6 +10,7 @@ from ensel.library.executor import ProcessExecutor, SerialExecutor, make_executo
 from ._tasks import StartupBomb, task
 
 
+@pytest.mark.slow
 def test_serial_executor_records_failures_and_time_limit():
     outcomes = list(SerialExecutor(time_limit=0.3).run(task, ["ok", "raise", "spin", "ok"], 21))
     assert [o.status for o in outcomes] == ["ok", "failed", "timeout", "ok"]
@@ -60,6 +61,7 @@ def test_workers_that_cannot_start_stop_the_build_with_the_reason():
         list(ProcessExecutor(1).run(task, ["ok"], StartupBomb()))
 
 
+@pytest.mark.slow
 def test_serial_executor_stops_at_the_deadline_and_starts_nothing_after():
     import time
 
