@@ -421,7 +421,7 @@ def test_a_run_the_plan_capped_is_fitted_under_its_cap(monkeypatch):
 
 def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeypatch):
     from ensel.library import _kind
-    from ensel.library.builder import MAX_RUN_SHARE
+    from ensel.library.budget import MAX_RUN_SHARE
 
     real = planned.plan_library
 
