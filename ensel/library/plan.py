@@ -10,10 +10,8 @@ never cut by the plan: a kept boosting run or forest keeps its whole stage ladde
 a run of a family that stops in time (boosting, :attr:`Family.stops_in_time`) estimated past
 the per-run limit, or past the budget's end from where its worker is free, is kept *capped*
 where its first stage fits or it has at least half the per-run limit: planned to stop at the
-limit or at the budget's end, it ends with the rounds it reached (on a million rows the
-default's boosting would otherwise never start, and CatBoost, 4 s past the end, was left out;
-its first stage alone was estimated at twice the limit, and capped at 3244d3a it took 0.07 of
-the weight). Learners whose fit grows
+limit or at the budget's end, it ends with the rounds it reached (on large tables the
+default's boosting would otherwise never start). Learners whose fit grows
 with the square of the rows (kernel SVMs, k-NN) come last and get at most ``quadratic_share``
 of the budget: each trains on a stratified subsample sized so that it fits its share, or is
 left out with a note, so they never starve the rest.
@@ -338,10 +336,9 @@ def _left(section, run, seconds, peak, note, standby=False, in_time=False) -> Pl
 
 def pace_group(section: str, run) -> str:
     """The runs whose estimates err alike, so that one's pace counts for the others: a family,
-    its learners quadratic in the rows apart. The cost model's error is per work model: at a
-    million rows (1623e3e) kernel SVMs on subsamples ran at 0.15-0.69 of their estimates and
-    the linear SVMs at 1.2-1.5, and a linear SVM paced by the kernel ones was cut at the
-    deadline."""
+    its learners quadratic in the rows apart. The cost model errs per work model (kernel SVMs
+    on subsamples and linear SVMs err in opposite directions), so a linear SVM paced by the
+    kernel ones would be cut at the deadline."""
     family = getattr(run, "family", section)
     return f"{family} (quadratic)" if section == "families" and _quadratic(run) else family
 

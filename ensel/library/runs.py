@@ -311,8 +311,8 @@ def structural_cost(run: RunSpec, view, family_run, width: int, outputs: int) ->
     from its fitted structure: :func:`ensel.library.cost.structural_predict_ms`), the
     ``predict_ms`` the store records. None for a family without a work function (one a user
     registered): its timing (:func:`measure_cost`) is recorded instead, reproducible only on
-    the same machine. The timing is not taken where the count exists: each stage timed alone
-    took 8.4 s of a k-NN run's 11.9 s at a million rows (nine stages, 2,000 rows, twice)."""
+    the same machine. The timing is not taken where the count exists: timing each stage alone
+    can cost most of a run's seconds (a k-NN run with many stages on large data)."""
     if run.family not in PREDICT_WORK:
         return None
     return structural_predict_ms(
