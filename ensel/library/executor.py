@@ -294,24 +294,7 @@ class ProcessExecutor(Executor):
                             w.stop(kill=True)
                     yield from _out_of_budget(workers, pending)
                     return
-                for w in workers:
-                    while w.ready and w.task is None and pending:
-                        index, task = pending.popleft()
-                        reason = skip(index) if skip is not None else None
-                        if reason:
-                            yield Outcome(index, "budget", None, reason, 0.0)
-                            continue
-                        if memory is not None:
-                            note = memory.never_fits(index)
-                            if note:
-                                yield Outcome(index, "memory", None, note, 0.0)
-                                continue
-                            running = [x.task for x in workers if x.task is not None]
-                            if not memory.fits(index, running, len(workers)):
-                                pending.appendleft((index, task))  # waits for memory
-                                break
-                        w.task, w.started = index, time.perf_counter()
-                        w.send((w.task, fn, task))
+                yield from self._dispatch(workers, pending, fn, skip)
                 if not pending and all(w.task is None for w in workers):
                     break  # the last tasks were skipped
                 waiting = [w for w in workers if w.task is not None or not w.ready]
@@ -349,6 +332,31 @@ class ProcessExecutor(Executor):
         finally:
             for w in workers:  # a worker still starting holds nothing: no need to wait for it
                 w.stop(kill=w.task is not None or not w.ready)
+
+    def _dispatch(
+        self, workers: list[_Worker], pending: deque, fn: TaskFn, skip
+    ) -> Iterator[Outcome]:
+        """Send pending tasks to the idle ready workers; a task ``skip`` or the memory gate
+        turns away is reported at once, one that waits for memory stays first in line."""
+        memory = self._memory
+        for w in workers:
+            while w.ready and w.task is None and pending:
+                index, task = pending.popleft()
+                reason = skip(index) if skip is not None else None
+                if reason:
+                    yield Outcome(index, "budget", None, reason, 0.0)
+                    continue
+                if memory is not None:
+                    note = memory.never_fits(index)
+                    if note:
+                        yield Outcome(index, "memory", None, note, 0.0)
+                        continue
+                    running = [x.task for x in workers if x.task is not None]
+                    if not memory.fits(index, running, len(workers)):
+                        pending.appendleft((index, task))  # waits for memory
+                        break
+                w.task, w.started = index, time.perf_counter()
+                w.send((w.task, fn, task))
 
     def _start(self, w: _Worker, shared_bytes: bytes) -> _Worker:
         """Take a new worker's ready message. A worker that dies starting is replaced; after

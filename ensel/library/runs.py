@@ -237,10 +237,17 @@ def fit_run(
             if costs is None:
                 costs = measure_cost(view, fitted, data.X.iloc[hill[held]], n_stages)
 
-    y_hill = data.y[hill]
-    groups = data.groups
-    n_groups = int(groups.max()) + 1
+    n_groups = int(data.groups.max()) + 1
     sibling_of_group = np.arange(n_groups) if data.n_siblings > 1 else np.zeros(n_groups, int)
+    predictions, calibrators = _members(run, oof, data.y[hill], data.groups, n_stages)
+    fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
+    return RunResult(predictions, fitted, costs)
+
+
+def _members(run: RunSpec, oof: dict, y_hill, groups, n_stages: int) -> tuple[np.ndarray, dict]:
+    """The hillclimb predictions of every member of ``run`` (stage x calibration) from its
+    siblings' out-of-fold predictions ``oof`` (by variant), and the calibrators cross-fitted
+    over the calibration ``groups`` for the calibrated members."""
     calibrators: dict = {}
     members = []
     for s_idx in range(n_stages):
@@ -256,8 +263,7 @@ def fit_run(
     predictions = np.stack(members).astype(prediction_dtype(run.task))
     if not np.isfinite(predictions).all():
         raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
-    fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
-    return RunResult(predictions, fitted, costs)
+    return predictions, calibrators
 
 
 def _time_cap(
