@@ -66,3 +66,41 @@ def test_open_growth_needs_a_time_limit():
     check_grow(parse_grow(True, seed=0), 60)
     with pytest.raises(ValueError, match="grows in the time left under time_limit"):
         check_grow(parse_grow(True, seed=0), None)
+
+
+def _xgboost_runs():
+    from ensel.library.builder import _cost
+    from ensel.library.spec import load_spec
+
+    runs = sorted((r for r in load_spec("default").runs if r.family == "xgboost"), key=_cost)
+    return runs[0], runs[-1]
+
+
+def test_a_run_dearer_than_one_the_budget_cut_short_is_not_started():
+    from ensel.library.builder import _Skip
+
+    cheap, dear = _xgboost_runs()
+    todo = [("families", cheap), ("families", dear), ("detectors", dear)]
+    skip = _Skip(todo, Budget.of(60, None, clock=FakeClock()), None, None)
+    assert skip(0) is None and skip(1) is None
+    skip.cut_short("families", cheap)
+    assert "did not finish within the time budget" in skip(1)
+    assert skip(2) is None  # another section's runs are not judged by the models'
+    assert _Skip(todo, Budget.of(None), None, None)(1) is None  # no budget, nothing skipped
+
+
+def test_the_pace_is_asked_with_the_seconds_left_on_the_budgets_clock():
+    from ensel.library.builder import _Skip
+
+    class Pace:
+        def too_late(self, run_id, left, run_limit):
+            self.asked = (run_id, left, run_limit)
+            return "late" if left < 10 else None
+
+    cheap, _ = _xgboost_runs()
+    clock, pace = FakeClock(), Pace()
+    skip = _Skip([("families", cheap)], Budget.of(60, None, clock=clock), pace, 30.0)
+    clock.now = 140.0
+    assert skip(0) is None and pace.asked == (cheap.run_id, 20.0, 30.0)
+    clock.now = 155.0
+    assert skip(0) == "late"
