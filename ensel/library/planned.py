@@ -108,7 +108,7 @@ class Pace:
         """The pace of ``plan``'s runs (none known without a plan), starting from
         ``PACE_PRIOR_SHARE`` of the plan's seconds at the estimates' own pace."""
         table = None if plan is None else plan.table
-        standby = getattr(plan, "standby", None)
+        standby = None if plan is None else plan.standby
         if table is None or table.empty or not {"run", "seconds"} <= set(table.columns):
             return cls({}, standby, label)
 
@@ -117,7 +117,7 @@ class Pace:
 
         estimates = dict(zip(table["run"], table["seconds"], strict=True))
         families = dict(zip(table["run"], table["pace"], strict=True)) if "pace" in table else {}
-        prior = PACE_PRIOR_SHARE * float(getattr(plan, "seconds", 0.0) or 0.0)
+        prior = PACE_PRIOR_SHARE * float(plan.seconds or 0.0)
         return cls(
             estimates, standby, label, runs("capped"), runs("stops_in_time"), families, prior
         )
@@ -309,7 +309,7 @@ def plan_build(
     n_rows = len(data.y)
     out = BuildPlan([*plan.kept, *unplanned, *plan.standby], table=plan.frame(), seconds=seconds)
     out.subsample = dict(plan.subsample)
-    out.caps = dict(getattr(plan, "caps", {}))  # a planner may cap nothing
+    out.caps = dict(plan.caps)
     for p in plan.runs:
         if p.decision == LEFT_OUT and p.standby:
             out.standby[p.run.run_id] = p.note

@@ -32,6 +32,10 @@ class ScriptedPlan:
         return [(p.section, p.run) for p in self.runs if p.standby]
 
     @property
+    def caps(self):
+        return {}  # this planner caps nothing
+
+    @property
     def subsample(self):
         return {p.run.run_id: p.rows for p in self.runs if p.decision == "subsampled"}
 
