@@ -23,8 +23,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._jobs import as_seed
 from ..data import named
 from ..library import Library, build_library
+from ..library.budget import check_grow
 from ..library.cost import predict_cost
-from ..library.executor import BACKEND_ALIASES, BACKENDS
+from ..library.executor import BACKENDS
 from ..library.grow import GrowSpec, parse_grow
 from ..library.memory import parse_memory, selection_memory
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
@@ -88,7 +89,7 @@ class EnsembleSelectionBase(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
             None,
         ],
-        "backend": [StrOptions({*BACKENDS, *BACKEND_ALIASES})],  # the builder registered dask
+        "backend": [StrOptions(set(BACKENDS))],  # the builder registered dask
         "client": [str, HasMethods(["submit"]), None],
         "time_limit": [SECONDS, None],
         "run_time_limit": [SECONDS, None],
@@ -209,12 +210,7 @@ class EnsembleSelectionBase(BaseEstimator):
                 f"{'regression' if self._task == 'regression' else 'default'})"
             )
         if isinstance(source, LibrarySpec):
-            grow = parse_grow(self._grow_spec())
-            if grow is not None and grow.is_open and self.time_limit is None:
-                raise ValueError(
-                    "grow=True grows in the time left under time_limit; give time_limit, or a "
-                    "budget such as grow=20 or grow={'time': 120}"
-                )
+            check_grow(parse_grow(self._grow_spec()), self.time_limit)
         return metric, source
 
     def _selection_options(self, seed: int) -> dict:

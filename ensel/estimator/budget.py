@@ -164,6 +164,5 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, rows: int, failur
         f"every run of spec {spec.name!r} was built and {tier}; on small tables that tier, "
         "repeated cross-validation, ten folds, tune_selection, a second level, growth "
         "judged on held-out rows and TabM members were measured not to improve the default's "
-        "ensemble: "
-        "docs/decisions.md, 'Spare time'"
+        "ensemble"
     )

@@ -118,9 +118,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         the worker processes of the library build and of ``refit="full"``, and the threads
         of ``predict``, ``predict_proba`` and ``risk``.
     backend : {"local", "dask"}, default="local"
-        Where the library is built: worker processes on this machine (ensel's own pool;
-        ``"joblib"``, its old name, is still accepted), or a dask cluster (see
-        docs/distributed.md).
+        Where the library is built: worker processes on this machine (ensel's own pool), or a
+        dask cluster (see docs/distributed.md).
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address (keeps the estimator clonable), a
         ``distributed.Client``, or None for the current client.

@@ -39,10 +39,9 @@ def _malloc_trim():
 def release_memory() -> bool:
     """Hand the memory a finished run freed back to the system: a worker lives for the whole
     build, and glibc keeps freed heap pages, so each run's peak stayed in the worker's resident
-    memory (at 100,000 rows, ea8e80f, the two workers grew from 370 and 520 MB to 670 and 710
-    MB over a build). True where glibc's ``malloc_trim`` was called (1-20 ms; a full garbage
-    collection, 150 ms with the model libraries loaded, made the 60 s block's median fit 3.5 s
-    slower, and what a run frees goes with its last reference)."""
+    memory and the workers grew over a build. True where glibc's ``malloc_trim`` was called
+    (milliseconds; a full garbage collection is not run: with the model libraries loaded it
+    costs far more per run, and what a run frees goes with its last reference)."""
     trim = _malloc_trim()
     if trim is None:
         return False

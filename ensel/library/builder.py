@@ -9,13 +9,13 @@ and skipped.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from .._progress import progress_bar
 from ..data import as_frame
 from . import dask_executor  # noqa: F401 - registers the backend "dask"
 from ._worker import describe
+from .budget import MAX_RUN_SHARE, Budget, check_grow
 from .executor import Executor, ProcessExecutor, SerialExecutor, budget_message, make_executor
 from .families import get_family, missing_requirements, traits_of
 from .grow import GrowSpec, grow_runs, parse_grow
@@ -53,8 +54,6 @@ RETRIED = ("budget", "memory", "left_out")
 """Statuses of runs a later build into the same store tries again."""
 MODEL_SECTIONS = ("families", SPARE)
 """The sections whose runs are models (of a family), not detectors."""
-MAX_RUN_SHARE = 0.5
-"""Under a time budget no run may take more than this share of it."""
 BUILD_PARAMETERS = {
     "cv": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
     "store": [str, os.PathLike, None],
@@ -107,253 +106,297 @@ def build_library(
     directory that keeps everything (a temporary one if None); building again into it reuses
     every finished run.
     ``max_memory`` (bytes, or a size such as ``"8GB"``; None: ``memory.DEFAULT_SHARE`` of the
-    memory this process may use) is a ceiling on the memory of this process and its workers,
-    kept like the time budget (:mod:`ensel.library.memory`, docs/library.md "Memory"): a clear
-    error before any run when the training data alone cannot fit; a run starts only when its
-    estimated peak fits beside the runs in flight, a run that can never fit is skipped, and a
-    run in flight when the measured memory passes the ceiling is stopped (both recorded in
-    ``Library.failures`` with status ``memory`` and tried again by the next build).
-    ``time_limit`` (seconds) is the budget of the whole build: the runs go in an anytime order
-    (``ensel.library.schedule``: round-robin over the families, strongest first, cheapest run
-    of each first; kernel SVMs and k-NN last on large data), no run may take more than half the
-    budget, and when the budget ends the runs in flight are stopped and the others not started;
-    they are recorded with status ``budget`` and built by the next build into the same store.
-    ``run_time_limit`` (seconds per run, all folds; default the spec's ``run_time_limit``)
-    stops a run that takes too long; such runs, and runs that fail, are recorded in
-    ``Library.failures`` and skipped.
-    ``backend="local"`` (old name ``"joblib"``, still accepted) runs on this machine with
-    ``n_jobs`` processes (ensel's own pool, not joblib's: see :mod:`ensel.library.executor`);
+    memory this process may use) is a ceiling on this process and its workers
+    (:mod:`ensel.library.memory`): the data must fit under it before any run; a run starts only
+    when its estimated peak fits beside the runs in flight and is stopped when the measured
+    memory passes it (status ``memory``, tried again by the next build).
+    ``time_limit`` (seconds) is the budget of the whole build (:mod:`ensel.library.budget`): the
+    runs go in an anytime order (:mod:`ensel.library.schedule`), no run may take more than half
+    the budget, and when it ends the runs in flight are stopped and the others not started
+    (status ``budget``: the next build into the same store builds them).
+    ``run_time_limit`` (seconds per run, all folds; default the spec's) stops a run that takes
+    too long; such runs, and runs that fail, are recorded in ``Library.failures`` and skipped.
+    ``backend="local"`` runs on this machine with ``n_jobs`` processes (ensel's own pool:
+    see :mod:`ensel.library.executor`);
     ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
     and the same seed gives the same store (a budget that ends early gives fewer runs).
     ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
     (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
-    "time": 120, "metric": "mxe", "families": [...]}``; every proposed run is stored like any
-    other, and those that raised the ensemble's cross-selected score join the library (under a
-    ``time_limit`` growth gets the time the spec's runs leave, at most its own ``time``;
-    ``grow=True``: as many trials as that time allows).
+    "time": 120, "metric": "mxe", "families": [...]}``; the proposed runs that raised the
+    ensemble's cross-selected score join the library (under a ``time_limit``, in the time the
+    spec's runs leave; ``grow=True``: as many trials as that time allows).
     ``n_jobs`` as joblib reads it (None: 1; -1: every CPU this process may use; -k: all but
     k-1). ``random_state``: an int, or a ``RandomState`` (or None) to draw one seed from.
     ``verbose``: 0 (the default) is silent, more shows a progress bar on a terminal. Arguments
     are checked before any run starts (a ValueError names the argument and what it takes).
     """
+    given = {name: value for name, value in locals().items() if name in BUILD_PARAMETERS}
     parse_memory(max_memory)  # a bad value fails before any work
     started = time.monotonic()
-    given = {
-        "cv": cv,
-        "store": store,
-        "n_jobs": n_jobs,
-        "backend": backend,
-        "random_state": random_state,
-        "hillclimb_fraction": hillclimb_fraction,
-        "time_limit": time_limit,
-        "run_time_limit": run_time_limit,
-        "retry_failed": retry_failed,
-        "verbose": verbose,
-    }
     validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
     random_state = as_seed(random_state)
     library_spec = load_spec(spec)
-    grow_spec = parse_grow(grow, seed=random_state)
-    if grow_spec is not None and library_spec.task != "classification":
-        raise ValueError("grow= grows classification libraries only; leave grow=None here")
-    if grow_spec is not None and time_limit is None and grow_spec.is_open:
-        raise ValueError(
-            "grow=True grows in the time left under time_limit; give time_limit, or a budget "
-            "such as grow={'trials': 20} or grow={'time': 120}"
-        )
+    grow_spec = _grow_spec(grow, random_state, library_spec, time_limit)
     limit = run_time_limit if run_time_limit is not None else library_spec.run_time_limit
-    deadline, capped = None, False
-    if time_limit is not None:
-        deadline = started + float(time_limit)
-        cap = max(float(time_limit) * MAX_RUN_SHARE, 1.0)
-        capped = limit is None or cap < limit
-        limit = cap if capped else limit
-    choice = resolve_cv(  # a source's labels are read with its rows: its size decides alone
-        cv,
-        n_rows(X),
-        None if is_source(X) else y,
-        hillclimb_fraction=hillclimb_fraction,
-        task=library_spec.task,
-    )
+    choice = _choose_cv(X, y, cv, hillclimb_fraction, library_spec.task)
     ceiling = resolve_max_memory(max_memory)
-    if not is_source(X):  # rows in memory: a ceiling they cannot fit under fails before anything
-        frame = X if isinstance(X, pd.DataFrame) else as_frame(X)
-        check_data_fits(frame, ceiling, n_workers(n_jobs) if backend != "dask" else 1)
-    executor = make_executor(n_jobs, limit, backend, client)
+    budget = Budget.of(time_limit, limit, max_memory=ceiling, started=started)
+    _check_rows_fit(X, ceiling, n_workers(n_jobs) if backend != "dask" else 1)
+    executor = make_executor(n_jobs, budget.run_limit, backend, client)
     try:
-        data = (prepare_source if is_source(X) else prepare)(
-            X,
-            y,
-            cv=choice.cv,
-            groups=groups,
-            hillclimb_fraction=choice.hillclimb_fraction,
-            random_state=random_state,
-            task=library_spec.task,
-            **({"client": getattr(executor, "client", None)} if is_source(X) else {}),
-        )
-        if isinstance(executor, SerialExecutor) and not getattr(data, "in_memory", True):
-            data = data.load()  # runs fit in this process: the rows are read here
-        check_data_fits(data.X, ceiling, executor.slots if executor.local_memory else 1)
-        return _build(
-            data,
-            library_spec,
-            choice.cv,
-            store,
-            executor,
-            random_state,
-            retry_failed,
-            verbose,
-            grow_spec,
-            deadline,
-            limit if capped else None,
-            hillclimb_fraction=choice.hillclimb_fraction,
-            ceiling=ceiling,
-        )
+        data = _prepare(X, y, groups, choice, random_state, library_spec.task, executor, budget)
+        build = BuildContext(
+            data, library_spec, choice.cv, choice.hillclimb_fraction, executor, budget,
+            random_state, retry_failed, verbose, grow_spec,
+        )  # fmt: skip
+        return _build(build, store)
     finally:
         executor.close()
 
 
-def _build(
-    data: TrainingData,
-    library_spec: LibrarySpec,
-    cv: int | None,
-    store,
-    executor: Executor,
-    random_state: int,
-    retry_failed: bool,
-    verbose: int,
-    grow_spec: GrowSpec | None = None,
-    deadline: float | None = None,
-    budget_cap: float | None = None,
-    hillclimb_fraction: float = 0.2,
-    ceiling: int | None = None,
-) -> Library:
-    """Fit the runs of every section of ``library_spec`` missing from ``store`` through
-    ``executor``, in one pass, kinds of run in their ``order`` (detectors, a few long tasks,
-    start before the model runs so that no worker waits on one at the end). Worker processes
-    map the training matrix from the store's ``training`` directory (removed at the end)
-    instead of each unpickling a copy."""
+def _choose_cv(X, y, cv, hillclimb_fraction: float, task: str):
+    """The folds or held-out hillclimb set of the build (:func:`training.resolve_cv`); a
+    source's labels are read with its rows, so its size decides alone."""
+    labels = None if is_source(X) else y
+    return resolve_cv(cv, n_rows(X), labels, hillclimb_fraction=hillclimb_fraction, task=task)
+
+
+def _check_rows_fit(X, ceiling: int | None, workers: int) -> None:
+    """Rows in memory that cannot fit under the memory ceiling fail before anything."""
+    if not is_source(X):
+        check_data_fits(X if isinstance(X, pd.DataFrame) else as_frame(X), ceiling, workers)
+
+
+def _grow_spec(grow, seed: int, spec: LibrarySpec, time_limit: float | None) -> GrowSpec | None:
+    """``grow`` parsed and checked against the spec's task and the time budget."""
+    grow_spec = parse_grow(grow, seed=seed)
+    if grow_spec is not None and spec.task != "classification":
+        raise ValueError("grow= grows classification libraries only; leave grow=None here")
+    check_grow(grow_spec, time_limit)
+    return grow_spec
+
+
+def _prepare(X, y, groups, choice, random_state: int, task: str, executor, budget) -> TrainingData:
+    """The prepare stage: the training data (folds, encoding; a source's rows stay where they
+    are unless the runs fit in this process), checked against the memory ceiling."""
+    data = (prepare_source if is_source(X) else prepare)(
+        X,
+        y,
+        cv=choice.cv,
+        groups=groups,
+        hillclimb_fraction=choice.hillclimb_fraction,
+        random_state=random_state,
+        task=task,
+        **({"client": executor.client} if is_source(X) else {}),
+    )
+    if isinstance(executor, SerialExecutor) and not data.in_memory:
+        data = data.load()  # runs fit in this process: the rows are read here
+    check_data_fits(data.X, budget.max_memory, executor.slots if executor.local_memory else 1)
+    return data
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What every run of a build shares, sent once to each worker: the training data, each
+    section's run context and fit function, and the build's seed."""
+
+    data: TrainingData
+    contexts: dict
+    fits: dict
+    random_state: int
+
+
+@dataclass
+class BuildContext:
+    """One build's state, filled in by its stages (prepare, plan, run, spare and grow,
+    consolidate): what it was asked (``data`` ... ``grow``), the stores it writes (``writer``,
+    the library's own; ``stores``, each section's), the run contexts and fit functions of its
+    sections, the tasks each stage runs, and the plan under a time budget."""
+
+    data: TrainingData
+    spec: LibrarySpec
+    cv: int | None
+    hillclimb_fraction: float
+    executor: Executor
+    budget: Budget
+    random_state: int
+    retry_failed: bool
+    verbose: int
+    grow: GrowSpec | None
+    writer: PredictionStore | None = None
+    sections: list = field(default_factory=list)
+    stores: dict = field(default_factory=dict)
+    contexts: dict = field(default_factory=dict)
+    fits: dict = field(default_factory=dict)
+    tasks: list = field(default_factory=list)
+    spare: list = field(default_factory=list)
+    spare_runs: list = field(default_factory=list)
+    notes: dict = field(default_factory=dict)
+    pace: Pace | None = None
+
+    @property
+    def inputs(self) -> RunInputs:
+        return RunInputs(self.data, self.contexts, self.fits, self.random_state)
+
+    @property
+    def order(self) -> list[str]:
+        """The run ids of the library, in the spec's order, spare tier last."""
+        return [r.run_id for r in self.spec.runs] + [r.run_id for r in self.spare_runs]
+
+    def header(self) -> dict:
+        return _header(self.data, self.cv, self.hillclimb_fraction)
+
+
+def _build(build: BuildContext, store) -> Library:
+    """Fit the runs of every section of the spec missing from ``store`` through the executor,
+    in one pass, kinds of run in their ``order`` (detectors, a few long tasks, start before the
+    model runs so that no worker waits on one at the end). Worker processes map the training
+    matrix from the store's ``training`` directory (removed at the end) instead of each
+    unpickling a copy."""
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="ensel-library-")
         store = Path(tmp.name) / "store"
-    writer = PredictionStore(store, _header(data, cv, hillclimb_fraction))
-    stores = {}  # section -> its store: the library's own, or a sub-store of its kind
-    contexts, fits, tasks = {}, {}, []
+    build.writer = PredictionStore(store, build.header())
     try:
-        sections = sorted(library_spec.sections, key=lambda s: get_kind(s[0]).order)
-        for section, specs in sections:
-            kind = get_kind(section)
-            if not specs:
-                continue
-            if kind.store is None:
-                # the library's own runs: the executor's per-run limit and the deadline, so
-                # that a family that stops in time ends with the stages it reached instead of
-                # being stopped (a wall-clock time: workers may be other processes, machines)
-                limit = getattr(executor, "time_limit", None)
-                ends_at = None if deadline is None else time.time() + deadline - time.monotonic()
-                stores[section] = writer
-                contexts[section] = {"run_limit": limit, "ends_at": ends_at}
-            else:
-                contexts[section], header = kind.prepare(
-                    data, _header(data, cv, hillclimb_fraction), random_state
-                )
-                stores[section] = PredictionStore(writer.path / kind.store, header)
-            fits[section] = kind.fit
-            tasks += [(section, s) for s in _missing(stores[section], specs, retry_failed)]
-        tasks = _installed(tasks)
-        spare_runs = library_spec.spare_for(data.y.size, deadline is not None)
-        spare_ids = {r.run_id for r in spare_runs}  # a run the main tier has is fitted there
-        spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in spare_ids]
-        tasks = [t for t in tasks if t[0] != SPARE]
-        notes: dict[str, str] = {}
-        planned = None
-        if deadline is not None:
-            tasks = [tasks[i] for i in anytime_order(tasks, data.y.size)]
-            planned = plan_build(
-                tasks,
-                data,
-                deadline - time.monotonic(),
-                max_memory=ceiling if executor.local_memory else None,
-                **_plan_options(executor),
-            )
-            tasks, notes = planned.tasks, planned.notes
-            for section, run, why in planned.left_out:
-                stores[section].write_failure(run, "left_out", why, 0.0)
-            _tell_runs(contexts["families"], planned)
-            if planned.table is not None:
-                writer.write_plan(planned.table)
-        shared = (data, contexts, fits, random_state)
-        # a quick run fitted here needs the rows here: not for data read where it is fitted
-        here = getattr(data, "in_memory", True)
-        if isinstance(executor, ProcessExecutor) and tasks and here:
-            data = share_frame(data, writer.path / TRAINING_DIR)
-            shared = (data, contexts, fits, random_state)
-        first = _first_run(tasks) if deadline is not None and here else None
-        if first is not None:  # fitted here while the worker processes start
-            tasks.remove(first)
-            first_run = _InProcessRun(_fit_task, first, shared)
-        pace = Pace.of(planned)
-        _run_all(
-            executor, tasks, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace
-        )
-        if first is not None:
-            first_run.commit(first, stores, deadline)
-        if spare:
-            _run_spare(executor, spare, shared, stores, verbose, deadline, budget_cap, ceiling)
-        order = [r.run_id for r in library_spec.runs]
-        order += [r.run_id for r in spare_runs]
-        if not writer.ok_runs(order):
-            failed = writer.members(order, statuses=FAILED)
-            if deadline is not None and (failed["status"] == "budget").any():
-                raise ValueError(
-                    f"no run of spec {library_spec.name!r} finished within the time budget, so "
-                    "the library is empty; give a larger time_limit (the finished work is kept "
-                    "in the store, if one was given)"
-                )
-            reasons = "; ".join(dict.fromkeys(failed["error"].tolist()))[:500]
-            raise ValueError(
-                f"no run of spec {library_spec.name!r} finished, so the library is empty; "
-                f"errors: {reasons or 'none recorded'}"
-            )
-        if grow_spec is not None:
-
-            def fit(runs: list[RunSpec]) -> dict[str, bool]:
-                todo = [("families", r) for r in _missing(writer, runs, retry_failed)]
-                _run_all(executor, todo, shared, stores, 0, deadline, budget_cap, ceiling)
-                return {
-                    r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs
-                }
-
-            if grow_spec.batch is None:  # one proposal per slot: every worker fits one
-                grow_spec = dataclasses.replace(grow_spec, batch=executor.slots)
-            if deadline is not None:  # grow in the time the spec's runs left
-                left = max(0.0, deadline - time.monotonic())
-                grow_spec = dataclasses.replace(
-                    grow_spec, time=left if grow_spec.time is None else min(grow_spec.time, left)
-                )
-            order += _grow(writer, data, grow_spec, order, fit)
-        writer.consolidate(order)
-        for section, specs in sections:
-            part = stores.get(section)
-            if part is not None and part is not writer:
-                part_order = [s.run_id for s in specs]
-                if part.ok_runs(part_order):  # the library works without them
-                    part.consolidate(part_order)
+        _collect(build)
+        _plan(build)
+        _run(build)
+        _check_not_empty(build)
+        order = _grow_stage(build) if build.grow is not None else build.order
+        _consolidate(build, order)
     finally:
-        writer.close()
-        for part in stores.values():
+        build.writer.close()
+        for part in build.stores.values():
             part.close()
-        shutil.rmtree(writer.path / TRAINING_DIR, ignore_errors=True)
-    return Library(PredictionStore(writer.path), _tmp=tmp)
+        shutil.rmtree(build.writer.path / TRAINING_DIR, ignore_errors=True)
+    return Library(PredictionStore(build.writer.path), _tmp=tmp)
 
 
-def _plan_options(executor: Executor) -> dict:
+def _collect(build: BuildContext) -> None:
+    """Each section's store, run context and fit function, and the runs missing from its
+    store (less those whose packages are not installed); the spare tier's runs apart."""
+    budget, writer = build.budget, build.writer
+    build.sections = sorted(build.spec.sections, key=lambda s: get_kind(s[0]).order)
+    tasks = []
+    for section, specs in build.sections:
+        kind = get_kind(section)
+        if not specs:
+            continue
+        if kind.store is None:
+            # the library's own runs: the per-run limit and the deadline, so that a family that
+            # stops in time ends with the stages it reached instead of being stopped
+            build.stores[section] = writer
+            build.contexts[section] = {"run_limit": budget.run_limit, "ends_at": budget.ends_at()}
+        else:
+            build.contexts[section], header = kind.prepare(
+                build.data, build.header(), build.random_state
+            )
+            build.stores[section] = PredictionStore(writer.path / kind.store, header)
+        build.fits[section] = kind.fit
+        tasks += [(section, s) for s in _missing(build.stores[section], specs, build.retry_failed)]
+    tasks = _installed(tasks)
+    build.spare_runs = build.spec.spare_for(build.data.y.size, budget.timed)
+    spare_ids = {r.run_id for r in build.spare_runs}  # a run the main tier has is fitted there
+    build.spare = [t for t in tasks if t[0] == SPARE and t[1].run_id in spare_ids]
+    build.tasks = [t for t in tasks if t[0] != SPARE]
+
+
+def _plan(build: BuildContext) -> None:
+    """The plan stage, under a time budget: the runs in an anytime order, then those the
+    planner expects to end in time (the others recorded ``left_out``), on the subsample and
+    under the cap it chose for each."""
+    planned = None
+    if build.budget.timed:
+        tasks = [build.tasks[i] for i in anytime_order(build.tasks, build.data.y.size)]
+        ceiling = build.budget.max_memory if build.executor.local_memory else None
+        planned = plan_build(
+            tasks, build.data, build.budget.left(), max_memory=ceiling, **_plan_options(build)
+        )
+        build.tasks, build.notes = planned.tasks, planned.notes
+        for section, run, why in planned.left_out:
+            build.stores[section].write_failure(run, "left_out", why, 0.0)
+        _tell_runs(build.contexts["families"], planned)
+        if planned.table is not None:
+            build.writer.write_plan(planned.table)
+    build.pace = Pace.of(planned)
+
+
+def _run(build: BuildContext) -> None:
+    """The run stage: the planned runs through the executor (the training matrix shared with
+    the worker processes, a quick run fitted here meanwhile under a budget), then the spare
+    tier's."""
+    here = build.data.in_memory  # a quick run fitted here needs the rows here
+    if isinstance(build.executor, ProcessExecutor) and build.tasks and here:
+        build.data = share_frame(build.data, build.writer.path / TRAINING_DIR)
+    inputs = build.inputs
+    first = _first_run(build.tasks) if build.budget.timed and here else None
+    if first is not None:  # fitted here while the worker processes start
+        build.tasks.remove(first)
+        first_run = _InProcessRun(_fit_task, first, inputs)
+    _run_all(build, build.tasks, build.verbose, build.notes, build.pace)
+    if first is not None:
+        first_run.commit(first, build.stores, build.budget)
+    if build.spare:
+        _run_spare(build)
+
+
+def _check_not_empty(build: BuildContext) -> None:
+    """Refuse a library without one finished run, with the reason."""
+    writer, name = build.writer, build.spec.name
+    if writer.ok_runs(build.order):
+        return
+    failed = writer.members(build.order, statuses=FAILED)
+    if build.budget.timed and (failed["status"] == "budget").any():
+        raise ValueError(
+            f"no run of spec {name!r} finished within the time budget, so the library is empty; "
+            "give a larger time_limit (the finished work is kept in the store, if one was given)"
+        )
+    reasons = "; ".join(dict.fromkeys(failed["error"].tolist()))[:500]
+    raise ValueError(
+        f"no run of spec {name!r} finished, so the library is empty; "
+        f"errors: {reasons or 'none recorded'}"
+    )
+
+
+def _grow_stage(build: BuildContext) -> list[str]:
+    """The grow stage: new runs proposed where the ensemble gains, each fitted and stored like
+    any other, in the time the spec's runs left under a budget; the library's run ids after."""
+    writer, grow_spec = build.writer, build.grow
+
+    def fit(runs: list[RunSpec]) -> dict[str, bool]:
+        todo = [("families", r) for r in _missing(writer, runs, build.retry_failed)]
+        _run_all(build, todo, 0)
+        return {r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs}
+
+    if grow_spec.batch is None:  # one proposal per slot: every worker fits one
+        grow_spec = dataclasses.replace(grow_spec, batch=build.executor.slots)
+    if build.budget.timed:  # grow in the time the spec's runs left
+        left = max(0.0, build.budget.left())
+        grow_spec = dataclasses.replace(
+            grow_spec, time=left if grow_spec.time is None else min(grow_spec.time, left)
+        )
+    order = build.order
+    return order + _grow(writer, build.data, grow_spec, order, fit)
+
+
+def _consolidate(build: BuildContext, order: list[str]) -> None:
+    """The consolidate stage: each store's finished runs into one file per store."""
+    build.writer.consolidate(order)
+    for section, specs in build.sections:
+        part = build.stores.get(section)
+        if part is not None and part is not build.writer:
+            part_order = [s.run_id for s in specs]
+            if part.ok_runs(part_order):  # the library works without them
+                part.consolidate(part_order)
+
+
+def _plan_options(build: BuildContext) -> dict:
     """What a plan needs of the executor: the runs it runs at once and the seconds it lets one
     run take."""
-    return {"n_workers": executor.slots, "run_limit": getattr(executor, "time_limit", None)}
+    return {"n_workers": build.executor.slots, "run_limit": build.executor.time_limit}
 
 
 def _tell_runs(context: dict, planned) -> None:
@@ -365,49 +408,34 @@ def _tell_runs(context: dict, planned) -> None:
         context["caps"] = planned.caps
 
 
-def _run_spare(
-    executor: Executor,
-    spare: list,
-    shared,
-    stores: dict,
-    verbose: int,
-    deadline: float | None,
-    budget_cap: float | None,
-    ceiling: int | None,
-) -> None:
+def _run_spare(build: BuildContext) -> None:
     """Fit the spare tier's runs after the main ones: under a time budget only those the
     build's planner (:func:`ensel.library.planned.plan_build`, its estimates of each run on
     this table) says end within the time left, on its subsample where it planned one; the
     others are recorded with status ``left_out`` and the planner's note (a later build into
     the same store tries them again)."""
-    data, contexts = shared[0], shared[1]
-    notes: dict[str, str] = {}
-    todo = spare
-    if deadline is not None and spare:
-        left = deadline - time.monotonic()
-        # planned as model runs: the planner estimates the section "families" only
-        planned = plan_build(
-            [("families", run) for _, run in spare],
-            data,
-            left,
-            **_plan_options(executor),
+    spare, store = build.spare, build.stores[SPARE]
+    if not build.budget.timed:
+        _run_all(build, spare, build.verbose)
+        return
+    left = build.budget.left()
+    # planned as model runs: the planner estimates the section "families" only
+    planned = plan_build(
+        [("families", run) for _, run in spare], build.data, left, **_plan_options(build)
+    )
+    for _, run, why in planned.left_out:
+        store.write_failure(run, "left_out", f"spare tier: {why}", 0.0)
+    _tell_runs(build.contexts[SPARE], planned)
+    todo = [(SPARE, run) for _, run in planned.tasks]
+    _run_all(build, todo, build.verbose, planned.notes, Pace.of(planned, label="spare tier: "))
+    out = sum(store.records.get(r.run_id, {}).get("status") == "left_out" for _, r in spare)
+    if out:
+        log.info(
+            "spare tier: %d of %d runs left out, estimated not to end within the %.0f s left",
+            out,
+            len(spare),
+            max(left, 0.0),
         )
-        todo, notes = [(SPARE, run) for _, run in planned.tasks], planned.notes
-        for _, run, why in planned.left_out:
-            stores[SPARE].write_failure(run, "left_out", f"spare tier: {why}", 0.0)
-        _tell_runs(contexts[SPARE], planned)
-    pace = Pace.of(planned, label="spare tier: ") if deadline is not None and spare else None
-    _run_all(executor, todo, shared, stores, verbose, deadline, budget_cap, ceiling, notes, pace)
-    if deadline is not None and spare:
-        records = stores[SPARE].records
-        out = sum(records.get(r.run_id, {}).get("status") == "left_out" for _, r in spare)
-        if out:
-            log.info(
-                "spare tier: %d of %d runs left out, estimated not to end within the %.0f s left",
-                out,
-                len(spare),
-                max(left, 0.0),
-            )
 
 
 def _grow(writer: PredictionStore, data, grow_spec: GrowSpec, order: list[str], fit) -> list:
@@ -476,100 +504,48 @@ def _header(data: TrainingData, cv: int | None, hillclimb_fraction: float = 0.2)
     }
 
 
-def _fit_task(task: tuple, shared: tuple):
+def _fit_task(task: tuple, inputs: RunInputs):
     """One run of any kind over its folds; the fitted siblings come back pickled (the worker
     does that work, not the client)."""
     section, run = task
-    data, contexts, fits, random_state = shared
-    return fits[section](run, data, contexts[section], random_state)
+    return inputs.fits[section](run, inputs.data, inputs.contexts[section], inputs.random_state)
 
 
 def _run_all(
-    executor: Executor,
+    build: BuildContext,
     todo: list,
-    shared,
-    stores: dict,
     verbose: int,
-    deadline: float | None = None,
-    budget_cap: float | None = None,
-    ceiling: int | None = None,
     notes: dict[str, str] | None = None,
     pace: Pace | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
-    store of its section (``notes``: run id -> the note kept beside a trained run).
-    ``budget_cap``: the per-run limit comes from the time budget, so a run it stops is
-    recorded as ``budget`` (built again by a later build), not ``timeout``.
-    ``ceiling``: the build's ``max_memory`` in bytes, kept by a local executor through a
+    store of its section (``notes``: run id -> the note kept beside a trained run). A run the
+    budget's cap stops is recorded as ``budget`` (built again by a later build), not
+    ``timeout``. The budget's memory ceiling is kept by a local executor through a
     :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak. ``pace``: the
     plan's estimates against the runs' real seconds; a run that would end after the deadline
     at that pace is not started."""
     if not todo:
         return
+    executor, budget = build.executor, build.budget
     options = {}
-    if ceiling is not None and "memory" in inspect.signature(executor.run).parameters:
-        data = shared[0]
-        options["memory"] = MemoryGate(ceiling, [run_peak(sec, run, data) for sec, run in todo])
-    progress = _progress(todo, verbose, deadline)
-    run_limit = getattr(executor, "time_limit", None)
-    start = time.monotonic()
-    done = 0
-    cut: dict[tuple[str, str], float] = {}  # (section, family) -> cost of a run cut short
-
-    def skip(index: int) -> str | None:
-        """Under a budget, a run is not started when a run of its family that costs no more
-        was already cut short by the budget (it would not finish either), or when at the
-        pace so far it would end after the deadline (any run the plan estimated, detectors
-        too)."""
-        section, run = todo[index]
-        if deadline is None:
-            return None
-        limit = cut.get((section, run.family)) if section in MODEL_SECTIONS else None
-        if limit is not None and _cost(run) >= limit:
-            return (
-                "not started: a run of its family that costs no more did not finish within "
-                "the time budget"
-            )
-        if pace is not None:
-            return pace.too_late(run.run_id, deadline - time.monotonic(), run_limit)
-        return None
-
+    if budget.max_memory is not None and executor.gates_memory:
+        peaks = [run_peak(sec, run, build.data) for sec, run in todo]
+        options["memory"] = MemoryGate(budget.max_memory, peaks)
+    progress = _progress(todo, verbose, budget)
+    skip = _Skip(todo, budget, pace, executor.time_limit)
+    start = budget.clock()
     try:
-        for outcome in executor.run(
-            _fit_task, todo, shared, deadline=deadline, skip=skip, **options
-        ):
+        outcomes = executor.run(
+            _fit_task, todo, build.inputs, deadline=budget.deadline, skip=skip, **options
+        )
+        for done, outcome in enumerate(outcomes, 1):
             section, run = todo[outcome.index]
-            store = stores[section]
-            if outcome.status == "timeout" and budget_cap is not None:
-                outcome.status = "budget"
-                outcome.error = (
-                    f"stopped after {budget_cap:g} s: under a time budget no run may take more "
-                    f"than {MAX_RUN_SHARE:.0%} of it"
-                )
-            if outcome.status == "budget" and outcome.seconds > 0 and section in MODEL_SECTIONS:
-                key = (section, run.family)
-                cut[key] = min(cut.get(key, np.inf), _cost(run))
-            standby = pace.left_out(run.run_id, outcome.error) if pace is not None else None
-            if outcome.status == "budget" and outcome.seconds == 0 and standby:
-                outcome.status, outcome.error = "left_out", standby
-            if outcome.status == "ok":
-                if pace is not None:
-                    pace.finished(run.run_id, outcome.seconds)
-                note = (notes or {}).get(run.run_id, "")
-                store.write_run(run, outcome.value, outcome.seconds, note=note)
-            else:
-                store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
-                if outcome.status not in ("budget", "left_out"):
-                    log.warning("run %s %s: %s", run.run_id, outcome.status, outcome.error)
-            done += 1
+            _commit(outcome, section, run, build.stores[section], skip, pace, notes or {})
             if progress is not None:
-                if deadline is None:
-                    progress.update(1)
-                else:
-                    progress.set_postfix_str(f"{done}/{len(todo)} runs", refresh=False)
-                    progress.update(min(time.monotonic(), deadline) - start - progress.n)
+                _advance(progress, done, len(todo), budget, start)
         skipped = sum(
-            stores[section].records.get(run.run_id, {}).get("status") == "budget"
+            build.stores[section].records.get(run.run_id, {}).get("status") == "budget"
             for section, run in todo
         )
         if skipped:
@@ -582,6 +558,69 @@ def _run_all(
     finally:
         if progress is not None:
             progress.close()
+
+
+class _Skip:
+    """Asked by the executor just before a run starts: under a budget, a run is not started
+    when a run of its family that costs no more was already cut short by the budget (it would
+    not finish either), or when at the pace so far it would end after the deadline (any run
+    the plan estimated, detectors too)."""
+
+    def __init__(self, todo: list, budget: Budget, pace: Pace | None, run_limit) -> None:
+        self.todo, self.budget, self.pace, self.run_limit = todo, budget, pace, run_limit
+        self.cut: dict[tuple[str, str], float] = {}  # (section, family) -> cost of a run cut
+
+    def __call__(self, index: int) -> str | None:
+        section, run = self.todo[index]
+        if not self.budget.timed:
+            return None
+        limit = self.cut.get((section, run.family)) if section in MODEL_SECTIONS else None
+        if limit is not None and _cost(run) >= limit:
+            return (
+                "not started: a run of its family that costs no more did not finish within "
+                "the time budget"
+            )
+        if self.pace is not None:
+            return self.pace.too_late(run.run_id, self.budget.left(), self.run_limit)
+        return None
+
+    def cut_short(self, section: str, run) -> None:
+        """Note that the budget stopped ``run`` of a model section after it started."""
+        key = (section, run.family)
+        self.cut[key] = min(self.cut.get(key, np.inf), _cost(run))
+
+
+def _commit(outcome, section: str, run, store, skip: _Skip, pace, notes: dict) -> None:
+    """Write one outcome to its section's store: a trained run, or its failure and why."""
+    cap = skip.budget.budget_cap
+    if outcome.status == "timeout" and cap is not None:
+        outcome.status = "budget"
+        outcome.error = (
+            f"stopped after {cap:g} s: under a time budget no run may take more "
+            f"than {MAX_RUN_SHARE:.0%} of it"
+        )
+    if outcome.status == "budget" and outcome.seconds > 0 and section in MODEL_SECTIONS:
+        skip.cut_short(section, run)
+    standby = pace.left_out(run.run_id, outcome.error) if pace is not None else None
+    if outcome.status == "budget" and outcome.seconds == 0 and standby:
+        outcome.status, outcome.error = "left_out", standby
+    if outcome.status == "ok":
+        if pace is not None:
+            pace.finished(run.run_id, outcome.seconds)
+        store.write_run(run, outcome.value, outcome.seconds, note=notes.get(run.run_id, ""))
+    else:
+        store.write_failure(run, outcome.status, outcome.error, outcome.seconds)
+        if outcome.status not in ("budget", "left_out"):
+            log.warning("run %s %s: %s", run.run_id, outcome.status, outcome.error)
+
+
+def _advance(progress, done: int, total: int, budget: Budget, start: float) -> None:
+    """Move the progress bar: one run, or the seconds spent of the budget."""
+    if not budget.timed:
+        progress.update(1)
+    else:
+        progress.set_postfix_str(f"{done}/{total} runs", refresh=False)
+        progress.update(min(budget.clock(), budget.deadline) - start - progress.n)
 
 
 TRAINING_DIR = "training"
@@ -620,8 +659,8 @@ class _InProcessRun:
             self.outcome = ("failed", None, describe(exc))
         self.seconds = time.perf_counter() - self._start
 
-    def commit(self, task: tuple, stores: dict, deadline: float) -> None:
-        self._thread.join(timeout=max(deadline - time.monotonic(), 0.5))
+    def commit(self, task: tuple, stores: dict, budget: Budget) -> None:
+        self._thread.join(timeout=max(budget.left(), 0.5))
         seconds = self.seconds if self.seconds is not None else time.perf_counter() - self._start
         section, run = task
         if self._thread.is_alive():  # left to end on its own; its result is not kept
@@ -640,18 +679,17 @@ def _cost(run) -> float:
     return relative_cost(run.family, dict(run.params), run.stages, run.task)
 
 
-def _progress(todo: list, verbose: int, deadline=None):
+def _progress(todo: list, verbose: int, budget: Budget):
     """A progress bar (a terminal's or a notebook's, see :mod:`ensel._progress`): runs done,
     or, under a time budget, seconds elapsed against the budget."""
     members = sum(len(r.members) for _, r in todo)
-    if deadline is None:
+    if not budget.timed:
         return progress_bar(
             verbose, total=len(todo), desc=f"library ({members} members)", unit="run"
         )
-    budget = max(deadline - time.monotonic(), 0.0)
     return progress_bar(
         verbose,
-        total=round(budget, 1),
+        total=round(max(budget.left(), 0.0), 1),
         desc=f"library ({members} members)",
         unit="s",
         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of budget {postfix}",

@@ -146,10 +146,11 @@ class DaskExecutor(Executor):
     or None for the current client). ``time_limit`` is per task, in seconds of running time."""
 
     local_memory = False  # workers have their own memory (and limits), not the client's
+    gates_memory = False  # each worker keeps its own memory limit
 
     def __init__(self, client=None, time_limit: float | None = None) -> None:
+        super().__init__(time_limit)
         self.client, self._owned = connect(client)
-        self.time_limit = time_limit
 
     @property
     def slots(self) -> int:

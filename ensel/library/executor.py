@@ -5,7 +5,7 @@ worker), and yields an ``Outcome`` per task: ok with its value, failed with the 
 The builder only sees this interface, so another backend plugs in without touching it: it
 registers a factory by name (``register_backend``), as dask_executor does for ``"dask"``.
 
-``ProcessExecutor``, the ``"local"`` backend's pool (``"joblib"`` is its old name), keeps its own
+``ProcessExecutor``, the ``"local"`` backend's pool, keeps its own
 worker processes instead of joblib's: a run that exceeds its time limit is stopped by killing its
 worker (joblib cannot stop one task), and a run that kills its worker (out of memory, a crash in
 native code) is recorded as failed while the other workers go on.
@@ -35,7 +35,6 @@ from .memory import MemoryGate, memory_note, process_rss
 
 __all__ = [
     "BACKENDS",
-    "BACKEND_ALIASES",
     "BUDGET_NOT_STARTED",
     "Executor",
     "Outcome",
@@ -68,9 +67,22 @@ class Outcome:
 
 
 class Executor(ABC):
+    """What runs a build's tasks. Every executor declares what it can do here, so that the
+    builder reads attributes instead of probing: its per-task ``time_limit``, the dask
+    ``client`` it runs on (None for a local one), whether it runs on this machine
+    (``local_memory``) and whether its ``run`` keeps a memory ceiling (``gates_memory``)."""
+
     local_memory = True
     """Whether tasks run on this machine, under the build's memory ceiling (``max_memory``):
     the plan divides that ceiling over ``slots`` only where they do."""
+    gates_memory = True
+    """Whether ``run`` takes a ``memory`` gate and holds its tasks under it."""
+    client: Any = None
+    """The ``distributed.Client`` the tasks run on, or None where they run on this machine."""
+
+    def __init__(self, time_limit: float | None = None) -> None:
+        self.time_limit = time_limit
+        """Seconds one task may run before it is stopped (None: no limit)."""
 
     @property
     def slots(self) -> int:
@@ -108,9 +120,6 @@ class _TimeLimit(BaseException):  # not an Exception: library code must not swal
 class SerialExecutor(Executor):
     """Runs tasks one after another in this process. The time limit interrupts Python code by a
     timer signal (main thread only); a long call inside native code ends before it is noticed."""
-
-    def __init__(self, time_limit: float | None = None) -> None:
-        self.time_limit = time_limit
 
     def run(
         self,
@@ -248,9 +257,12 @@ class ProcessExecutor(Executor):
     def __init__(self, n_workers: int, time_limit: float | None = None, threads: int = 1) -> None:
         if n_workers < 1:
             raise ValueError(f"n_workers={n_workers}: need at least one worker")
+        super().__init__(time_limit)
         self.n_workers = n_workers
-        self.time_limit = time_limit
         self.threads = threads
+        self._deadline: float | None = None
+        self._memory: MemoryGate | None = None
+        self._failed_starts = 0
 
     @property
     def slots(self) -> int:
@@ -282,24 +294,7 @@ class ProcessExecutor(Executor):
                             w.stop(kill=True)
                     yield from _out_of_budget(workers, pending)
                     return
-                for w in workers:
-                    while w.ready and w.task is None and pending:
-                        index, task = pending.popleft()
-                        reason = skip(index) if skip is not None else None
-                        if reason:
-                            yield Outcome(index, "budget", None, reason, 0.0)
-                            continue
-                        if memory is not None:
-                            note = memory.never_fits(index)
-                            if note:
-                                yield Outcome(index, "memory", None, note, 0.0)
-                                continue
-                            running = [x.task for x in workers if x.task is not None]
-                            if not memory.fits(index, running, len(workers)):
-                                pending.appendleft((index, task))  # waits for memory
-                                break
-                        w.task, w.started = index, time.perf_counter()
-                        w.send((w.task, fn, task))
+                yield from self._dispatch(workers, pending, fn, skip)
                 if not pending and all(w.task is None for w in workers):
                     break  # the last tasks were skipped
                 waiting = [w for w in workers if w.task is not None or not w.ready]
@@ -338,6 +333,31 @@ class ProcessExecutor(Executor):
             for w in workers:  # a worker still starting holds nothing: no need to wait for it
                 w.stop(kill=w.task is not None or not w.ready)
 
+    def _dispatch(
+        self, workers: list[_Worker], pending: deque, fn: TaskFn, skip
+    ) -> Iterator[Outcome]:
+        """Send pending tasks to the idle ready workers; a task ``skip`` or the memory gate
+        turns away is reported at once, one that waits for memory stays first in line."""
+        memory = self._memory
+        for w in workers:
+            while w.ready and w.task is None and pending:
+                index, task = pending.popleft()
+                reason = skip(index) if skip is not None else None
+                if reason:
+                    yield Outcome(index, "budget", None, reason, 0.0)
+                    continue
+                if memory is not None:
+                    note = memory.never_fits(index)
+                    if note:
+                        yield Outcome(index, "memory", None, note, 0.0)
+                        continue
+                    running = [x.task for x in workers if x.task is not None]
+                    if not memory.fits(index, running, len(workers)):
+                        pending.appendleft((index, task))  # waits for memory
+                        break
+                w.task, w.started = index, time.perf_counter()
+                w.send((w.task, fn, task))
+
     def _start(self, w: _Worker, shared_bytes: bytes) -> _Worker:
         """Take a new worker's ready message. A worker that dies starting is replaced; after
         ``START_ATTEMPTS`` such deaths in a row the build stops with the reason."""
@@ -375,7 +395,7 @@ class ProcessExecutor(Executor):
 
     def _poll_timeout(self, busy: list[_Worker]) -> float | None:
         waits = []
-        if getattr(self, "_memory", None) is not None and busy:
+        if self._memory is not None and busy:
             waits.append(MEMORY_POLL)
         if self.time_limit is not None and busy:
             now = time.perf_counter()
@@ -422,10 +442,6 @@ BACKENDS: dict[str, Backend] = {}
 """Backends by the name ``build_library(backend=...)`` takes. Each registers itself from its own
 module: local here, dask from :mod:`ensel.library.dask_executor`."""
 
-BACKEND_ALIASES: dict[str, str] = {"joblib": "local"}
-"""Other names a backend answers to. ``"joblib"`` was the local pool's first name (it is not
-joblib: see the module docstring) and stays valid, as the estimators' default among others."""
-
 
 def register_backend(name: str, backend: Backend) -> Backend:
     """Make ``backend`` available as ``build_library(backend=name)``."""
@@ -439,14 +455,10 @@ register_backend("local", _local)
 def make_executor(
     n_jobs: int, time_limit: float | None, backend: str = "local", client=None
 ) -> Executor:
-    """The executor of ``backend``: ``"local"`` (old name ``"joblib"``) runs on this machine
+    """The executor of ``backend``: ``"local"`` runs on this machine
     with ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a
     ``distributed.Client``, a scheduler address, or None for the current client; registered
     when :mod:`ensel.library.dask_executor` is imported, as the builder does)."""
-    name = BACKEND_ALIASES.get(backend, backend) if isinstance(backend, str) else backend
-    if name not in BACKENDS:
-        raise ValueError(
-            f"backend={backend!r}: use one of {sorted(BACKENDS)} ('joblib' is an old name of "
-            "'local')"
-        )
-    return BACKENDS[name](n_jobs, time_limit, client)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use one of {sorted(BACKENDS)}")
+    return BACKENDS[backend](n_jobs, time_limit, client)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .._jobs import n_workers
 from ..data import Table, as_frame, check_columns, plan_schema, read_table, schema_key
-from .runs import view_key
+from .runs import FittedRun, view_key
 from .views import transform
 
 __all__ = ["BATCH_ROWS", "SMALL_ROWS", "FittedMembers"]
@@ -85,7 +85,7 @@ class FittedMembers:
         limit = SMALL_ROWS if small_rows is None else small_rows
         if not isinstance(X, pd.DataFrame) or not 0 < len(X) <= limit:
             return None
-        if not all(hasattr(fitted, "member_keys") for fitted in self.runs.values()):
+        if not all(isinstance(fitted, FittedRun) for fitted in self.runs.values()):
             return None
         schemas = self.__dict__.setdefault("_schemas", {})
         key = schema_key(X)
@@ -152,7 +152,7 @@ class FittedMembers:
         def one(item):
             run_id, fitted = item
             wanted = self.offsets[self._rows[run_id]]
-            if hasattr(fitted, "member_keys"):  # a FittedRun: only these members, shared views
+            if isinstance(fitted, FittedRun):  # only these members, on the shared views
                 return fitted.predict(frame, wanted, views=views)
             return fitted.predict(frame)[wanted]
 
@@ -168,9 +168,9 @@ def _shared_views(runs, frame: pd.DataFrame, pool) -> dict:
     as ``FittedRun.predict`` looks them up."""
     todo = {}
     for fitted in runs:
-        siblings = getattr(fitted, "siblings", None)
-        if siblings is None or not hasattr(fitted, "member_keys"):
-            continue
+        if not isinstance(fitted, FittedRun):
+            continue  # a detector's or another kind's run computes its own views
+        siblings = fitted.siblings
         for k, (view, _) in enumerate(siblings):
             key = view_key(fitted.run.view, view, len(siblings), k, fitted.own_rows)
             todo.setdefault(key, view)

@@ -26,7 +26,7 @@ from ..data import (
     warn_id,
 )
 
-__all__ = ["PartSummary", "Plan", "apply_plan", "merge", "row_hashes", "summarize"]
+__all__ = ["ColumnPlan", "PartSummary", "apply_plan", "merge", "row_hashes", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def _parse(c: ColumnPart, present: pd.Series) -> None:
 
 
 @dataclass
-class Plan:
+class ColumnPlan:
     """The merged decisions: the training columns, their kinds and categories, the text
     columns read as numbers, the columns left out, and each numeric column's range."""
 
@@ -168,7 +168,7 @@ class Plan:
         return pd.DataFrame(data, columns=self.kept)
 
 
-def merge(parts: list[PartSummary], stacklevel: int = 4) -> Plan:
+def merge(parts: list[PartSummary], stacklevel: int = 4) -> ColumnPlan:
     """The decisions of ``ensel.data.check_features`` and ``clean_columns`` on the whole table,
     from its parts' summaries: the same errors, warnings and log notes, in the same order."""
     n = sum(p.n_rows for p in parts)
@@ -237,7 +237,7 @@ def merge(parts: list[PartSummary], stacklevel: int = 4) -> Plan:
         cat_names,
         tuple(tuple(sorted(values[c], key=str)) for c in cat_names),
     )
-    return Plan(
+    return ColumnPlan(
         n,
         names,
         dict(empty.dtypes),
@@ -278,7 +278,7 @@ def _is_id(pieces: list[ColumnPart], values: set | None, n: int, coerced: bool) 
     return np.unique(ids).size == n
 
 
-def apply_plan(part: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+def apply_plan(part: pd.DataFrame, plan: ColumnPlan) -> pd.DataFrame:
     """One part as the models see it: the whole table's dtypes, text columns with stray tokens
     as numbers (the tokens missing), the left-out columns dropped; the same rows
     ``ensel.data.clean_columns`` gives on the whole table."""
@@ -304,7 +304,7 @@ def apply_plan(part: pd.DataFrame, plan: Plan) -> pd.DataFrame:
     return frame[plan.kept]
 
 
-def row_hashes(part: pd.DataFrame, plan: Plan) -> np.ndarray:
+def row_hashes(part: pd.DataFrame, plan: ColumnPlan) -> np.ndarray:
     """pandas' row hashes of one part after :func:`apply_plan` (the fingerprint of the whole
     table is the hash of every part's, in order)."""
     return pd.util.hash_pandas_object(apply_plan(part, plan), index=False).to_numpy()

@@ -10,10 +10,8 @@ never cut by the plan: a kept boosting run or forest keeps its whole stage ladde
 a run of a family that stops in time (boosting, :attr:`Family.stops_in_time`) estimated past
 the per-run limit, or past the budget's end from where its worker is free, is kept *capped*
 where its first stage fits or it has at least half the per-run limit: planned to stop at the
-limit or at the budget's end, it ends with the rounds it reached (on a million rows the
-default's boosting would otherwise never start, and CatBoost, 4 s past the end, was left out;
-its first stage alone was estimated at twice the limit, and capped at 3244d3a it took 0.07 of
-the weight). Learners whose fit grows
+limit or at the budget's end, it ends with the rounds it reached (on large tables the
+default's boosting would otherwise never start). Learners whose fit grows
 with the square of the rows (kernel SVMs, k-NN) come last and get at most ``quadratic_share``
 of the budget: each trains on a stratified subsample sized so that it fits its share, or is
 left out with a note, so they never starve the rest.
@@ -35,8 +33,8 @@ from .schedule import anytime_order
 
 __all__ = [
     "MIN_SUBSAMPLE",
-    "Plan",
     "PlannedRun",
+    "RunPlan",
     "pace_group",
     "plan_library",
     "stratified_subsample",
@@ -74,7 +72,7 @@ class PlannedRun:
 
 
 @dataclass(frozen=True)
-class Plan:
+class RunPlan:
     """The planned runs in the order to start them (kept and subsampled ones first, in anytime
     order; then the left-out ones), and the budget they were planned for."""
 
@@ -151,7 +149,7 @@ def plan_library(
     run_limit: float | None = None,
     estimators: Mapping[str, Callable] | None = None,
     view_seconds: Mapping[tuple[str, bool], tuple[float, float]] | None = None,
-) -> Plan:
+) -> RunPlan:
     """Plan a build of ``runs`` (run specs, or the builder's ``(section, run spec)`` pairs) on
     a table of ``n_rows`` rows and ``n_cols`` columns (``view_width``: its standardized view's
     width, one-hot levels included; ``n_classes``: classes, ignored for regression) within
@@ -179,145 +177,35 @@ def plan_library(
     tasks = [r if isinstance(r, tuple) else ("families", r) for r in runs]
     order = anytime_order(tasks, n_rows)
     per_worker_memory = None if max_memory_bytes is None else max_memory_bytes / n_workers
-
-    def held_of(rows: int) -> int:
-        """Rows each fit predicts: ``n_held``, else a fold of ``rows`` (a fifth for one fit)."""
-        if n_held is not None:
-            return n_held
-        return max(rows // n_fits_per_run, 1) if n_fits_per_run > 1 else max(rows // 5, 1)
-
-    def cost(run, rows: int, stages=None) -> tuple[float, float]:
-        """Estimated seconds (all fits) and peak bytes (one fit) of ``run`` on ``rows`` rows,
-        up to ``stages`` (default: all of its own)."""
-        held = held_of(rows)
-        if n_held is not None:
-            train = max(min(rows, n_rows - n_held), 1)
-        else:
-            train = rows - held if n_fits_per_run > 1 else rows
-        est = estimate_run(
-            run.family,
-            run.param_dict,
-            run.stages if stages is None else stages,
-            train,
-            n_cols,
-            n_classes,
-            view_width,
-            task=task,
-            n_held=held,
-        )
-        native_missing = get_family(run.family, task).native_missing
-        per_call, per_row = (view_seconds or {}).get((run.view, native_missing), (0.0, 0.0))
-        view = 2 * per_call + per_row * (train + held)
-        return n_fits_per_run * (est.fit_seconds + view), est.peak_bytes
-
+    costing = _Costing(
+        n_rows, n_cols, n_classes, n_fits_per_run, n_held, view_width, task, view_seconds or {}
+    )
     quadratic = [i for i in order if tasks[i][0] == "families" and _quadratic(tasks[i][1])]
     is_quadratic = set(quadratic)
     main = [i for i in order if i not in is_quadratic]
     horizon = budget_seconds * (1.0 - quadratic_share) if quadratic else budget_seconds
     workers = [(0.0, w) for w in range(n_workers)]  # (free at, worker)
     heapq.heapify(workers)
+    limits = _Limits(horizon, run_limit, per_worker_memory)
     planned: dict[int, PlannedRun] = {}
     for i in main:
-        section, run = tasks[i]
-        if section == "families":
-            seconds, peak = cost(run, n_rows)
-            in_time = get_family(run.family, getattr(run, "task", "classification")).stops_in_time
-        else:
-            estimate = (estimators or {}).get(section)
-            args = (run, n_rows, n_cols, held_of(n_rows), n_fits_per_run)
-            seconds, peak, in_time = None if estimate is None else estimate(*args), 0.0, False
-            if seconds is None:
-                planned[i] = PlannedRun(
-                    section,
-                    run,
-                    KEPT,
-                    n_rows,
-                    0.0,
-                    0.0,
-                    None,
-                    None,
-                    "not estimated (no cost model for this kind of run)",
-                )
-                continue
-        free, w = workers[0]
-        full, capped = seconds, False
-        if in_time:  # it stops adding stages where its time ends: the limit, or the horizon
-            room = horizon - free if run_limit is None else min(run_limit, horizon - free)
-            if seconds > room:  # worth capping where it reaches its first stage or half the limit
-                half = run_limit is not None and room >= run_limit / 2
-                first = cost(run, n_rows, run.stages[:1])[0] if run.stages else seconds
-                capped = half or room >= first
-            seconds = room if capped else seconds
-        why, standby = None, True  # left out by time alone: on standby
-        if per_worker_memory is not None and peak > per_worker_memory:
-            why, standby = (
-                (
-                    f"needs ~{peak / 1e9:.2f} GB per fit, more than the "
-                    f"{per_worker_memory / 1e9:.2f} GB a worker has"
-                ),
-                False,
-            )
-        elif run_limit is not None and seconds > run_limit:
-            why = f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take"
-        elif not capped and free + seconds > horizon:  # a capped run ends by the horizon
-            why = (
-                f"~{seconds:.0f} s would end after the budget "
-                f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)"
-            )
-        if why is not None:
-            planned[i] = _left(section, run, seconds, peak, why, standby, in_time)
-            continue
-        heapq.heapreplace(workers, (free + seconds, w))
-        note = f"~{seconds:.1f} s"
-        if capped:
-            where = "the limit" if seconds == run_limit else "the budget's end"
-            note = f"~{seconds:.0f} s: stops adding stages at {where} (~{full:.0f} s for all)"
-        planned[i] = PlannedRun(
-            section,
-            run,
-            KEPT,
-            n_rows,
-            seconds,
-            peak,
-            free,
-            free + seconds,
-            note,
-            capped=capped,
-            stops_in_time=in_time,
-        )
+        planned[i] = _plan_main_run(*tasks[i], costing, workers, limits, estimators or {})
     # quadratic learners: what the budget has left, shared equally
-    left = sorted(workers)
-    for q, i in enumerate(quadratic):
-        section, run = tasks[i]
-        free, w = heapq.heappop(left)
-        remaining = (budget_seconds - free) + sum(budget_seconds - f for f, _ in left)
-        share = min(budget_seconds - free, remaining / (len(quadratic) - q))
-        share = share if run_limit is None else min(share, run_limit)
-        rows = _largest_rows(lambda m, run=run: cost(run, m), n_rows, share, per_worker_memory)
-        if rows < min(min_subsample, n_rows):
-            seconds, peak = cost(run, n_rows)
-            planned[i] = _left(
-                section,
-                run,
-                seconds,
-                peak,
-                f"quadratic in rows: even {min(min_subsample, n_rows)} rows would not fit its "
-                f"share of the budget ({max(share, 0):.0f} s)",
-            )
-            heapq.heappush(left, (free, w))
-            continue
-        seconds, peak = cost(run, rows)
-        decision = KEPT if rows >= n_rows else SUBSAMPLED
-        note = f"~{seconds:.1f} s" + ("" if decision == KEPT else f" on {rows} of {n_rows} rows")
-        planned[i] = PlannedRun(
-            section, run, decision, rows, seconds, peak, free, free + seconds, note
+    planned.update(
+        _plan_quadratic(
+            [(i, *tasks[i]) for i in quadratic],
+            costing,
+            sorted(workers),
+            budget_seconds,
+            limits,
+            min_subsample,
         )
-        heapq.heappush(left, (free + seconds, w))
+    )
     ordered = [planned[i] for i in order]
     ordered = [p for p in ordered if p.decision != LEFT_OUT] + [
         p for p in ordered if p.decision == LEFT_OUT
     ]
-    return Plan(tuple(ordered), float(budget_seconds), int(n_workers))
+    return RunPlan(tuple(ordered), float(budget_seconds), int(n_workers))
 
 
 def _left(section, run, seconds, peak, note, standby=False, in_time=False) -> PlannedRun:
@@ -336,12 +224,170 @@ def _left(section, run, seconds, peak, note, standby=False, in_time=False) -> Pl
     )
 
 
+def _plan_quadratic(
+    runs: list,
+    costing: _Costing,
+    left: list,
+    budget_seconds: float,
+    limits: _Limits,
+    min_subsample: int,
+) -> dict[int, PlannedRun]:
+    """The plans of the learners quadratic in the rows (``runs``: ``(index, section, run)``),
+    each on the largest subsample that fits an equal share of what the budget has left on the
+    workers (``left``, a heap of ``(free at, worker)``), or left out under ``min_subsample``."""
+    n_rows, run_limit, memory = costing.n_rows, limits.run_limit, limits.per_worker_memory
+    planned: dict[int, PlannedRun] = {}
+    for q, (i, section, run) in enumerate(runs):
+        free, w = heapq.heappop(left)
+        remaining = (budget_seconds - free) + sum(budget_seconds - f for f, _ in left)
+        share = min(budget_seconds - free, remaining / (len(runs) - q))
+        share = share if run_limit is None else min(share, run_limit)
+        rows = _largest_rows(lambda m, run=run: costing.cost(run, m), n_rows, share, memory)
+        if rows < min(min_subsample, n_rows):
+            seconds, peak = costing.cost(run, n_rows)
+            planned[i] = _left(
+                section,
+                run,
+                seconds,
+                peak,
+                f"quadratic in rows: even {min(min_subsample, n_rows)} rows would not fit its "
+                f"share of the budget ({max(share, 0):.0f} s)",
+            )
+            heapq.heappush(left, (free, w))
+            continue
+        seconds, peak = costing.cost(run, rows)
+        decision = KEPT if rows >= n_rows else SUBSAMPLED
+        note = f"~{seconds:.1f} s" + ("" if decision == KEPT else f" on {rows} of {n_rows} rows")
+        planned[i] = PlannedRun(
+            section, run, decision, rows, seconds, peak, free, free + seconds, note
+        )
+        heapq.heappush(left, (free + seconds, w))
+    return planned
+
+
+@dataclass(frozen=True)
+class _Costing:
+    """The estimated seconds and peak memory of a run on this table (see ``plan_library``)."""
+
+    n_rows: int
+    n_cols: int
+    n_classes: int
+    n_fits: int
+    n_held: int | None
+    view_width: int | None
+    task: str
+    view_seconds: Mapping
+
+    def held_of(self, rows: int) -> int:
+        """Rows each fit predicts: ``n_held``, else a fold of ``rows`` (a fifth for one fit)."""
+        if self.n_held is not None:
+            return self.n_held
+        return max(rows // self.n_fits, 1) if self.n_fits > 1 else max(rows // 5, 1)
+
+    def cost(self, run, rows: int, stages=None) -> tuple[float, float]:
+        """Estimated seconds (all fits) and peak bytes (one fit) of ``run`` on ``rows`` rows,
+        up to ``stages`` (default: all of its own)."""
+        held = self.held_of(rows)
+        if self.n_held is not None:
+            train = max(min(rows, self.n_rows - self.n_held), 1)
+        else:
+            train = rows - held if self.n_fits > 1 else rows
+        est = estimate_run(
+            run.family,
+            run.param_dict,
+            run.stages if stages is None else stages,
+            train,
+            self.n_cols,
+            self.n_classes,
+            self.view_width,
+            task=self.task,
+            n_held=held,
+        )
+        native_missing = get_family(run.family, self.task).native_missing
+        per_call, per_row = self.view_seconds.get((run.view, native_missing), (0.0, 0.0))
+        view = 2 * per_call + per_row * (train + held)
+        return self.n_fits * (est.fit_seconds + view), est.peak_bytes
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """What bounds a main-tier run: the horizon of the budget it must end by, the seconds one
+    run may take, and the memory of one worker (None: unbounded)."""
+
+    horizon: float
+    run_limit: float | None
+    per_worker_memory: float | None
+
+
+def _plan_main_run(
+    section: str, run, costing: _Costing, workers: list, limits: _Limits, estimators: Mapping
+) -> PlannedRun:
+    """The plan of one run of the main tier on the worker free first (``workers``, a heap of
+    ``(free at, worker)``, advanced where the run is kept): kept, capped where it stops in
+    time, or left out (on standby where time alone leaves it out)."""
+    n_rows = costing.n_rows
+    if section == "families":
+        seconds, peak = costing.cost(run, n_rows)
+        in_time = get_family(run.family, getattr(run, "task", "classification")).stops_in_time
+    else:
+        estimate = estimators.get(section)
+        args = (run, n_rows, costing.n_cols, costing.held_of(n_rows), costing.n_fits)
+        seconds, peak, in_time = None if estimate is None else estimate(*args), 0.0, False
+        if seconds is None:
+            return PlannedRun(
+                section, run, KEPT, n_rows, 0.0, 0.0, None, None,
+                "not estimated (no cost model for this kind of run)",
+            )  # fmt: skip
+    free, w = workers[0]
+    horizon, run_limit = limits.horizon, limits.run_limit
+    full, capped = seconds, False
+    if in_time:  # it stops adding stages where its time ends: the limit, or the horizon
+        room = horizon - free if run_limit is None else min(run_limit, horizon - free)
+        if seconds > room:  # worth capping where it reaches its first stage or half the limit
+            half = run_limit is not None and room >= run_limit / 2
+            first = costing.cost(run, n_rows, run.stages[:1])[0] if run.stages else seconds
+            capped = half or room >= first
+        seconds = room if capped else seconds
+    why = _why_left_out(seconds, peak, free, capped, limits)
+    if why is not None:
+        standby = not why.startswith("needs ~")  # left out by time alone: on standby
+        return _left(section, run, seconds, peak, why, standby, in_time)
+    heapq.heapreplace(workers, (free + seconds, w))
+    note = f"~{seconds:.1f} s"
+    if capped:
+        where = "the limit" if seconds == run_limit else "the budget's end"
+        note = f"~{seconds:.0f} s: stops adding stages at {where} (~{full:.0f} s for all)"
+    return PlannedRun(
+        section, run, KEPT, n_rows, seconds, peak, free, free + seconds, note,
+        capped=capped, stops_in_time=in_time,
+    )  # fmt: skip
+
+
+def _why_left_out(
+    seconds: float, peak: float, free: float, capped: bool, limits: _Limits
+) -> str | None:
+    """Why a run of ``seconds`` and ``peak`` bytes starting at ``free`` does not fit the
+    ``limits`` (a memory reason starts "needs ~"), or None."""
+    memory, run_limit, horizon = limits.per_worker_memory, limits.run_limit, limits.horizon
+    if memory is not None and peak > memory:
+        return (
+            f"needs ~{peak / 1e9:.2f} GB per fit, more than the {memory / 1e9:.2f} GB a worker has"
+        )
+    if run_limit is not None and seconds > run_limit:
+        return f"~{seconds:.0f} s is more than the {run_limit:.0f} s a run may take"
+    if not capped and free + seconds > horizon:  # a capped run ends by the horizon
+        return (
+            f"~{seconds:.0f} s would end after the budget "
+            f"({free:.0f} s + {seconds:.0f} s > {horizon:.0f} s)"
+        )
+    return None
+
+
 def pace_group(section: str, run) -> str:
     """The runs whose estimates err alike, so that one's pace counts for the others: a family,
-    its learners quadratic in the rows apart. The cost model's error is per work model: at a
-    million rows (1623e3e) kernel SVMs on subsamples ran at 0.15-0.69 of their estimates and
-    the linear SVMs at 1.2-1.5, and a linear SVM paced by the kernel ones was cut at the
-    deadline."""
+    its learners quadratic in the rows apart. The cost model errs per work model (kernel SVMs
+    on subsamples and linear SVMs err in opposite directions), so a linear SVM paced by the
+    kernel ones would be cut at the deadline."""
     family = getattr(run, "family", section)
     return f"{family} (quadratic)" if section == "families" and _quadratic(run) else family
 

@@ -50,26 +50,22 @@ class BuildPlan:
 
 PACE_PRIOR_SHARE = 0.05
 """Every pace starts from this share of the plan's seconds of work at the estimates' own pace,
-so that one short run far off its estimate does not set the pace alone (at a million rows a
-Gaussian naive Bayes estimated at 0.4 s took 7 s reading its rows, and a pace of 17.7x kept
-every later run from starting)."""
+so that one short run far off its estimate (a cheap run that spends its time reading its rows)
+does not set the pace alone and keep every later run from starting."""
 
 
 PACE_FAMILIES = 3
 """Families with finished runs from which the median family's pace counts for a family's
-first run (one family alone may be far off: a naive Bayes at 17.7x, see above)."""
+first run (one family alone may be far off its estimates)."""
 UNTESTED_PACE = 1.0
 """The fastest pace a family's first run is given: the other families' pace says how this
-machine runs their work, not that this family's estimate errs as theirs do. At a million rows
-(1623e3e) the finished families ran at 0.15-1.0 of their estimates, median 0.6, and the first
-linear SVM at 1.2."""
+machine runs their work, not that this family's estimate errs as theirs do."""
 
 
 PACE_MARGIN = 1.3
 """A run that cannot stop in time starts only where this multiple of its expected seconds is
-left: in one build on 100,000 rows (bench_scale at eddb2f4) the finished runs took 0.7 to 2.8
-times their estimates (naive Bayes, estimated under a second, up to 37 times), and a run cut
-at the deadline keeps nothing (one that stops in time keeps the stages it reached)."""
+left: runs take a few times their estimates at worst (a cheap one more), and a run cut at the
+deadline keeps nothing (one that stops in time keeps the stages it reached)."""
 
 
 class Pace:
@@ -112,7 +108,7 @@ class Pace:
         """The pace of ``plan``'s runs (none known without a plan), starting from
         ``PACE_PRIOR_SHARE`` of the plan's seconds at the estimates' own pace."""
         table = None if plan is None else plan.table
-        standby = getattr(plan, "standby", None)
+        standby = None if plan is None else plan.standby
         if table is None or table.empty or not {"run", "seconds"} <= set(table.columns):
             return cls({}, standby, label)
 
@@ -121,7 +117,7 @@ class Pace:
 
         estimates = dict(zip(table["run"], table["seconds"], strict=True))
         families = dict(zip(table["run"], table["pace"], strict=True)) if "pace" in table else {}
-        prior = PACE_PRIOR_SHARE * float(getattr(plan, "seconds", 0.0) or 0.0)
+        prior = PACE_PRIOR_SHARE * float(plan.seconds or 0.0)
         return cls(
             estimates, standby, label, runs("capped"), runs("stops_in_time"), families, prior
         )
@@ -144,13 +140,10 @@ class Pace:
         families have finished runs) and, for a run of a known family, ``UNTESTED_PACE`` (1
         before any run has finished). The
         pace of all starts from ``prior``, a family's from the part of it that is the
-        family's share of the estimated seconds. A whole ``prior`` made the pace of cheap
-        families say nothing: in the 100k build at eddb2f4, logistic regressions took 2.0-2.8
-        times their 1.4 s estimates, which a 12 s prior pulls to a pace of 1.4x (computed from
-        that build's records); at c53e4bf one was started on that pace and cut at the
-        deadline. The median family: the pace of all runs is mostly the boosters' (most of the
-        seconds), while a family's first run errs like a family; at a million rows (2fb6f09)
-        the families ran at 0.9-8x their estimates, median 1.8x, all runs at 1.3x."""
+        family's share of the estimated seconds: a whole ``prior`` would swamp the seconds of a
+        cheap family's runs, so that their pace said nothing. The median family counts
+        because the pace of all runs is mostly the boosters' (most of the seconds), while a
+        family's first run errs like a family."""
         family = self.families.get(run_id)
         if family is not None and self.totals.get(family, (0.0, 0.0))[1] > 0:
             return self._ratio(family)
@@ -224,13 +217,10 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     """``(view, native_missing)`` -> ``(seconds per call, seconds per row)`` of each view the
     model runs of ``tasks`` see, timed on this table at the two sizes of ``VIEW_PILOT_ROWS``
     (on a smaller table, all per row). A view's cost is the table's (its columns' types, the
-    levels of its categories), not the family's: at a million rows of a table with a
-    6,000-level column a naive Bayes run estimated at 0.08 s took 7.1 s, nearly all of it its
-    view (bench_scale at 3244d3a). On that table's 8,000 and 64,000 rows the
-    native view took 27 and 44 ms, the ``te`` view 0.22 and 0.54 s: most of a call on a small
-    sample is per call (per level of its categories). Extrapolated to 800,000 rows, the rates
-    gave 0.7-1.0 of the time those two took there and half the standardized view's (a 1 GB
-    matrix written; the pace of the finished runs corrects what remains). A parquet or dask
+    levels of its categories), not the family's: on a table with a many-level column a cheap
+    family's run is nearly all its view. Timing two sizes separates the cost per call (per
+    level of the categories, most of a call on a small sample) from the cost per row; the
+    pace of the finished runs corrects what the extrapolation misses. A parquet or dask
     source is not timed (empty): its rows are read where its runs fit, not here."""
     from .families import get_family
     from .runs import label_classes
@@ -243,7 +233,7 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     }
     n = len(data.y)
     small, large = (min(n, rows) for rows in VIEW_PILOT_ROWS)
-    if not kinds or large < 2 or not getattr(data, "in_memory", True):
+    if not kinds or large < 2 or not data.in_memory:
         return {}  # a parquet or dask source's rows are read by the workers, not here
     order = np.random.default_rng(0).permutation(n)[:large]
     classes = label_classes(data)
@@ -323,7 +313,7 @@ def plan_build(
     n_rows = len(data.y)
     out = BuildPlan([*plan.kept, *unplanned, *plan.standby], table=plan.frame(), seconds=seconds)
     out.subsample = dict(plan.subsample)
-    out.caps = dict(getattr(plan, "caps", {}))  # a planner may cap nothing
+    out.caps = dict(plan.caps)
     for p in plan.runs:
         if p.decision == LEFT_OUT and p.standby:
             out.standby[p.run.run_id] = p.note

@@ -78,7 +78,7 @@ class FittedRun:
     @property
     def own_rows(self) -> str | None:
         """This run's id where it trained on a subsample of its own (its views are its own)."""
-        return self.run.run_id if getattr(self, "max_train_rows", None) is not None else None
+        return self.run.run_id if self.max_train_rows is not None else None
 
     @property
     def member_keys(self) -> list[tuple[int, str]]:
@@ -237,10 +237,17 @@ def fit_run(
             if costs is None:
                 costs = measure_cost(view, fitted, data.X.iloc[hill[held]], n_stages)
 
-    y_hill = data.y[hill]
-    groups = data.groups
-    n_groups = int(groups.max()) + 1
+    n_groups = int(data.groups.max()) + 1
     sibling_of_group = np.arange(n_groups) if data.n_siblings > 1 else np.zeros(n_groups, int)
+    predictions, calibrators = _members(run, oof, data.y[hill], data.groups, n_stages)
+    fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
+    return RunResult(predictions, fitted, costs)
+
+
+def _members(run: RunSpec, oof: dict, y_hill, groups, n_stages: int) -> tuple[np.ndarray, dict]:
+    """The hillclimb predictions of every member of ``run`` (stage x calibration) from its
+    siblings' out-of-fold predictions ``oof`` (by variant), and the calibrators cross-fitted
+    over the calibration ``groups`` for the calibrated members."""
     calibrators: dict = {}
     members = []
     for s_idx in range(n_stages):
@@ -256,8 +263,7 @@ def fit_run(
     predictions = np.stack(members).astype(prediction_dtype(run.task))
     if not np.isfinite(predictions).all():
         raise FloatingPointError(f"run {run.run_id} produced non-finite predictions")
-    fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
-    return RunResult(predictions, fitted, costs)
+    return predictions, calibrators
 
 
 def _time_cap(
@@ -311,8 +317,8 @@ def structural_cost(run: RunSpec, view, family_run, width: int, outputs: int) ->
     from its fitted structure: :func:`ensel.library.cost.structural_predict_ms`), the
     ``predict_ms`` the store records. None for a family without a work function (one a user
     registered): its timing (:func:`measure_cost`) is recorded instead, reproducible only on
-    the same machine. The timing is not taken where the count exists: each stage timed alone
-    took 8.4 s of a k-NN run's 11.9 s at a million rows (nine stages, 2,000 rows, twice)."""
+    the same machine. The timing is not taken where the count exists: timing each stage alone
+    can cost most of a run's seconds (a k-NN run with many stages on large data)."""
     if not has_predict_work(run.family, run.task):
         return None
     return structural_predict_ms(
@@ -374,7 +380,7 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     run = fitted.run
     family = get_family(run.family, run.task)
     params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
-    limit = getattr(fitted, "max_train_rows", None)  # a planned subsample stays one
+    limit = fitted.max_train_rows  # a planned subsample stays one
     rows = np.arange(len(data.y))
     if limit is not None:
         rows = stratified_rows(data.y, limit, run_seed(run, random_state))

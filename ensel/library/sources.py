@@ -25,7 +25,7 @@ import pandas as pd
 from sklearn.utils.validation import _num_samples
 
 from .._imports import optional
-from .partitions import Plan, apply_plan, merge, row_hashes, summarize
+from .partitions import ColumnPlan, apply_plan, merge, row_hashes, summarize
 from .training import TrainingData, canonical_frame, prepare
 
 __all__ = [
@@ -176,7 +176,7 @@ def _read_summary(parts: ParquetParts, i: int):
     return summarize(parts.read(i))
 
 
-def _read_hashes(parts: ParquetParts, i: int, plan: Plan) -> np.ndarray:
+def _read_hashes(parts: ParquetParts, i: int, plan: ColumnPlan) -> np.ndarray:
     return row_hashes(parts.read(i), plan)
 
 
@@ -185,15 +185,16 @@ class SourcedData(TrainingData):
     """``TrainingData`` whose rows are read where it is unpickled (see the module docstring).
     On the client ``X`` is an empty frame of the training columns (their dtypes)."""
 
-    plan: Plan | None = None
+    plan: ColumnPlan | None = None
     parts: Any = None  # ParquetParts, or the partitions (futures on the client) of a dask frame
     fingerprint_: dict = field(default_factory=dict)
 
     in_memory = False
+    """The rows are read where the data is unpickled, not held here."""
 
     @property
     def box(self) -> pd.DataFrame:
-        """Rows that span the data's bounding box (see ``Plan.box``)."""
+        """Rows that span the data's bounding box (see ``ColumnPlan.box``)."""
         return self.plan.box()
 
     def fingerprint(self) -> dict[str, str]:
@@ -219,7 +220,7 @@ class SourcedData(TrainingData):
         return _materialize, (self.parts, self.plan, self._fields())
 
 
-def _materialize(parts, plan: Plan, fields: tuple) -> TrainingData:
+def _materialize(parts, plan: ColumnPlan, fields: tuple) -> TrainingData:
     """The plain TrainingData of a SourcedData: every part read and cleaned by the plan, its
     float columns laid out as ``prepare`` lays out a frame in memory (``canonical_frame``), so
     both compute the same numbers."""
@@ -334,7 +335,7 @@ class _Done:
         return self.value
 
 
-def _sourced(parts, plan: Plan, y: np.ndarray, hashes, options: dict) -> SourcedData:
+def _sourced(parts, plan: ColumnPlan, y: np.ndarray, hashes, options: dict) -> SourcedData:
     """The SourcedData of checked parts: folds from the labels alone (``prepare`` on a
     one-column stand-in of as many rows, so the rules for labels, groups and folds are the
     same), the fingerprint from the parts' row hashes in order."""

@@ -82,11 +82,9 @@ TOP_KEYS = (
     "description",
     "seed",
     "run_time_limit",
-    "time_limit",
     "task",
     "spare_min_rows",
 )
-"""``time_limit`` is the old name of ``run_time_limit`` (a per-run cap), still read."""
 """Top-level keys about the spec itself; every other key is a section of runs (see kinds.py)."""
 TASKS = ("classification", "regression")
 TARGET_TRANSFORMS = ("none", "log1p")
@@ -221,16 +219,15 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
     seed = doc.get("seed", 0)
     if not isinstance(seed, int):
         raise SpecError(f"{source}: key 'seed' must be an integer, got {seed!r}")
-    key = "run_time_limit" if "run_time_limit" in doc or "time_limit" not in doc else "time_limit"
-    if "run_time_limit" in doc and "time_limit" in doc:
-        raise SpecError(f"{source}: give 'run_time_limit' (seconds per run) only, not 'time_limit'")
-    run_time_limit = doc.get(key)
+    run_time_limit = doc.get("run_time_limit")
     if run_time_limit is not None and (
         isinstance(run_time_limit, bool)
         or not isinstance(run_time_limit, int | float)
         or run_time_limit <= 0
     ):
-        raise SpecError(f"{source}: key {key!r} must be a positive number of seconds (per run)")
+        raise SpecError(
+            f"{source}: key 'run_time_limit' must be a positive number of seconds (per run)"
+        )
     task = doc.get("task", "classification")
     if task not in TASKS:
         raise SpecError(f"{source}: key 'task' is {task!r}; allowed: {list(TASKS)}")

@@ -137,6 +137,9 @@ class TrainingData:
     dropped: dict[str, str] = field(default_factory=dict)  # column -> why it was left out
     frame_file: str | None = None  # X lives in this directory (see share_frame)
 
+    in_memory = True
+    """Whether the rows are here (a source's are read where the data is unpickled)."""
+
     def __reduce__(self):
         """Pickled without X where X lives in ``frame_file``: the unpickling process maps that
         file instead (workers of one machine share one copy of the training matrix)."""
@@ -264,29 +267,63 @@ def prepare(
     frame = as_frame(X)
     check_features(frame)
     input_columns = tuple(frame.columns)
+    y_arr = _check_target(y, frame.shape[0], task)
+    frame, dropped = clean_columns(frame)
+    frame = canonical_frame(frame)
+    if task == "regression":
+        data = _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
+        return replace(data, input_columns=input_columns, dropped=dropped)
+    classes, y_enc = _encode_classes(y_arr)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != y_arr.shape:
+            raise ValueError(f"groups has shape {groups.shape}; it must match y {y_arr.shape}")
+    if cv is not None:
+        folds = _stratified_folds(y_enc, classes, cv, groups, random_state)
+        cal_groups = folds[folds != HOLDOUT]
+    else:
+        folds, cal_groups = _stratified_holdout(
+            y_enc, classes, hillclimb_fraction, groups, random_state
+        )
+    return TrainingData(
+        frame,
+        y_enc,
+        classes,
+        Columns.infer(frame),
+        folds,
+        cal_groups,
+        input_columns=input_columns,
+        dropped=dropped,
+    )
+
+
+def _check_target(y, n_rows: int, task: str) -> np.ndarray:
+    """``y`` as a 1-D array of ``n_rows`` (a column vector flattened with a warning, as
+    scikit-learn does); a classification target without missing labels."""
     y_arr = np.asarray(y)
     if y_arr.ndim == 2 and y_arr.shape[1] == 1:
         warnings.warn(
             "A column-vector y was passed when a 1d array was expected; it was flattened to "
             "shape (n_samples,)",
             DataConversionWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         y_arr = y_arr.ravel()
     if y_arr.ndim != 1:
         raise ValueError(f"y must be 1-D; got shape {y_arr.shape}")
-    if y_arr.shape[0] != frame.shape[0]:
-        raise ValueError(f"X has {frame.shape[0]} rows but y has {y_arr.shape[0]}; they must match")
+    if y_arr.shape[0] != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {y_arr.shape[0]}; they must match")
     if task != "regression" and pd.isna(y_arr).any():
         raise ValueError(
             f"y has missing labels (NaN/None) in {int(pd.isna(y_arr).sum())} of "
             f"{y_arr.size} rows; drop those rows first"
         )
-    frame, dropped = clean_columns(frame)
-    frame = canonical_frame(frame)
-    if task == "regression":
-        data = _prepare_regression(frame, y_arr, cv, groups, hillclimb_fraction, random_state)
-        return replace(data, input_columns=input_columns, dropped=dropped)
+    return y_arr
+
+
+def _encode_classes(y_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes, y encoded as class indices)``: at least two classes, each of two rows or
+    more (neither K stratified folds nor a stratified held-out split hold a single row)."""
     kind = type_of_target(y_arr) if y_arr.dtype != object else "labels"
     if kind.startswith("continuous"):
         raise ValueError(
@@ -299,57 +336,52 @@ def prepare(
             f"y has a single class, 1 class ({_plain(classes[0])!r}); need at least two classes"
         )
     counts = np.bincount(y_enc)
-    if counts.min() < 2:  # neither K stratified folds nor a stratified held-out split hold it
+    if counts.min() < 2:
         alone = [_plain(c) for c in classes[counts < 2]]
         raise ValueError(
             f"class(es) {alone[:10]} of y have a single row; every class needs at least 2 "
             "(folds and the hillclimb split are stratified): drop or merge those rows, or, for a "
             "numeric target, use EnsembleSelectionRegressor (or --task regression)"
         )
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape != y_arr.shape:
-            raise ValueError(f"groups has shape {groups.shape}; it must match y {y_arr.shape}")
-    if cv is not None:
-        if not isinstance(cv, int | np.integer) or cv < 2:
-            raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
-        if counts.min() < cv:
-            raise ValueError(
-                f"class {_plain(classes[counts.argmin()])!r} has {counts.min()} rows, fewer than "
-                f"cv={cv} folds; lower cv or use cv=None"
-            )
-        folds = _kfold(y_enc, cv, groups, random_state)
-        cal_groups = folds[folds != HOLDOUT]
-    else:
-        if not 0.0 < hillclimb_fraction < 1.0:
-            raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
-        hill = _holdout(y_enc, hillclimb_fraction, groups, random_state)
-        folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
-        folds[hill] = 0
-        hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
-        k = int(min(CROSS_FIT_GROUPS, hill_counts.min()))
-        if k < 2 or (counts - hill_counts).min() < 1:
-            raise ValueError(
-                f"class {_plain(classes[counts.argmin()])!r} has {counts.min()} rows, too few to "
-                f"hold out a stratified hillclimb split of {hillclimb_fraction:.0%}; use more "
-                "data or cv"
-            )
-        hill_groups = None if groups is None else groups[hill]
-        if hill_groups is not None:
-            k = min(k, np.unique(hill_groups).size)
-            if k < 2:
-                raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
-        cal_groups = _kfold(y_enc[hill], k, hill_groups, random_state)
-    return TrainingData(
-        frame,
-        y_enc,
-        classes,
-        Columns.infer(frame),
-        folds,
-        cal_groups,
-        input_columns=input_columns,
-        dropped=dropped,
-    )
+    return classes, y_enc
+
+
+def _stratified_folds(y_enc, classes, cv, groups, random_state: int) -> np.ndarray:
+    """``cv`` stratified (grouped) folds; every class needs a row in each."""
+    counts = np.bincount(y_enc)
+    if not isinstance(cv, int | np.integer) or cv < 2:
+        raise ValueError(f"cv={cv!r}: use an integer >= 2, or None for a held-out split")
+    if counts.min() < cv:
+        raise ValueError(
+            f"class {_plain(classes[counts.argmin()])!r} has {counts.min()} rows, fewer than "
+            f"cv={cv} folds; lower cv or use cv=None"
+        )
+    return _kfold(y_enc, cv, groups, random_state)
+
+
+def _stratified_holdout(y_enc, classes, hillclimb_fraction: float, groups, random_state: int):
+    """``(folds, calibration groups)`` of a stratified held-out hillclimb split of
+    ``hillclimb_fraction`` of the rows, its rows cross-fitted in up to ``CROSS_FIT_GROUPS``."""
+    counts = np.bincount(y_enc)
+    if not 0.0 < hillclimb_fraction < 1.0:
+        raise ValueError(f"hillclimb_fraction={hillclimb_fraction}: use a value in (0, 1)")
+    hill = _holdout(y_enc, hillclimb_fraction, groups, random_state)
+    folds = np.full(y_enc.size, HOLDOUT, dtype=np.int64)
+    folds[hill] = 0
+    hill_counts = np.bincount(y_enc[hill], minlength=classes.size)
+    k = int(min(CROSS_FIT_GROUPS, hill_counts.min()))
+    if k < 2 or (counts - hill_counts).min() < 1:
+        raise ValueError(
+            f"class {_plain(classes[counts.argmin()])!r} has {counts.min()} rows, too few to "
+            f"hold out a stratified hillclimb split of {hillclimb_fraction:.0%}; use more "
+            "data or cv"
+        )
+    hill_groups = None if groups is None else groups[hill]
+    if hill_groups is not None:
+        k = min(k, np.unique(hill_groups).size)
+        if k < 2:
+            raise ValueError("the hillclimb split holds fewer than 2 groups; use more groups")
+    return folds, _kfold(y_enc[hill], k, hill_groups, random_state)
 
 
 def _plain(label):

@@ -20,7 +20,7 @@ class Planned:  # the planner's PlannedRun, as far as the builder reads it
 
 
 @dataclass
-class Plan:
+class ScriptedPlan:
     runs: tuple
 
     @property
@@ -30,6 +30,10 @@ class Plan:
     @property
     def standby(self):
         return [(p.section, p.run) for p in self.runs if p.standby]
+
+    @property
+    def caps(self):
+        return {}  # this planner caps nothing
 
     @property
     def subsample(self):
@@ -62,7 +66,7 @@ def stand_in_planner(calls: list, tree_standby: float | None = None):
                 runs.append(Planned(section, run, "left out", 0, "~900 s would end late"))
             else:
                 runs.append(Planned(section, run, "kept", n_rows, "~1 s"))
-        return Plan(tuple(runs))
+        return ScriptedPlan(tuple(runs))
 
     return plan
 

@@ -483,6 +483,7 @@ def fast_and_slow(monkeypatch):
     }
 
 
+@pytest.mark.slow
 def test_a_time_budget_ends_the_build_on_time_and_a_later_build_resumes(
     cancer, fast_and_slow, tmp_path
 ):

@@ -64,9 +64,11 @@ def _workers_up(request):
 
 
 @pytest.fixture
-def test_families(monkeypatch):
+def our_families(monkeypatch):
+    """The test families (tests/library/_dask_tasks.py) registered for the test's build."""
     for name, family in TEST_FAMILIES.items():
         monkeypatch.setitem(FAMILIES, name, family)
+    assert all(FAMILIES[name] is family for name, family in TEST_FAMILIES.items())
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +179,7 @@ def test_a_worker_killed_mid_build_loses_nothing(data, client, local_tiny, tmp_p
 
 
 def test_a_member_that_kills_its_workers_fails_with_the_reason(
-    data, client, test_families, tmp_path
+    data, client, our_families, tmp_path
 ):
     X, y = data
     ridges = [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
@@ -202,6 +204,7 @@ def test_a_run_past_its_time_limit_is_stopped_with_its_worker(client):
     assert [o.value for o in DaskExecutor(client).run(task, ["ok"], 1)] == [2]
 
 
+@pytest.mark.slow
 def test_the_end_of_the_budget_stops_every_live_run(client):
     """A build's time budget that ends with runs on the cluster records each as ``budget``."""
     deadline = time.monotonic() + 3
@@ -282,7 +285,7 @@ with Client(sys.argv[1]) as client:
 
 
 @pytest.mark.slow
-def test_a_restarted_client_resumes_from_the_store(data, client, test_families, tmp_path):
+def test_a_restarted_client_resumes_from_the_store(data, client, our_families, tmp_path):
     X, y = data
     store = tmp_path / "s"
     manifest = store / "manifest.jsonl"
@@ -319,7 +322,7 @@ def test_dask_arguments_are_checked(monkeypatch):
     with pytest.raises(ValueError, match="backend='dask' needs a dask cluster"):
         make_executor(1, None, "dask", None)  # no client given and none current
     with pytest.raises(ValueError, match="client is for backend='dask'"):
-        make_executor(1, None, "joblib", "tcp://127.0.0.1:1")
+        make_executor(1, None, "local", "tcp://127.0.0.1:1")
     with pytest.raises(ValueError, match=r"backend='spark': use one of \['dask', 'local'\]"):
         make_executor(1, None, "spark", None)
     with pytest.raises(TypeError, match=r"client must be a distributed\.Client or a scheduler"):

@@ -10,6 +10,7 @@ from ensel.library.executor import ProcessExecutor, SerialExecutor, make_executo
 from ._tasks import StartupBomb, task
 
 
+@pytest.mark.slow
 def test_serial_executor_records_failures_and_time_limit():
     outcomes = list(SerialExecutor(time_limit=0.3).run(task, ["ok", "raise", "spin", "ok"], 21))
     assert [o.status for o in outcomes] == ["ok", "failed", "timeout", "ok"]
@@ -38,12 +39,20 @@ def test_make_executor_checks_n_jobs():
         make_executor(0, None)
 
 
-@pytest.mark.parametrize("name", ["local", "joblib"])
-def test_local_backend_answers_to_its_old_name_joblib(name):
-    assert isinstance(make_executor(1, None, name), SerialExecutor)
-    assert isinstance(make_executor(2, None, name), ProcessExecutor)
+def test_local_backend_is_the_only_name_of_the_local_pool():
+    assert isinstance(make_executor(1, None, "local"), SerialExecutor)
+    assert isinstance(make_executor(2, None, "local"), ProcessExecutor)
     with pytest.raises(ValueError, match="client is for backend='dask'"):
-        make_executor(1, None, name, "tcp://127.0.0.1:1")
+        make_executor(1, None, "local", "tcp://127.0.0.1:1")
+    with pytest.raises(ValueError, match=r"backend='joblib': use one of \['dask', 'local'\]"):
+        make_executor(1, None, "joblib")
+
+
+def test_executors_declare_what_they_can_do():
+    serial, pool = make_executor(1, 7.0), make_executor(2, 3.0)
+    assert (serial.time_limit, pool.time_limit) == (7.0, 3.0)
+    assert serial.client is None and pool.client is None
+    assert serial.gates_memory and pool.gates_memory and serial.local_memory
 
 
 @pytest.mark.slow
@@ -52,6 +61,7 @@ def test_workers_that_cannot_start_stop_the_build_with_the_reason():
         list(ProcessExecutor(1).run(task, ["ok"], StartupBomb()))
 
 
+@pytest.mark.slow
 def test_serial_executor_stops_at_the_deadline_and_starts_nothing_after():
     import time
 

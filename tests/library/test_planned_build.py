@@ -357,6 +357,7 @@ def test_a_net_under_a_time_cap_keeps_the_epochs_it_reached(task):
     np.testing.assert_allclose(fit((1, 3), cap=1e6).predict(X[:20])["none"], whole)
 
 
+@pytest.mark.slow
 def test_a_run_under_a_time_limit_gives_its_fits_a_time_cap(monkeypatch):
     from ensel.library import runs
     from ensel.library.spec import load_spec
@@ -420,7 +421,7 @@ def test_a_run_the_plan_capped_is_fitted_under_its_cap(monkeypatch):
 
 def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeypatch):
     from ensel.library import _kind
-    from ensel.library.builder import MAX_RUN_SHARE
+    from ensel.library.budget import MAX_RUN_SHARE
 
     real = planned.plan_library
 
@@ -451,6 +452,7 @@ def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeyp
     assert sorted(seen.values()) == [7.0, 60 * MAX_RUN_SHARE]
 
 
+@pytest.mark.slow
 def test_a_budgeted_build_tells_its_runs_the_deadline(monkeypatch):
     from ensel.library import _kind
 

@@ -126,3 +126,5 @@ def test_unknown_spec_name_and_bad_yaml(tmp_path):
         load_spec(bad)
     with pytest.raises(SpecError, match="unknown top-level key"):
         load_spec({"familys": []})
+    with pytest.raises(SpecError, match=r"unknown top-level key\(s\) \['time_limit'\]"):
+        load_spec({"time_limit": 30, "families": [{"family": "logreg"}]})
