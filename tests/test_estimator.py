@@ -279,6 +279,7 @@ def _fit_prior(X, y, *, n_classes, params, stages, random_state):
     return _Prior(counts / counts.sum())
 
 
+@pytest.mark.slow  # waits on a 10 s wall-clock budget
 def test_time_limit_is_the_whole_fit(cancer, monkeypatch):
     """A budget test with a slow fake family: ``fit`` stops the runs the budget cannot finish
     and returns an ensemble of what finished."""
