@@ -411,8 +411,7 @@ class EnsembleSelectionBase(BaseEstimator):
     def _named(self, X):
         """X as given, or an array as a DataFrame of the training columns (in their order)
         after a check of its width."""
-        columns = getattr(self, "input_columns_", self.columns_)  # older saved models
-        return named(X, columns, who=type(self).__name__)
+        return named(X, self.input_columns_, who=type(self).__name__)
 
     def _frame(self, X) -> pd.DataFrame:
         """X as a checked DataFrame of the training columns, in their order."""
@@ -458,9 +457,9 @@ class EnsembleSelectionBase(BaseEstimator):
     @classmethod
     def load(cls, path: str | os.PathLike):
         """Read a model written by :meth:`save`. This unpickles: load only files you trust. A
-        truncated or corrupt file raises :class:`ensel.errors.ModelFileError` (a ValueError)
-        with one line that says so."""
-        return read_model(path, cls)
+        truncated or corrupt file, or one saved by another ensel version, raises
+        :class:`ensel.errors.ModelFileError` (a ValueError) with one line that says so."""
+        return read_model(path, cls, EnsembleSelectionBase)
 
 
 def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:

@@ -38,10 +38,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         builds it on any table.
     metric : str, Metric or callable, default="mxe"
         The metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
-        §4.3.5 finds RMS and MXE competitive proxies for every target metric; in the first
-        (single-split, noisy) run of our benchmark (docs/benchmarks.md, five real datasets)
-        selecting for MXE had the best mean normalised score over all eight targets; it also
-        rewards calibrated probabilities.
+        §4.3.5 finds RMS and MXE competitive proxies for every target metric; MXE also
+        rewards calibrated probabilities (docs/benchmarks.md compares the targets).
     cv : int >= 2, "auto" or None, default="auto"
         ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
         held-out hillclimb set of a few thousand rows on a large one (members fitted once on
@@ -71,14 +69,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     prune_fraction : float in (0, 1], default=1.0
         Select only from the best ``prune_fraction`` of the library by its members' hillclimb
         scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule of thumb on its
-        ~2000-model libraries). 1.0, the unpruned library of Tables 4.1-4.2, was set from a
-        measurement of this estimator (docs/benchmarks.md, "AutoML comparison": 8 datasets x
-        3 seeds, 60 s budgets): ``prune_fraction=0.2`` was better in test AUC on only 5 of 24
-        pairs (-0.0013 +- 0.0005), in log loss on 7 (-0.0020 +- 0.0007). Selection alone
-        ("Library pruning" there) leans the paper's way on the 1,874-member caruana2006
-        library (keeping 10% with 20 bags: 0.757 against 0.738 unpruned, one small dataset)
-        and is level on the 439-member default library with bagging (0.887 against 0.880,
-        better on 2 of 5 datasets).
+        ~2000-model libraries). 1.0, the unpruned library of Tables 4.1-4.2, is the default:
+        with bagged selection over the default library, pruning to a fifth lowers test AUC
+        and log loss more often than it raises them (docs/benchmarks.md, "AutoML comparison"
+        and "Library pruning").
     refit : {"full"} or None, default=None
         None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
         each run of the ensemble once more on all training rows after selection and predicts
@@ -118,9 +112,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         the worker processes of the library build and of ``refit="full"``, and the threads
         of ``predict``, ``predict_proba`` and ``risk``.
     backend : {"local", "dask"}, default="local"
-        Where the library is built: worker processes on this machine (ensel's own pool;
-        ``"joblib"``, its old name, is still accepted), or a dask cluster (see
-        docs/distributed.md).
+        Where the library is built: worker processes on this machine (ensel's own pool),
+        or a dask cluster (see docs/distributed.md).
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address (keeps the estimator clonable), a
         ``distributed.Client``, or None for the current client.

@@ -71,8 +71,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         and a container's CPU quota), -k all but k-1. It sizes the worker processes of the
         library build and of ``refit="full"``, and the threads of ``predict`` and ``risk``.
     backend : {"local", "dask"}, default="local"
-        Where the library is built: worker processes on this machine (``"joblib"``, the old
-        name, is still accepted), or a dask cluster.
+        Where the library is built: worker processes on this machine, or a dask cluster.
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address, a client, or None for the current one.
     time_limit : float > 0 or None, default=None

@@ -40,16 +40,6 @@ SPLITS = {"entropy": 0, "gini": 1, "random": 2}
 LOSSES = {"error": 0, "brier": 1}
 """Pruning losses: misclassification error (Hooker §4, Quinlan 1987) and Brier score (report §3)."""
 
-_RENAMED = {"Tree": "BackgroundTree", "Forest": "BackgroundForest"}
-"""Former names of the classes here, which fitted detectors pickled before the rename refer to."""
-
-
-def __getattr__(name: str):
-    if name in _RENAMED:
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 F32_MAX = float(np.finfo(np.float32).max)
 """A leaf's density ratio is kept at most this (``fg / bg`` with no background is about 1e300,
 infinite as float32, and a row sent down a branch with weight 0 would then add 0 x inf = NaN)."""
@@ -102,8 +92,7 @@ class BackgroundForest:
     values and missing-value shares as float32 (thresholds stay float64, so every row takes
     the branch it took in training). Only the leaf value its ``aggregate`` reads is kept (the
     risk ``bg / (fg + bg)`` or the density ratio ``fg / bg``), so a node takes 28 bytes, not
-    56: at 100,000 rows (5,000 per detector) the default chaos forest has 2.0 million nodes,
-    which took 50 of the saved model's 66 MB (1e547c6)."""
+    56: a forest of millions of nodes is most of a saved model's size."""
 
     roots: np.ndarray
     feature: np.ndarray
