@@ -30,7 +30,7 @@ from ..library.memory import parse_memory, selection_memory
 from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
 from ..library.spec import LibrarySpec, load_spec
 from ..library.training import resolve_cv
-from ..metrics import Metric, greater_is_better, resolve_metric
+from ..metrics import Metric, greater_is_better, resolve_metric, score
 from ..risk.combined import DetectorSet
 from ..risk.reject import RejectRule, reject_mask
 from ..selection import PredictCost, weighted_average
@@ -99,6 +99,13 @@ class EnsembleSelectionBase(BaseEstimator):
     """What each parameter takes (scikit-learn's constraints, checked first in ``fit``: an
     InvalidParameterError, a ValueError, names the parameter, the value and what it takes)."""
 
+    def _keep_parameters(self, given: dict) -> None:
+        """Store every ``__init__`` argument untouched under its own name, as scikit-learn
+        asks; ``given``: the subclass ``__init__``'s ``locals()`` (its signature names the
+        parameters, so each estimator lists its own and its defaults once)."""
+        for name in self._get_param_names():
+            setattr(self, name, given[name])
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
@@ -134,6 +141,19 @@ class EnsembleSelectionBase(BaseEstimator):
             self._report_unused(source, lib, rows)
         self.ensel_version_ = version()
         return Selected(lib, P, metric, weights, seed)
+
+    def _compare(self, y, hill: np.ndarray, metric, names) -> None:
+        """``hillclimb_score_`` (the ensemble's ``hill`` predictions of ``y`` on ``metric``)
+        and ``comparison_`` (on each metric of ``names``, the ensemble against the best
+        member)."""
+        self.hillclimb_score_ = score(metric, y, hill)
+        self.comparison_ = {
+            name: {
+                "ensemble": score(name, y, hill),
+                "best member": _best(self.leaderboard_[name], name),
+            }
+            for name in names
+        }
 
     def _report_unused(self, source, lib, rows: int) -> None:
         """Under ``time_limit``: ``budget_["unused_seconds"]`` (seconds of the budget left when
@@ -382,6 +402,25 @@ class EnsembleSelectionBase(BaseEstimator):
         check_is_fitted(self, "weights_")
         members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
         return weighted_average(self.weights_, members, self._task)
+
+    def _finish(self, combined: np.ndarray) -> np.ndarray:
+        """The estimator's output from the weighted sum of its members (the regressor's is
+        the sum itself; the classifier adds its columns and its Platt step)."""
+        return combined
+
+    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
+        """The ensemble's prediction (``predict_proba``'s for a classifier, ``predict``'s for
+        a regressor) from the predictions of *every* library member (``Library.predict(X)``,
+        ``(M, n, ...)`` in library order): for comparing many ensembles of one library
+        without predicting its members again."""
+        check_is_fitted(self, "weights_")
+        weights = self.leaderboard_["weight"].to_numpy()
+        if member_predictions.shape[0] != weights.size:
+            raise ValueError(
+                f"member_predictions has {member_predictions.shape[0]} members; the library "
+                f"has {weights.size}"
+            )
+        return self._finish(weighted_average(weights, member_predictions, self._task))
 
     def risk(self, X) -> pd.DataFrame:
         """Extrapolation risk of each row: one column per detector of the library spec (its own

@@ -16,7 +16,7 @@ from ..library.grow import GrowSpec
 from ..library.sources import is_dask_frame
 from ..metrics import METRICS, score
 from ..selection import weighted_average
-from ._base import EnsembleSelectionBase, _best, _full, _refused
+from ._base import EnsembleSelectionBase, _full, _refused
 from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionClassifier"]
@@ -231,31 +231,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
-        self.library = library
-        self.metric = metric
-        self.cv = cv
-        self.strategy = strategy
-        self.calibrate = calibrate
-        self.n_iter = n_iter
-        self.n_bags = n_bags
-        self.bag_fraction = bag_fraction
-        self.replacement = replacement
-        self.sorted_init = sorted_init
-        self.max_init = max_init
-        self.prune_fraction = prune_fraction
-        self.refit = refit
-        self.max_predict_ms = max_predict_ms
-        self.tune_selection = tune_selection
-        self.grow = grow
-        self.store = store
-        self.n_jobs = n_jobs
-        self.backend = backend
-        self.client = client
-        self.time_limit = time_limit
-        self.run_time_limit = run_time_limit
-        self.max_memory = max_memory
-        self.random_state = random_state
-        self.verbose = verbose
+        self._keep_parameters(locals())
 
     # ------------------------------------------------------------------ fitting
 
@@ -278,14 +254,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self.calibrator_, self.calibration_report_, hill = self._calibrate(
             hill, lib.y, metric, fit.seed
         )
-        self.hillclimb_score_ = score(metric, lib.y, hill)
-        self.comparison_ = {
-            name: {
-                "ensemble": score(name, lib.y, hill),
-                "best member": _best(self.leaderboard_[name], name),
-            }
-            for name in METRICS
-        }
+        self._compare(lib.y, hill, metric, METRICS)
         return self
 
     def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric, seed: int):
@@ -315,19 +284,6 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
             return predict_partitions(self, X, "predict_proba")
         return self._finish(self._weighted_sum(X))
 
-    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
-        """The ensemble's ``(n, n_classes)`` probabilities from the predictions of *every*
-        library member (``Library.predict(X)``, in library order): for comparing many
-        ensembles of one library without predicting its members again."""
-        check_is_fitted(self, "weights_")
-        weights = self.leaderboard_["weight"].to_numpy()
-        if member_predictions.shape[0] != weights.size:
-            raise ValueError(
-                f"member_predictions has {member_predictions.shape[0]} members; the library "
-                f"has {weights.size}"
-            )
-        return self._finish(weighted_average(weights, member_predictions, self._task))
-
     def predict(self, X, reject=None) -> np.ndarray:
         """The most probable class of each row, as the labels given to ``fit``.
 
@@ -345,5 +301,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         return _refused(labels, self.refused_rows(X, reject, proba))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
+        """``(n, n_classes)`` probabilities from the library layout, through the final Platt
+        step where there is one."""
         proba = _full(proba, self.classes_.size)
         return proba if self.calibrator_ is None else self.calibrator_.predict(proba)

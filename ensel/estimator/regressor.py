@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
-from sklearn.utils.validation import check_is_fitted
 
 from ..library.sources import is_dask_frame
-from ..metrics import REGRESSION_METRICS, score
+from ..metrics import REGRESSION_METRICS
 from ..selection import weighted_average
-from ._base import EnsembleSelectionBase, _best, _refused
+from ._base import EnsembleSelectionBase, _refused
 from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionRegressor"]
@@ -168,28 +167,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         random_state: int = 0,
         verbose: int = 0,
     ) -> None:
-        self.library = library
-        self.metric = metric
-        self.cv = cv
-        self.strategy = strategy
-        self.n_iter = n_iter
-        self.n_bags = n_bags
-        self.bag_fraction = bag_fraction
-        self.replacement = replacement
-        self.sorted_init = sorted_init
-        self.max_init = max_init
-        self.prune_fraction = prune_fraction
-        self.refit = refit
-        self.max_predict_ms = max_predict_ms
-        self.store = store
-        self.n_jobs = n_jobs
-        self.backend = backend
-        self.client = client
-        self.time_limit = time_limit
-        self.run_time_limit = run_time_limit
-        self.max_memory = max_memory
-        self.random_state = random_state
-        self.verbose = verbose
+        self._keep_parameters(locals())
 
     @_fit_context(prefer_skip_nested_validation=False)  # a spec's models are checked too
     def fit(self, X, y, groups=None) -> EnsembleSelectionRegressor:
@@ -201,14 +179,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         hill = weighted_average(weights, P, self._task)  # float64, as the store keeps it
         self.hillclimb_predictions_ = hill
         self.hillclimb_targets_ = np.asarray(lib.y, dtype=np.float64)
-        self.hillclimb_score_ = score(metric, lib.y, hill)
-        self.comparison_ = {
-            name: {
-                "ensemble": score(name, lib.y, hill),
-                "best member": _best(self.leaderboard_[name], name),
-            }
-            for name in REGRESSION_METRICS
-        }
+        self._compare(lib.y, hill, metric, REGRESSION_METRICS)
         return self
 
     def predict(self, X, reject=None) -> np.ndarray:
@@ -229,15 +200,3 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
                 "combined risk to accept (a float in [0, 1])"
             )
         return _refused(values, self.refused_rows(X, reject))
-
-    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
-        """The ensemble's ``(n,)`` prediction from the predictions of *every* library member
-        (``Library.predict(X)``, ``(M, n)`` in library order)."""
-        check_is_fitted(self, "weights_")
-        weights = self.leaderboard_["weight"].to_numpy()
-        if member_predictions.shape[0] != weights.size:
-            raise ValueError(
-                f"member_predictions has {member_predictions.shape[0]} members; the library "
-                f"has {weights.size}"
-            )
-        return weighted_average(weights, member_predictions, self._task)
