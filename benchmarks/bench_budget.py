@@ -76,7 +76,7 @@ def run_ensel(X_tr, X_te, y_tr, y_te, groups, budget, seed, spec) -> dict:
         "wall": wall,
         "members": len(model.members_),
         "library": len(model.leaderboard_),
-        "budget_cut": model.budget_,
+        "budget_cut": model.budget_.as_dict(),
     }
     if X_te is not None and len(X_te):
         proba = model.predict_proba(X_te)

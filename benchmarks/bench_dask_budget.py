@@ -40,18 +40,18 @@ def build_row(model, store: Path, wall: float) -> tuple[dict, dict[str, float]]:
 
     records = Library.open(store).store.records.values()
     fitting = sum(r["fit_seconds"] for r in records)
-    build = model.budget_["build_seconds"]
-    plan = model.budget_.get("plan")
+    build = model.budget_.build_seconds
+    plan = model.budget_.plan
     statuses = dict(Counter(r["status"] for r in records))
     row = {
         "wall_s": round(wall, 1),
         "build_s": round(build, 1),
-        "runs_built": model.budget_["runs_ok"],
-        "not_built": model.budget_["runs_not_finished"],
+        "runs_built": model.budget_.runs_ok,
+        "not_built": model.budget_.runs_not_finished,
         "statuses": statuses,
         "fitting_s": round(fitting, 1),
         "busy": round(fitting / (build * WORKERS), 3),
-        "unused_s": round(model.budget_.get("unused_seconds", 0.0), 1),
+        "unused_s": round(model.budget_.unused_seconds or 0.0, 1),
         "plan": {k: plan[k] for k in ("runs", "estimated_seconds")} if plan else None,
     }
     ok = {r["run"]: r["fit_seconds"] for r in records if r["status"] == "ok"}

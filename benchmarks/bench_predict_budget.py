@@ -108,7 +108,7 @@ def run_one(dataset: str, seed: int, budget: float, n_jobs: int) -> list[dict]:
         fit = {
             "fit_s": time.perf_counter() - start,
             "budget": budget,
-            "spare_runs": clf.budget_.get("spare_runs"),
+            "spare_runs": clf.budget_.spare_runs,
         }
         rows.append(_row(dataset, seed, "fit", clf, X_te, y_te, len(X_tr), fit))
         for variant, (max_predict_ms, n_se) in VARIANTS.items():

@@ -90,7 +90,9 @@ def fit(dataset: str, seed: int, budget: float, library: str, store: Path) -> di
     members = clf.members_
     tier = members.get("tier", pd.Series("main", index=members.index))
     record.update(
-        spare_members=int((tier == "spare").sum()), budget_=clf.budget_, load_end=load_average()
+        spare_members=int((tier == "spare").sum()),
+        budget_=clf.budget_.as_dict(),
+        load_end=load_average(),
     )
     print(json.dumps(record, default=str), flush=True)
     print(family_table(store, members).round(3).to_string(), flush=True)

@@ -36,6 +36,7 @@ from ..risk.reject import RejectRule, reject_mask
 from ..selection import PredictCost, weighted_average
 from ..strategies import STRATEGIES, cheapest_within_noise, choose_selection, drop_costly_runs
 from . import budget
+from .budget_report import BudgetReport
 from .dask_predict import predict_partitions
 from .persistence import read_model, version, write_model
 
@@ -132,8 +133,8 @@ class EnsembleSelectionBase(BaseEstimator):
             options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, metric, options, started)
         if self.time_limit is not None and isinstance(source, LibrarySpec):
-            self.budget_["library"] = source.name
-            self.budget_["spare_runs"] = len(source.spare_for(rows, budgeted=True))
+            self.budget_.library = source.name
+            self.budget_.spare_runs = len(source.spare_for(rows, budgeted=True))
         weights = self._select(lib, P, metric, options, deadline)
         self._keep(lib, P, weights, X, y, groups, seed)
         self.fit_seconds_ = time.monotonic() - started
@@ -156,16 +157,16 @@ class EnsembleSelectionBase(BaseEstimator):
         }
 
     def _report_unused(self, source, lib, rows: int) -> None:
-        """Under ``time_limit``: ``budget_["unused_seconds"]`` (seconds of the budget left when
+        """Under ``time_limit``: ``budget_.unused_seconds`` (seconds of the budget left when
         the fit ended) and, where the fit ended early, an INFO note that says why."""
-        self.budget_["unused_seconds"] = max(0.0, self.time_limit - self.fit_seconds_)
+        self.budget_.unused_seconds = max(0.0, self.time_limit - self.fit_seconds_)
         spec = source if isinstance(source, LibrarySpec) else None
         why = budget.unused_budget(self.time_limit, self.fit_seconds_, spec, rows, lib.failures)
         if why is not None:
-            self.budget_["unused_reason"] = why
+            self.budget_.unused_reason = why
             log.info(
                 "the fit ended %.0f s before its time_limit of %g s: %s",
-                self.budget_["unused_seconds"],
+                self.budget_.unused_seconds,
                 self.time_limit,
                 why,
             )
@@ -224,7 +225,7 @@ class EnsembleSelectionBase(BaseEstimator):
         """``(deadline, options)``: under ``time_limit``, the moment selection must end by and
         the selection options that fit the time the build left at the speed a pilot selection
         on ``P`` measures (``budget_`` says what changed); without one, ``(None, options)``."""
-        self.budget_ = {}
+        self.budget_ = BudgetReport()
         if self.time_limit is None:
             return None, options
         speed = budget.selection_speed(self.strategy, metric, options, P, lib.y)
@@ -233,23 +234,11 @@ class EnsembleSelectionBase(BaseEstimator):
         left = deadline - time.monotonic()
         # "auto" refits selection under smaller cost budgets: half the time is theirs
         left = left / 2 if self._auto_budget() and self.strategy == "es" else left
-        options, self.budget_ = budget.selection_within(options, left, speed, P.shape)
-        runs = lib.failures.drop_duplicates("run")
-        self.budget_.update(
-            build_seconds=time.monotonic() - started,
-            runs_ok=int(lib.members["run"].nunique()),
-            runs_not_finished=runs["status"].value_counts().to_dict(),
-            runs_cut_ids=_cut_ids(runs),
-        )
-        self.budget_["runs_cut"] = len(self.budget_["runs_cut_ids"])
-        detectors = lib.parts.get("detectors")
-        if detectors is not None:
-            self.budget_.update(
-                detectors_ok=int(detectors.members["run"].nunique()),
-                detectors_cut=_cut(detectors.failures.drop_duplicates("run")),
-            )
+        options, report = budget.selection_within(options, left, speed, P.shape)
+        self.budget_ = BudgetReport.of_selection(report)
+        self.budget_.add_build(lib, time.monotonic() - started)
         if lib.plan is not None:
-            self.budget_["plan"] = budget.plan_summary(lib.plan)
+            self.budget_.plan = budget.plan_summary(lib.plan)
         return deadline, options
 
     def _select(self, lib, P, metric, options, deadline) -> np.ndarray:
@@ -551,15 +540,3 @@ def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFra
         board[name] = scores
     board["weight"] = weights
     return board
-
-
-def _cut(runs) -> int:
-    """Runs of a store's failures that started and were stopped by the budget."""
-    return len(_cut_ids(runs))
-
-
-def _cut_ids(runs) -> list[str]:
-    """The ids (``<family>-<hash>``) of the runs :func:`_cut` counts, so a user can see which
-    kinds of run the budget stopped."""
-    cut = (runs["status"] == "budget") & (runs["fit_seconds"] > 0)
-    return sorted(runs.loc[cut, "run"].astype(str))

@@ -29,7 +29,7 @@ budget that ends early builds few members, and ``selection_within`` fits selecti
 time left after the build)."""
 UNUSED_SHARE = 0.1
 """A fit that ends with more than this share of its ``time_limit`` left says so
-(``budget_["unused_seconds"]`` and an INFO note with the reason)."""
+(``budget_.unused_seconds`` and an INFO note with the reason)."""
 SELECTION_SPEED = 5e-8
 """Seconds per unit of selection work assumed before the build, to reserve time for selection
 (deliberately slower than ``selection_speed`` measures after a build, so that the reserve

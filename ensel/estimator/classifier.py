@@ -173,14 +173,15 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     predict_cost_ms_ : float
         Estimated milliseconds per 1,000 rows of predicting with the ensemble (NaN where
         unknown).
-    budget_ : dict
+    budget_ : BudgetReport
         Under ``time_limit``: the build's seconds, the runs finished (``runs_ok``), those
         not finished by status (``runs_not_finished``; ``budget`` counts runs not started
         and runs cut), the runs started and cut by the budget (``runs_cut``, and their ids in
-        ``runs_cut_ids``), the same of the
-        risk detectors (``detectors_ok``, ``detectors_cut``), the plan, the spec built
-        (``library``) and the spare runs it was given (``spare_runs``), and what selection
-        changed to fit the time left (empty otherwise).
+        ``runs_cut_ids``), the same of the risk detectors (``detectors_ok``,
+        ``detectors_cut``), the plan, the spec built (``library``) and the spare runs it was
+        given (``spare_runs``), and what selection changed to fit the time left
+        (``selection_changed``); every field None without ``time_limit``
+        (:class:`~ensel.estimator.budget_report.BudgetReport`; ``as_dict()`` for a row).
     detectors_ : DetectorSet or None
         The library's extrapolation-risk detectors and their combination, for ``risk``.
     columns_ : list

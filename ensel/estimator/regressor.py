@@ -116,8 +116,9 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         dropped.
     predict_cost_ms_ : float
         Estimated milliseconds per 1,000 rows of predicting with the ensemble.
-    budget_ : dict
-        Under ``time_limit``: what the build and selection spent and changed.
+    budget_ : BudgetReport
+        Under ``time_limit``: what the build and selection spent and changed (all None
+        without one; :class:`~ensel.estimator.budget_report.BudgetReport` lists the fields).
     detectors_ : DetectorSet or None
         The library's extrapolation-risk detectors and their combination.
     columns_ : list
