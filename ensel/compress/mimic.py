@@ -122,6 +122,9 @@ class MimicRegressor(_MimicNet):
     Attributes: ``encoding_``, ``module_``, ``history_``, ``target_mean_``, ``target_scale_``,
     ``n_features_in_``, ``feature_names_in_`` (DataFrames)."""
 
+    regression = True
+    """Whether the net predicts a numeric target (the exporters add the target's scale)."""
+
     def __init__(
         self,
         encoding: Encoding,
@@ -148,6 +151,9 @@ class MimicClassifier(_MimicNet):
     ``n_threads``: torch threads for ``predict_proba`` (default 1; set it freely).
     Attributes: ``classes_``, ``encoding_``, ``module_`` (the torch net, logits out),
     ``history_`` (:class:`History`), ``n_features_in_``, ``feature_names_in_`` (DataFrames)."""
+
+    regression = False
+    """Whether the net predicts a numeric target (it predicts class probabilities)."""
 
     def __init__(
         self, classes, encoding: Encoding, module, history: History, n_threads: int = 1
