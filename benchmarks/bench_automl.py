@@ -22,7 +22,7 @@ overrides them for every configuration):
 - ``spare``: the ``default_spare`` library (the default plus a spare-time tier fitted in the
   time the default leaves), on request. Rows of ensel fits also
   record ``unused_s`` (the budget's seconds left when the fit ended), ``unused_reason`` (what
-  the estimator says of a fit that ended early, ``budget_["unused_reason"]``) and
+  the estimator says of a fit that ended early, ``budget_.unused_reason``) and
   ``spare_members`` (members with weight from the spare tier).
 
 Where a dataset has groups (biopsy_na, doctor_contacts, vietnam_i: one subject in several
@@ -153,8 +153,8 @@ def fit_ensel(config: str, X_tr, y_tr, X_te, budget: float, seed: int, groups=No
         "cpu_s": memory.cpu_seconds,
         "members": len(clf.members_),
         "best_model": _heaviest_member(clf.members_),
-        "unused_s": clf.budget_.get("unused_seconds"),
-        "unused_reason": clf.budget_.get("unused_reason"),
+        "unused_s": clf.budget_.unused_seconds,
+        "unused_reason": clf.budget_.unused_reason,
         "spare_members": int((clf.members_.get("tier", pd.Series(dtype=str)) == "spare").sum()),
     }
 

@@ -107,8 +107,8 @@ def runs_of(model) -> dict:
     """What a budgeted fit built: runs with members, and runs not finished (not started, cut
     at the deadline, left out by the plan, failed)."""
     return {
-        "runs_built": model.budget_["runs_ok"],
-        "runs_not_built": sum(model.budget_["runs_not_finished"].values()),
+        "runs_built": model.budget_.runs_ok,
+        "runs_not_built": sum(model.budget_.runs_not_finished.values()),
     }
 
 

@@ -181,8 +181,8 @@ def run_ensel(
         clf.fit(X, y)
         fit_seconds = time.perf_counter() - start
     proba, us = _predict_us(lambda X: clf.predict_proba(X)[:, 1], X_test)
-    not_finished = clf.budget_.get("runs_not_finished", {})
-    plan = clf.budget_.get("plan", {})
+    not_finished = clf.budget_.runs_not_finished or {}
+    plan = clf.budget_.plan or {}
     return {
         **({"max_memory": max_memory} if max_memory is not None else {}),
         "fit_seconds": fit_seconds,
@@ -190,15 +190,15 @@ def run_ensel(
         "saved_mb": _saved_mb(clf.save),
         "predict_us_per_row": us,
         **_scores(y_test, proba),
-        "runs_finished": clf.budget_.get("runs_ok"),
-        "runs_cut": clf.budget_.get("runs_cut"),  # started, then stopped by the budget
-        "runs_cut_ids": clf.budget_.get("runs_cut_ids"),
-        "runs_not_started": int(not_finished.get("budget", 0)) - clf.budget_.get("runs_cut", 0),
+        "runs_finished": clf.budget_.runs_ok,
+        "runs_cut": clf.budget_.runs_cut,  # started, then stopped by the budget
+        "runs_cut_ids": clf.budget_.runs_cut_ids,
+        "runs_not_started": int(not_finished.get("budget", 0)) - (clf.budget_.runs_cut or 0),
         "runs_left_out": int(not_finished.get("left_out", 0)),
         "runs_failed": int(not_finished.get("failed", 0) + not_finished.get("timeout", 0)),
         "runs_subsampled": len(plan.get("subsampled", {})),
-        "detectors_finished": clf.budget_.get("detectors_ok"),
-        "detectors_cut": clf.budget_.get("detectors_cut"),  # risk detectors stopped by the budget
+        "detectors_finished": clf.budget_.detectors_ok,
+        "detectors_cut": clf.budget_.detectors_cut,  # risk detectors stopped by the budget
         "families_with_weight": sorted(
             clf.members_.groupby("family")["weight"].sum().round(3).to_dict().items(),
             key=lambda kv: -kv[1],

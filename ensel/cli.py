@@ -384,13 +384,14 @@ def _score(model, frame, args: argparse.Namespace):
     """``(predictions of frame, rows refused)``: probabilities and labels, or values, and the
     risk columns and reject option that ``args`` ask for."""
     import pandas as pd
+    from sklearn.base import is_classifier
 
-    if hasattr(model, "predict_proba"):
+    if is_classifier(model):
         proba = model.predict_proba(frame)
         out = pd.DataFrame(proba, columns=[f"proba_{c}" for c in model.classes_])
     else:  # a regressor: one predicted value per row
         out = pd.DataFrame(index=range(len(frame)))
-    if hasattr(model, "predict_proba"):
+    if is_classifier(model):
         out["prediction"] = model.classes_[proba.argmax(axis=1)]
     else:
         out["prediction"] = model.predict(frame)
@@ -416,6 +417,8 @@ def report(args: argparse.Namespace) -> str:
 
 
 def compress(args: argparse.Namespace) -> str:
+    from sklearn.base import is_classifier
+
     from .compress import compress as compress_model
     from .compress.export import export_format
 
@@ -440,7 +443,7 @@ def compress(args: argparse.Namespace) -> str:
     return (
         f"mimic of {len(model.members_)} members: {args.n_pseudo} pseudo rows, "
         f"{history.best_epoch} epochs, fidelity RMSE {history.fidelity_rmse:.4g} on held-out "
-        f"pseudo rows{'' if hasattr(model, 'classes_') else ' (target units)'}; wrote "
+        f"pseudo rows{'' if is_classifier(model) else ' (target units)'}; wrote "
         f"{args.out} ({args.out.stat().st_size / 1024:.0f} KB)"
     )
 

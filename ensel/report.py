@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.base import is_classifier
 
 from ._imports import optional
 from .library import Library
@@ -67,7 +68,7 @@ def cost_front_data(model, library: Library) -> list[dict]:
     builder's timings; :mod:`ensel.library.cost`): one single-bag selection for the model's
     metric under each budget of ``FRONT_FRACTIONS`` times the fitted ensemble's cost, then the
     fitted ensemble itself (``budget`` None). Empty where the builder recorded no timings."""
-    siblings = 1 if getattr(model, "refit", None) == "full" else library.siblings
+    siblings = 1 if model.refit == "full" else library.siblings
     try:
         needs, item_cost, _ = predict_cost(library.members, library.store.records, siblings)
     except ValueError:
@@ -130,7 +131,7 @@ def _library_of(model, library) -> Library | None:
     """The model's library: the one given (a Library or a store path), else the store the
     model was built on if it still exists; None when there is none to read."""
     if library is None:
-        path = getattr(model, "library_path_", None)
+        path = model.library_path_
         if path is None or not (Path(path) / "store.json").is_file():
             return None
         library = path
@@ -350,7 +351,7 @@ def render(model, library: Library | str | os.PathLike | None = None) -> str:
         *_front(model, lib, metric),
         (
             _section("Calibration of the strongest members", _calibration(lib))
-            if hasattr(model, "classes_")
+            if is_classifier(model)
             else _section("Predicted against actual, and residuals", _residuals(model))
         ),
         _section(
@@ -359,7 +360,7 @@ def render(model, library: Library | str | os.PathLike | None = None) -> str:
         ),
     ]
     title = f"ensel report: {model.strategy} for {metric}"
-    if hasattr(model, "classes_"):
+    if is_classifier(model):
         target = "classes: " + ", ".join(str(c) for c in model.classes_)
     else:
         target = "a numeric target"

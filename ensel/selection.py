@@ -251,18 +251,7 @@ class EnsembleSelection:
         P, y, block_rows = self._check_inputs(P, y)
         rng = check_random_state(self.random_state)
         n_members = len(P)
-        cost = None if cost is None else PredictCost.coerce(cost, n_members)
-        if self.max_cost is not None:
-            if cost is None:
-                raise ValueError(
-                    "max_cost needs the members' predict costs: call fit(P, y, cost=...)"
-                )
-            cheapest = float(cost.member_cost().min())
-            if cheapest > self.max_cost:
-                raise ValueError(
-                    f"max_cost={self.max_cost:g} is below the cheapest member's cost "
-                    f"{cheapest:.4g}; raise it to at least that"
-                )
+        cost = self._checked_cost(cost, n_members)
         paid = None if cost is None else np.zeros(cost.item_cost.size, dtype=bool)
 
         # exact scoring reads this much of P at a time (the rank metrics' temporaries take
@@ -327,6 +316,22 @@ class EnsembleSelection:
         self.cost_ = np.nan if cost is None else cost.of(self.weights_ > 0)
         self.n_members_ = n_members
         return self
+
+    def _checked_cost(self, cost, n_members: int) -> PredictCost | None:
+        """``cost`` as a :class:`PredictCost` of ``n_members`` members (None where not given),
+        checked against ``max_cost``: needed with it, and its cheapest member must fit it."""
+        cost = None if cost is None else PredictCost.coerce(cost, n_members)
+        if self.max_cost is None:
+            return cost
+        if cost is None:
+            raise ValueError("max_cost needs the members' predict costs: call fit(P, y, cost=...)")
+        cheapest = float(cost.member_cost().min())
+        if cheapest > self.max_cost:
+            raise ValueError(
+                f"max_cost={self.max_cost:g} is below the cheapest member's cost "
+                f"{cheapest:.4g}; raise it to at least that"
+            )
+        return cost
 
     def predict_proba(self, P) -> np.ndarray:
         """The ensemble's prediction: the weighted average of the members' rows of ``P``."""

@@ -142,10 +142,8 @@ ensemble's cost (1/2 down to 1/64)."""
 NEGLIGIBLE_LOSS = 1e-4
 """A cheaper ensemble that loses at most this share of the unconstrained one's hillclimb score
 is accepted whatever the standard error: two nearly equal ensembles on many hillclimb rows
-have a tiny paired standard error. On 10,000 hillclimb rows of a million-row table a kernel
-naive Bayes holding 0.4% of the weight, and 24 times the predict cost of the rest, was kept
-because leaving it out raised the log loss by 9.2e-6, past half a standard error (7.4e-6)
-(bench_scale at 4efad06); a test set of any size cannot tell 1e-4 of the score apart."""
+have a tiny paired standard error, so a costly member with a sliver of the weight would
+otherwise be kept for a difference no test set can tell apart."""
 
 
 class _NoiseBar:
@@ -195,14 +193,12 @@ def cheapest_within_noise(
     lost against the unconstrained ensemble is compared with the standard error of that
     difference (a paired bootstrap over the hillclimb rows): a budget whose ensemble loses no
     more than ``n_se`` standard errors, or no more than ``NEGLIGIBLE_LOSS`` of the score, is
-    accepted (with 1, the one-standard-error rule of
-    Breiman et al. 1984, ESL §7.10; the default 0.5 was measured to keep test scores level
-    with the unconstrained ensemble, where 1 cost about 0.001 AUC and log loss:
-    docs/decisions.md). The budgets are bisected, assuming a smaller budget
-    never scores better (3 selections for 6 fractions); no selection starts after
-    ``deadline`` (``time.monotonic()``) less the last one's duration. Returns ``(weights,
-    budget or None, rows tried)``, the unconstrained ``weights`` and None when no budget is
-    accepted."""
+    accepted (with 1, the one-standard-error rule of Breiman et al. 1984, ESL §7.10; the
+    default 0.5 is stricter, to keep test scores level with the unconstrained ensemble:
+    docs/decisions.md). The budgets are bisected, assuming a smaller budget never scores
+    better (3 selections for 6 fractions); no selection starts after ``deadline``
+    (``time.monotonic()``) less the last one's duration. Returns ``(weights, budget or None,
+    rows tried)``, the unconstrained ``weights`` and None when no budget is accepted."""
     metric = resolve_metric(metric)
     cost = PredictCost.coerce(cost, len(P))
     bar = _NoiseBar(P, y, metric, weights, options.get("random_state"), n_boot, n_se)

@@ -50,3 +50,39 @@ def test_selection_within_prunes_first_then_bags_then_steps():
     assert report["prune_fraction"] == options["prune_fraction"]
     tight, _ = budget.selection_within(OPTIONS, 0.05, 1e-6, (200, 5000))
     assert tight["prune_fraction"] == 8 / 200 and tight["n_bags"] < 20
+
+
+def test_budget_report_keeps_what_selection_changed_and_the_build_counted():
+    import pandas as pd
+
+    from ensel.estimator.budget_report import BudgetReport
+
+    report = BudgetReport.of_selection(
+        {"selection_seconds_estimated": 9.0, "selection_seconds_allowed": 3.0, "n_bags": 5}
+    )
+    assert report.selection_changed == {"n_bags": 5} and report.selection_seconds_allowed == 3.0
+
+    from types import SimpleNamespace
+
+    lib = SimpleNamespace(  # what add_build reads of a Library
+        members=pd.DataFrame({"run": ["a", "a", "b"]}),
+        failures=pd.DataFrame(
+            {"run": ["c", "c", "d"], "status": ["budget"] * 3, "fit_seconds": [2.0, 2.0, 0.0]}
+        ),
+        parts={},
+    )
+    report.add_build(lib, 7.5)
+    assert (report.runs_ok, report.runs_cut, report.runs_cut_ids) == (2, 1, ["c"])
+    assert report.runs_not_finished == {"budget": 2} and report.detectors_ok is None
+    # a row holds the fields that apply, flat, in the order the record declares them
+    assert list(report.as_dict()) == [
+        "selection_seconds_estimated",
+        "selection_seconds_allowed",
+        "n_bags",
+        "build_seconds",
+        "runs_ok",
+        "runs_not_finished",
+        "runs_cut_ids",
+        "runs_cut",
+    ]
+    assert BudgetReport().as_dict() == {}  # no time_limit: nothing to say

@@ -279,6 +279,7 @@ def _fit_prior(X, y, *, n_classes, params, stages, random_state):
     return _Prior(counts / counts.sum())
 
 
+@pytest.mark.slow  # waits on a 10 s wall-clock budget
 def test_time_limit_is_the_whole_fit(cancer, monkeypatch):
     """A budget test with a slow fake family: ``fit`` stops the runs the budget cannot finish
     and returns an ensemble of what finished."""
@@ -300,12 +301,12 @@ def test_time_limit_is_the_whole_fit(cancer, monkeypatch):
     assert {"prior", "logreg"} <= set(board["family"])
     # the two 120 s runs were cut short (and a run that costs no more may not have started)
     assert all(p["seconds"] == 0 for p in board.loc[board["family"] == "prior", "params"])
-    assert model.budget_["runs_not_finished"]["budget"] >= 2
+    assert model.budget_.runs_not_finished["budget"] >= 2
     assert model.predict_proba(X_test).shape == (len(X_test), 2)
 
 
 def test_the_runs_a_budget_cut_are_named_by_their_ids():
-    from ensel.estimator._base import _cut, _cut_ids
+    from ensel.estimator.budget_report import cut_runs
 
     runs = pd.DataFrame(
         {
@@ -315,5 +316,4 @@ def test_the_runs_a_budget_cut_are_named_by_their_ids():
         }
     )
     # tree-c3 never started (0 s), logreg-d4 failed on its own: neither was cut by the budget
-    assert _cut_ids(runs) == ["knn-a1", "svm-b2"]
-    assert _cut(runs) == 2
+    assert cut_runs(runs) == ["knn-a1", "svm-b2"]

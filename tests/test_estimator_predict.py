@@ -133,6 +133,26 @@ def test_a_broken_model_file_is_one_clear_line(data, tmp_path, damage):
     assert "\n" not in str(info.value)
 
 
+def test_a_model_saved_by_another_version_is_refused_in_one_line(data, tmp_path):
+    from ensel.estimator.persistence import version
+
+    clf = _fit(data)
+    clf.ensel_version_ = "0.0.1"
+    clf.save(tmp_path / "old.pkl")
+    with pytest.raises(ModelFileError, match=r"saved by ensel 0\.0\.1") as info:
+        EnsembleSelectionClassifier.load(tmp_path / "old.pkl")
+    message = str(info.value)
+    assert "\n" not in message and f"this is ensel {version()}" in message
+
+
+def test_a_model_of_the_other_class_is_named(data, tmp_path):
+    from ensel import EnsembleSelectionRegressor
+
+    _fit(data).save(tmp_path / "clf.pkl")
+    with pytest.raises(TypeError, match="holds an ensel EnsembleSelectionClassifier"):
+        EnsembleSelectionRegressor.load(tmp_path / "clf.pkl")
+
+
 def test_saved_file_is_compressed_and_holds_large_arrays(tmp_path):
     """Large arrays reach the compressing writer as pickle buffers (protocol 5)."""
     import io

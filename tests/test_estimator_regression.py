@@ -258,6 +258,7 @@ def _fit_slow_mean(X, y, *, n_classes, params, stages, random_state):
     return _MeanRun(float(np.mean(y)))
 
 
+@pytest.mark.slow  # waits on a 10 s wall-clock budget
 def test_time_limit_is_the_whole_fit(diabetes, monkeypatch):
     """The budget holds for regression too: fit stops the run it cannot finish and returns an
     ensemble of the runs that finished."""

@@ -276,28 +276,8 @@ def _tabu_walk(
         second = moved.max(axis=2)
         gap = np.where(active, top - second, np.inf).min(axis=0)
         upper = top.sum(axis=0) - gap - lam * old
-        incumbent, choice = -np.inf, None
-        for p in np.argsort(-upper, kind="stable"):
-            if upper[p] <= incumbent:
-                break
-            p = int(p)
-            if p not in cache:
-                exclude = {tuple(cur[:, p].tolist())} | banned.get(p, set())
-                cache[p] = branch_and_bound(
-                    opts[:, p, :],
-                    cur[:, p],
-                    active[:, p],
-                    lam,
-                    prior,
-                    cost,
-                    -np.inf,
-                    stats,
-                    old[p],
-                    exclude,
-                )
-            value, states = cache[p]
-            if states is not None and value > incumbent:
-                incumbent, choice = value, (p, states)
+        search = (lam, prior, cost, stats)
+        incumbent, choice = _best_move(opts, cur, active, old, upper, cache, banned, search)
         if choice is None:
             break
         if incumbent <= EPS:
@@ -305,15 +285,7 @@ def _tabu_walk(
                 break
             worse += 1
         p, states = choice
-        entry = (p, tuple(cur[:, p].tolist()))
-        tabu.append(entry)
-        banned.setdefault(p, set()).add(entry[1])
-        if len(tabu) > tabu_length:
-            q, st = tabu.popleft()
-            if (q, st) not in tabu:
-                banned[q].discard(st)
-            cache.pop(q, None)
-        cache.pop(p, None)
+        _list_tabu(tabu, banned, cache, (p, tuple(cur[:, p].tolist())), tabu_length)
         for t, d in enumerate(dags):
             if active[t, p] and states[t] != cur[t, p]:
                 d.set_pair(iu[p], iv[p], int(states[t]))
@@ -323,6 +295,52 @@ def _tabu_walk(
     for d, a in zip(dags, best_adjs, strict=True):
         if not np.array_equal(d.adj, a):
             d.set_adjacency(a)
+
+
+def _best_move(opts, cur, active, old, upper, cache: dict, banned: dict, search: tuple):
+    """``(value, (pair, states))`` of the best move not in the tabu list (``(-inf, None)``
+    when there is none): pairs in decreasing ``upper`` bound, each pair's exact best move
+    from ``cache`` or branch and bound (``search``: ``(lam, prior, cost, stats)``), stopping
+    at the first pair whose bound is not above the best move found."""
+    lam, prior, cost, stats = search
+    incumbent, choice = -np.inf, None
+    for p in np.argsort(-upper, kind="stable"):
+        if upper[p] <= incumbent:
+            break
+        p = int(p)
+        if p not in cache:
+            exclude = {tuple(cur[:, p].tolist())} | banned.get(p, set())
+            cache[p] = branch_and_bound(
+                opts[:, p, :],
+                cur[:, p],
+                active[:, p],
+                lam,
+                prior,
+                cost,
+                -np.inf,
+                stats,
+                old[p],
+                exclude,
+            )
+        value, states = cache[p]
+        if states is not None and value > incumbent:
+            incumbent, choice = value, (p, states)
+    return incumbent, choice
+
+
+def _list_tabu(tabu: deque, banned: dict, cache: dict, entry: tuple, tabu_length: int) -> None:
+    """Put ``entry`` (pair, previous states) on the tabu list, ban its states for its pair,
+    and drop the oldest entry beyond ``tabu_length``; the cached best moves of the pairs
+    whose bans changed are dropped."""
+    p = entry[0]
+    tabu.append(entry)
+    banned.setdefault(p, set()).add(entry[1])
+    if len(tabu) > tabu_length:
+        q, st = tabu.popleft()
+        if (q, st) not in tabu:
+            banned[q].discard(st)
+        cache.pop(q, None)
+    cache.pop(p, None)
 
 
 def _perturb(dags: list[TaskDag], n_moves: int, rng: np.random.Generator) -> None:

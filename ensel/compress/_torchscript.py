@@ -31,9 +31,9 @@ class ScriptedMimic(torch.nn.Module):
         enc = mimic.encoding_
         self.numeric_columns = list(enc.numeric)
         self.categorical_columns = list(enc.categorical)
-        self.classes = [str(c) for c in getattr(mimic, "classes_", [])]
-        self.regression = hasattr(mimic, "target_mean_")
-        self.target = [getattr(mimic, "target_mean_", 0.0), getattr(mimic, "target_scale_", 1.0)]
+        self.regression = mimic.regression
+        self.classes = [] if self.regression else [str(c) for c in mimic.classes_]
+        self.target = [mimic.target_mean_, mimic.target_scale_] if self.regression else [0.0, 1.0]
         blocks = [enc.block_categories(j) for j in range(len(enc.categorical))]
         self.lookups = [{c: i for i, c in enumerate(cats)} for cats in blocks]
         self.widths = [len(cats) for cats in blocks]

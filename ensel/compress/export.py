@@ -77,7 +77,7 @@ def to_onnx(mimic, path: str | os.PathLike) -> None:
         ]
         if not last:
             nodes.append(helper.make_node(activation, [f"a{i}"], [out]))
-    if hasattr(mimic, "target_mean_"):  # a regression mimic: back to the target's units,
+    if mimic.regression:  # a regression mimic: back to the target's units,
         # in double: a target of 1e9 +- 10 is steps of 64 in float
         nodes, outputs = _regression_outputs(mimic, nodes, const, helper, TensorProto)
         props = {"target_mean": json.dumps(mimic.target_mean_)}

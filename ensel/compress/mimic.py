@@ -122,6 +122,9 @@ class MimicRegressor(_MimicNet):
     Attributes: ``encoding_``, ``module_``, ``history_``, ``target_mean_``, ``target_scale_``,
     ``n_features_in_``, ``feature_names_in_`` (DataFrames)."""
 
+    regression = True
+    """Whether the net predicts a numeric target (the exporters add the target's scale)."""
+
     def __init__(
         self,
         encoding: Encoding,
@@ -148,6 +151,9 @@ class MimicClassifier(_MimicNet):
     ``n_threads``: torch threads for ``predict_proba`` (default 1; set it freely).
     Attributes: ``classes_``, ``encoding_``, ``module_`` (the torch net, logits out),
     ``history_`` (:class:`History`), ``n_features_in_``, ``feature_names_in_`` (DataFrames)."""
+
+    regression = False
+    """Whether the net predicts a numeric target (it predicts class probabilities)."""
 
     def __init__(
         self, classes, encoding: Encoding, module, history: History, n_threads: int = 1
@@ -372,16 +378,9 @@ def fit_mimic(
     pseudo_targets = np.asarray(pseudo_targets, dtype=np.float64)
     centre, spread = 0.0, 1.0
     if regression:
-        if pseudo_targets.ndim != 1 or len(pseudo_targets) != len(pseudo):
-            raise ValueError(
-                f"pseudo_targets has shape {pseudo_targets.shape}; a regression mimic needs "
-                f"(len(pseudo),) = ({len(pseudo)},) values"
-            )
-        centre = float(pseudo_targets.mean())
-        spread = float(pseudo_targets.std()) or 1.0
-        pseudo_targets = ((pseudo_targets - centre) / spread)[:, None]
-        if X_targets is not None:
-            X_targets = ((np.asarray(X_targets, dtype=np.float64) - centre) / spread)[:, None]
+        pseudo_targets, X_targets, centre, spread = _standardise(
+            pseudo_targets, X_targets, len(pseudo)
+        )
         loss = "mse"
     n_pseudo = len(pseudo)
     if pseudo_targets.ndim != 2 or len(pseudo_targets) != n_pseudo:
@@ -390,22 +389,8 @@ def fit_mimic(
             f"n_classes) = ({n_pseudo}, C)"
         )
     n_val = _check_split(n_pseudo, validation_fraction, learning_rate)
-    features, targets = encoding.transform(pseudo), pseudo_targets
-    if X_targets is not None:
-        X_targets = np.asarray(X_targets, dtype=np.float64)
-        X_features = encoding.transform(X)
-        if X_targets.shape != (len(X_features), targets.shape[1]):
-            raise ValueError(
-                f"X_targets has shape {X_targets.shape}; it must be (len(X), {targets.shape[1]})"
-            )
-        features = np.vstack([features, X_features])
-        targets = np.vstack([targets, X_targets])
-    classes = np.arange(targets.shape[1]) if classes is None else np.asarray(classes)
-    if not regression and classes.size != targets.shape[1]:
-        raise ValueError(
-            f"the targets have {targets.shape[1]} columns but classes has {classes.size} "
-            "classes; they must match (model.predict_proba and model.classes_ disagree)"
-        )
+    features, targets = _training_rows(encoding, pseudo, pseudo_targets, X, X_targets)
+    classes = _classes(classes, targets.shape[1], regression)
     rng = np.random.default_rng(random_state)
     val = np.sort(rng.choice(n_pseudo, size=n_val, replace=False))
     train = np.setdiff1d(np.arange(len(features)), val)
@@ -423,6 +408,50 @@ def fit_mimic(
         history.fidelity_rmse *= spread  # in the target's units
         return MimicRegressor(encoding, module, history, centre, spread, torch_threads_n)
     return MimicClassifier(classes, encoding, module, history, n_threads=torch_threads_n)
+
+
+def _standardise(pseudo_targets: np.ndarray, X_targets, n_pseudo: int):
+    """``(pseudo targets, X targets, centre, spread)`` of a regression mimic: the targets as
+    one column standardised by the pseudo targets' mean and standard deviation (1 where they
+    are constant), so the net's one linear output trains at unit scale."""
+    if pseudo_targets.ndim != 1 or len(pseudo_targets) != n_pseudo:
+        raise ValueError(
+            f"pseudo_targets has shape {pseudo_targets.shape}; a regression mimic needs "
+            f"(len(pseudo),) = ({n_pseudo},) values"
+        )
+    centre = float(pseudo_targets.mean())
+    spread = float(pseudo_targets.std()) or 1.0
+    pseudo_targets = ((pseudo_targets - centre) / spread)[:, None]
+    if X_targets is not None:
+        X_targets = ((np.asarray(X_targets, dtype=np.float64) - centre) / spread)[:, None]
+    return pseudo_targets, X_targets, centre, spread
+
+
+def _training_rows(encoding: Encoding, pseudo, targets: np.ndarray, X, X_targets):
+    """``(features, targets)`` the net trains on: the encoded pseudo rows, then the encoded
+    training rows ``X`` where their targets ``X_targets`` are given."""
+    features = encoding.transform(pseudo)
+    if X_targets is None:
+        return features, targets
+    X_targets = np.asarray(X_targets, dtype=np.float64)
+    X_features = encoding.transform(X)
+    if X_targets.shape != (len(X_features), targets.shape[1]):
+        raise ValueError(
+            f"X_targets has shape {X_targets.shape}; it must be (len(X), {targets.shape[1]})"
+        )
+    return np.vstack([features, X_features]), np.vstack([targets, X_targets])
+
+
+def _classes(classes, n_columns: int, regression: bool) -> np.ndarray:
+    """The class labels of the targets' ``n_columns`` (0 to C-1 where none are given),
+    checked against the columns for a classifier."""
+    classes = np.arange(n_columns) if classes is None else np.asarray(classes)
+    if not regression and classes.size != n_columns:
+        raise ValueError(
+            f"the targets have {n_columns} columns but classes has {classes.size} "
+            "classes; they must match (model.predict_proba and model.classes_ disagree)"
+        )
+    return classes
 
 
 def _check_options(hidden, loss, activation, epochs, batch_size, patience, n_threads) -> int:

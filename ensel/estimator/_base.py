@@ -37,6 +37,7 @@ from ..risk.reject import RejectRule, reject_mask
 from ..selection import PredictCost, weighted_average
 from ..strategies import STRATEGIES, cheapest_within_noise, choose_selection, drop_costly_runs
 from . import budget
+from .budget_report import BudgetReport
 from .dask_predict import predict_partitions
 from .persistence import read_model, version, write_model
 
@@ -101,6 +102,13 @@ class EnsembleSelectionBase(BaseEstimator):
     """What each parameter takes (scikit-learn's constraints, checked first in ``fit``: an
     InvalidParameterError, a ValueError, names the parameter, the value and what it takes)."""
 
+    def _keep_parameters(self, given: dict) -> None:
+        """Store every ``__init__`` argument untouched under its own name, as scikit-learn
+        asks; ``given``: the subclass ``__init__``'s ``locals()`` (its signature names the
+        parameters, so each estimator lists its own and its defaults once)."""
+        for name in self._get_param_names():
+            setattr(self, name, given[name])
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # missing values are handled (see docs/library.md)
@@ -127,8 +135,8 @@ class EnsembleSelectionBase(BaseEstimator):
             options["memory_budget"] = selection_memory(self.max_memory)
         deadline, options = self._fit_selection_in_time(lib, P, metric, options, started)
         if self.time_limit is not None and isinstance(source, LibrarySpec):
-            self.budget_["library"] = source.name
-            self.budget_["spare_runs"] = len(source.spare_for(rows, budgeted=True))
+            self.budget_.library = source.name
+            self.budget_.spare_runs = len(source.spare_for(rows, budgeted=True))
         weights = self._select(lib, P, metric, options, deadline)
         if self.exportable:
             weights = self._select_exportable(lib, P, metric, options, deadline, weights)
@@ -141,7 +149,7 @@ class EnsembleSelectionBase(BaseEstimator):
 
     def _select_exportable(self, lib, P, metric, options, deadline, unrestricted):
         """Weights selected among the members ``to_onnx`` can express (``exportable=True``),
-        under the same options and predict budget; ``budget_["exportable"]`` records what the
+        under the same options and predict budget; ``budget_.exportable`` records what the
         restriction cost: the hillclimb score with and without it (before any final
         calibration) and the members it left."""
         from .export.restrict import ExportableMembers, exportable_mask
@@ -158,7 +166,7 @@ class EnsembleSelectionBase(BaseEstimator):
         )
         with_all = score(metric, lib.y, weighted_average(unrestricted, P, self._task))
         exportable = score(metric, lib.y, weighted_average(weights, P, self._task))
-        self.budget_["exportable"] = {
+        self.budget_.exportable = {
             "members": int(mask.sum()),
             "of": int(mask.size),
             "score_all": float(with_all),
@@ -166,17 +174,30 @@ class EnsembleSelectionBase(BaseEstimator):
         }
         return weights
 
+    def _compare(self, y, hill: np.ndarray, metric, names) -> None:
+        """``hillclimb_score_`` (the ensemble's ``hill`` predictions of ``y`` on ``metric``)
+        and ``comparison_`` (on each metric of ``names``, the ensemble against the best
+        member)."""
+        self.hillclimb_score_ = score(metric, y, hill)
+        self.comparison_ = {
+            name: {
+                "ensemble": score(name, y, hill),
+                "best member": _best(self.leaderboard_[name], name),
+            }
+            for name in names
+        }
+
     def _report_unused(self, source, lib, rows: int) -> None:
-        """Under ``time_limit``: ``budget_["unused_seconds"]`` (seconds of the budget left when
+        """Under ``time_limit``: ``budget_.unused_seconds`` (seconds of the budget left when
         the fit ended) and, where the fit ended early, an INFO note that says why."""
-        self.budget_["unused_seconds"] = max(0.0, self.time_limit - self.fit_seconds_)
+        self.budget_.unused_seconds = max(0.0, self.time_limit - self.fit_seconds_)
         spec = source if isinstance(source, LibrarySpec) else None
         why = budget.unused_budget(self.time_limit, self.fit_seconds_, spec, rows, lib.failures)
         if why is not None:
-            self.budget_["unused_reason"] = why
+            self.budget_.unused_reason = why
             log.info(
                 "the fit ended %.0f s before its time_limit of %g s: %s",
-                self.budget_["unused_seconds"],
+                self.budget_.unused_seconds,
                 self.time_limit,
                 why,
             )
@@ -230,7 +251,7 @@ class EnsembleSelectionBase(BaseEstimator):
         """``(deadline, options)``: under ``time_limit``, the moment selection must end by and
         the selection options that fit the time the build left at the speed a pilot selection
         on ``P`` measures (``budget_`` says what changed); without one, ``(None, options)``."""
-        self.budget_ = {}
+        self.budget_ = BudgetReport()
         if self.time_limit is None:
             return None, options
         speed = budget.selection_speed(self.strategy, metric, options, P, lib.y)
@@ -239,23 +260,11 @@ class EnsembleSelectionBase(BaseEstimator):
         left = deadline - time.monotonic()
         # "auto" refits selection under smaller cost budgets: half the time is theirs
         left = left / 2 if self._auto_budget() and self.strategy == "es" else left
-        options, self.budget_ = budget.selection_within(options, left, speed, P.shape)
-        runs = lib.failures.drop_duplicates("run")
-        self.budget_.update(
-            build_seconds=time.monotonic() - started,
-            runs_ok=int(lib.members["run"].nunique()),
-            runs_not_finished=runs["status"].value_counts().to_dict(),
-            runs_cut_ids=_cut_ids(runs),
-        )
-        self.budget_["runs_cut"] = len(self.budget_["runs_cut_ids"])
-        detectors = lib.parts.get("detectors")
-        if detectors is not None:
-            self.budget_.update(
-                detectors_ok=int(detectors.members["run"].nunique()),
-                detectors_cut=_cut(detectors.failures.drop_duplicates("run")),
-            )
+        options, report = budget.selection_within(options, left, speed, P.shape)
+        self.budget_ = BudgetReport.of_selection(report)
+        self.budget_.add_build(lib, time.monotonic() - started)
         if lib.plan is not None:
-            self.budget_["plan"] = budget.plan_summary(lib.plan)
+            self.budget_.plan = budget.plan_summary(lib.plan)
         return deadline, options
 
     def _select(self, lib, P, metric, options, deadline) -> np.ndarray:
@@ -409,6 +418,25 @@ class EnsembleSelectionBase(BaseEstimator):
         members = self.fitted_members_.predict(self._named(X), n_jobs=self.n_jobs)
         return weighted_average(self.weights_, members, self._task)
 
+    def _finish(self, combined: np.ndarray) -> np.ndarray:
+        """The estimator's output from the weighted sum of its members (the regressor's is
+        the sum itself; the classifier adds its columns and its Platt step)."""
+        return combined
+
+    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
+        """The ensemble's prediction (``predict_proba``'s for a classifier, ``predict``'s for
+        a regressor) from the predictions of *every* library member (``Library.predict(X)``,
+        ``(M, n, ...)`` in library order): for comparing many ensembles of one library
+        without predicting its members again."""
+        check_is_fitted(self, "weights_")
+        weights = self.leaderboard_["weight"].to_numpy()
+        if member_predictions.shape[0] != weights.size:
+            raise ValueError(
+                f"member_predictions has {member_predictions.shape[0]} members; the library "
+                f"has {weights.size}"
+            )
+        return self._finish(weighted_average(weights, member_predictions, self._task))
+
     def risk(self, X) -> pd.DataFrame:
         """Extrapolation risk of each row: one column per detector of the library spec (its own
         risk in [0, 1]) and ``combined``, the calibrated probability that the row comes from the
@@ -437,8 +465,7 @@ class EnsembleSelectionBase(BaseEstimator):
     def _named(self, X):
         """X as given, or an array as a DataFrame of the training columns (in their order)
         after a check of its width."""
-        columns = getattr(self, "input_columns_", self.columns_)  # older saved models
-        return named(X, columns, who=type(self).__name__)
+        return named(X, self.input_columns_, who=type(self).__name__)
 
     def _frame(self, X) -> pd.DataFrame:
         """X as a checked DataFrame of the training columns, in their order."""
@@ -495,9 +522,9 @@ class EnsembleSelectionBase(BaseEstimator):
     @classmethod
     def load(cls, path: str | os.PathLike):
         """Read a model written by :meth:`save`. This unpickles: load only files you trust. A
-        truncated or corrupt file raises :class:`ensel.errors.ModelFileError` (a ValueError)
-        with one line that says so."""
-        return read_model(path, cls)
+        truncated or corrupt file, or one saved by another ensel version, raises
+        :class:`ensel.errors.ModelFileError` (a ValueError) with one line that says so."""
+        return read_model(path, cls, EnsembleSelectionBase)
 
 
 def _full(proba: np.ndarray, n_classes: int) -> np.ndarray:
@@ -550,15 +577,3 @@ def _leaderboard(lib: Library, P: np.ndarray, weights: np.ndarray) -> pd.DataFra
         board[name] = scores
     board["weight"] = weights
     return board
-
-
-def _cut(runs) -> int:
-    """Runs of a store's failures that started and were stopped by the budget."""
-    return len(_cut_ids(runs))
-
-
-def _cut_ids(runs) -> list[str]:
-    """The ids (``<family>-<hash>``) of the runs :func:`_cut` counts, so a user can see which
-    kinds of run the budget stopped."""
-    cut = (runs["status"] == "budget") & (runs["fit_seconds"] > 0)
-    return sorted(runs.loc[cut, "run"].astype(str))

@@ -29,11 +29,11 @@ budget that ends early builds few members, and ``selection_within`` fits selecti
 time left after the build)."""
 UNUSED_SHARE = 0.1
 """A fit that ends with more than this share of its ``time_limit`` left says so
-(``budget_["unused_seconds"]`` and an INFO note with the reason)."""
+(``budget_.unused_seconds`` and an INFO note with the reason)."""
 SELECTION_SPEED = 5e-8
 """Seconds per unit of selection work assumed before the build, to reserve time for selection
-(deliberately slow: ``selection_speed`` measured 8.8e-9 on a 164-member library of 3,633
-hillclimb rows after the build, on 2 cores)."""
+(deliberately slower than ``selection_speed`` measures after a build, so that the reserve
+errs towards selection)."""
 STEP_SECONDS = 3e-4
 """Seconds of overhead per selection step (one bag, one step), whatever the library's size."""
 
@@ -54,10 +54,9 @@ def selection_speed(strategy: str, metric, options: dict, P: np.ndarray, y) -> f
     """Seconds per unit of selection work (``selection_units``) on this machine now, from a
     short pilot of the selection itself (2 bags, 10 steps: about 1% of the default's work) on
     the library's own predictions ``P`` once the build has ended, after a tiny one that
-    compiles or loads the selection kernels (paid once per process anyway). The former pilot,
-    on a small synthetic matrix in a thread beside the build's workers, priced a 2.5 s
-    selection at 82 s (9 s on an idle machine), and selection was pruned to 5% of the library
-    for nothing."""
+    compiles or loads the selection kernels (paid once per process anyway). A pilot on the
+    real matrix after the build measures the machine as selection will find it; one beside
+    the build's busy workers would price selection far too high."""
     pilot = {**options, "n_bags": 2, "n_iter": min(10, options["n_iter"]), "prune_fraction": 1.0}
     STRATEGIES[strategy](P[: min(4, len(P))], y, metric, {**pilot, "n_iter": 2})
     start = time.monotonic()
@@ -163,6 +162,5 @@ def unused_budget(time_limit: float, fit_seconds: float, spec, rows: int, failur
     return (
         f"every run of spec {spec.name!r} was built and {tier}; on small tables that tier, "
         "repeated cross-validation, ten folds, tune_selection, a second level, growth "
-        "judged on held-out rows and TabM members were measured not to improve the default's "
-        "ensemble"
+        "judged on held-out rows and TabM members do not improve the default's ensemble"
     )

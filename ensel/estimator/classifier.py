@@ -16,7 +16,7 @@ from ..library.grow import GrowSpec
 from ..library.sources import is_dask_frame
 from ..metrics import METRICS, score
 from ..selection import weighted_average
-from ._base import EnsembleSelectionBase, _best, _full, _refused
+from ._base import EnsembleSelectionBase, _full, _refused
 from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionClassifier"]
@@ -38,10 +38,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         builds it on any table.
     metric : str, Metric or callable, default="mxe"
         The metric selection optimises (one of ``ensel.metrics.METRICS`` or a callable).
-        §4.3.5 finds RMS and MXE competitive proxies for every target metric; in the first
-        (single-split, noisy) run of our benchmark (docs/decisions.md; five real datasets)
-        selecting for MXE had the best mean normalised score over all eight targets; it also
-        rewards calibrated probabilities.
+        §4.3.5 finds RMS and MXE competitive proxies for every target metric; MXE also
+        rewards calibrated probabilities (docs/decisions.md compares the targets).
     cv : int >= 2, "auto" or None, default="auto"
         ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
         held-out hillclimb set of a few thousand rows on a large one (members fitted once on
@@ -71,14 +69,9 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     prune_fraction : float in (0, 1], default=1.0
         Select only from the best ``prune_fraction`` of the library by its members' hillclimb
         scores on ``metric`` (§4.3.6, which finds the top 10-20% a good rule of thumb on its
-        ~2000-model libraries). 1.0, the unpruned library of Tables 4.1-4.2, was set from a
-        measurement of this estimator (docs/decisions.md and git history; 8 datasets x
-        3 seeds, 60 s budgets): ``prune_fraction=0.2`` was better in test AUC on only 5 of 24
-        pairs (-0.0013 +- 0.0005), in log loss on 7 (-0.0020 +- 0.0007). Selection alone
-        ("Library pruning" there) leans the paper's way on the 1,874-member caruana2006
-        library (keeping 10% with 20 bags: 0.757 against 0.738 unpruned, one small dataset)
-        and is level on the 439-member default library with bagging (0.887 against 0.880,
-        better on 2 of 5 datasets).
+        ~2000-model libraries). 1.0, the unpruned library of Tables 4.1-4.2, is the default:
+        with bagged selection over the default library, pruning to a fifth lowers test AUC
+        and log loss more often than it raises them (docs/decisions.md).
     refit : {"full"} or None, default=None
         None keeps each member's K fold siblings (cv=K) for prediction; ``"full"`` trains
         each run of the ensemble once more on all training rows after selection and predicts
@@ -118,8 +111,8 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         the worker processes of the library build and of ``refit="full"``, and the threads
         of ``predict``, ``predict_proba`` and ``risk``.
     backend : {"local", "dask"}, default="local"
-        Where the library is built: worker processes on this machine (ensel's own pool), or a
-        dask cluster (see docs/distributed.md).
+        Where the library is built: worker processes on this machine (ensel's own pool),
+        or a dask cluster (see docs/distributed.md).
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address (keeps the estimator clonable), a
         ``distributed.Client``, or None for the current client.
@@ -150,7 +143,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     exportable : bool, default=False
         Select only among members that ``to_onnx`` can express (family, view, calibration;
         see docs/deploy.md), under the same options and predict budget. What that cost on
-        the hillclimb rows is in ``budget_["exportable"]`` (``score_all``,
+        the hillclimb rows is in ``budget_.exportable`` (``score_all``,
         ``score_exportable``, and the members left: ``members`` of ``of``).
 
     Attributes
@@ -184,14 +177,15 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
     predict_cost_ms_ : float
         Estimated milliseconds per 1,000 rows of predicting with the ensemble (NaN where
         unknown).
-    budget_ : dict
+    budget_ : BudgetReport
         Under ``time_limit``: the build's seconds, the runs finished (``runs_ok``), those
         not finished by status (``runs_not_finished``; ``budget`` counts runs not started
         and runs cut), the runs started and cut by the budget (``runs_cut``, and their ids in
-        ``runs_cut_ids``), the same of the
-        risk detectors (``detectors_ok``, ``detectors_cut``), the plan, the spec built
-        (``library``) and the spare runs it was given (``spare_runs``), and what selection
-        changed to fit the time left (empty otherwise).
+        ``runs_cut_ids``), the same of the risk detectors (``detectors_ok``,
+        ``detectors_cut``), the plan, the spec built (``library``) and the spare runs it was
+        given (``spare_runs``), and what selection changed to fit the time left
+        (``selection_changed``); every field None without ``time_limit``
+        (:class:`~ensel.estimator.budget_report.BudgetReport`; ``as_dict()`` for a row).
     detectors_ : DetectorSet or None
         The library's extrapolation-risk detectors and their combination, for ``risk``.
     columns_ : list
@@ -243,32 +237,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         verbose: int = 0,
         exportable: bool = False,
     ) -> None:
-        self.library = library
-        self.metric = metric
-        self.cv = cv
-        self.strategy = strategy
-        self.calibrate = calibrate
-        self.n_iter = n_iter
-        self.n_bags = n_bags
-        self.bag_fraction = bag_fraction
-        self.replacement = replacement
-        self.sorted_init = sorted_init
-        self.max_init = max_init
-        self.prune_fraction = prune_fraction
-        self.refit = refit
-        self.max_predict_ms = max_predict_ms
-        self.tune_selection = tune_selection
-        self.grow = grow
-        self.store = store
-        self.n_jobs = n_jobs
-        self.backend = backend
-        self.client = client
-        self.time_limit = time_limit
-        self.run_time_limit = run_time_limit
-        self.max_memory = max_memory
-        self.random_state = random_state
-        self.verbose = verbose
-        self.exportable = exportable
+        self._keep_parameters(locals())
 
     # ------------------------------------------------------------------ fitting
 
@@ -291,14 +260,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         self.calibrator_, self.calibration_report_, hill = self._calibrate(
             hill, lib.y, metric, fit.seed
         )
-        self.hillclimb_score_ = score(metric, lib.y, hill)
-        self.comparison_ = {
-            name: {
-                "ensemble": score(name, lib.y, hill),
-                "best member": _best(self.leaderboard_[name], name),
-            }
-            for name in METRICS
-        }
+        self._compare(lib.y, hill, metric, METRICS)
         return self
 
     def _calibrate(self, hill: np.ndarray, y: np.ndarray, metric, seed: int):
@@ -328,19 +290,6 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
             return predict_partitions(self, X, "predict_proba")
         return self._finish(self._weighted_sum(X))
 
-    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
-        """The ensemble's ``(n, n_classes)`` probabilities from the predictions of *every*
-        library member (``Library.predict(X)``, in library order): for comparing many
-        ensembles of one library without predicting its members again."""
-        check_is_fitted(self, "weights_")
-        weights = self.leaderboard_["weight"].to_numpy()
-        if member_predictions.shape[0] != weights.size:
-            raise ValueError(
-                f"member_predictions has {member_predictions.shape[0]} members; the library "
-                f"has {weights.size}"
-            )
-        return self._finish(weighted_average(weights, member_predictions, self._task))
-
     def predict(self, X, reject=None) -> np.ndarray:
         """The most probable class of each row, as the labels given to ``fit``.
 
@@ -358,5 +307,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         return _refused(labels, self.refused_rows(X, reject, proba))
 
     def _finish(self, proba: np.ndarray) -> np.ndarray:
+        """``(n, n_classes)`` probabilities from the library layout, through the final Platt
+        step where there is one."""
         proba = _full(proba, self.classes_.size)
         return proba if self.calibrator_ is None else self.calibrator_.predict(proba)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+from sklearn.base import is_classifier
 
 from .._imports import optional
 from ..library.sources import is_dask_frame
@@ -49,8 +50,7 @@ def _shipped(model):
     per thread), no client."""
     model = copy.copy(model)
     model.n_jobs = 1
-    if hasattr(model, "client"):
-        model.client = None
+    model.client = None
     return model
 
 
@@ -63,8 +63,7 @@ def _meta(model, method: str, kwargs: dict):
         return pd.DataFrame({n: pd.Series(dtype=np.float64) for n in names})
     if kwargs.get("reject") is not None:
         return np.empty(0, dtype=object)
-    classes = getattr(model, "classes_", None)
-    return np.empty(0, dtype=np.float64 if classes is None else classes.dtype)
+    return np.empty(0, dtype=model.classes_.dtype if is_classifier(model) else np.float64)
 
 
 def _model_task(payload: bytes):

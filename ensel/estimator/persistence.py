@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import warnings
 import zlib
 from pathlib import Path
 
@@ -49,9 +48,12 @@ def write_model(model, path: str | os.PathLike, compress: int = 3) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def read_model(path: str | os.PathLike, cls: type):
+def read_model(path: str | os.PathLike, cls: type, family: type):
     """The ``cls`` instance pickled in ``path`` (this unpickles: load only files you trust).
-    A truncated or corrupt file raises :class:`ensel.errors.ModelFileError` with one line."""
+    ``family``: the base class of every ensel estimator, to tell a model of another ensel
+    class from a file that holds no ensel model. A truncated or corrupt file, or a model
+    saved by another ensel version, raises :class:`ensel.errors.ModelFileError` with one
+    line."""
     with open(path, "rb") as fh:
         try:
             if fh.read(len(COMPRESSED_MAGIC)) == COMPRESSED_MAGIC:
@@ -73,7 +75,7 @@ def read_model(path: str | os.PathLike, cls: type):
             ) from None
     if not isinstance(model, cls):
         held = type(model).__name__
-        if hasattr(model, "ensel_version_"):  # another ensel estimator
+        if isinstance(model, family):
             raise TypeError(
                 f"{path} holds an ensel {held}, not a {cls.__name__}; load it with "
                 f"{held}.load or ensel.estimator.load_model"
@@ -94,14 +96,11 @@ def version() -> str:
 
 
 def check_version(model, path) -> None:
-    """Warn when ``model`` was saved by another ensel version than this one."""
-    saved = getattr(model, "ensel_version_", "before 0.1.0")
-    if saved != version():
-        warnings.warn(
-            f"{path} was saved by ensel {saved} and is loaded by ensel {version()}: a "
-            "saved model is a pickle and is only guaranteed to load and predict the same "
-            "with the ensel (and scikit-learn, xgboost, lightgbm) versions that saved it; "
-            "refit it if predictions fail",
-            UserWarning,
-            stacklevel=3,
+    """Refuse ``model`` when another ensel version saved it: a saved model is a pickle of
+    this version's classes, and only the version that saved it is known to load and predict
+    with it the same."""
+    if model.ensel_version_ != version():
+        raise ModelFileError(
+            f"{path} was saved by ensel {model.ensel_version_} and this is ensel {version()}; "
+            "refit the model with this version or load it with the one that saved it"
         )

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
-from sklearn.utils.validation import check_is_fitted
 
 from ..library.sources import is_dask_frame
-from ..metrics import REGRESSION_METRICS, score
+from ..metrics import REGRESSION_METRICS
 from ..selection import weighted_average
-from ._base import EnsembleSelectionBase, _best, _refused
+from ._base import EnsembleSelectionBase, _refused
 from .dask_predict import predict_partitions
 
 __all__ = ["EnsembleSelectionRegressor"]
@@ -71,8 +70,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         and a container's CPU quota), -k all but k-1. It sizes the worker processes of the
         library build and of ``refit="full"``, and the threads of ``predict`` and ``risk``.
     backend : {"local", "dask"}, default="local"
-        Where the library is built: worker processes on this machine (ensel's own pool), or a
-        dask cluster.
+        Where the library is built: worker processes on this machine, or a dask cluster.
     client : str, distributed.Client or None, default=None
         With ``backend="dask"``: a scheduler address, a client, or None for the current one.
     time_limit : float > 0 or None, default=None
@@ -92,7 +90,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
     exportable : bool, default=False
         Select only among members that ``to_onnx`` can express (family, view, calibration;
         see docs/deploy.md), under the same options and predict budget. What that cost on
-        the hillclimb rows is in ``budget_["exportable"]`` (``score_all``,
+        the hillclimb rows is in ``budget_.exportable`` (``score_all``,
         ``score_exportable``, and the members left: ``members`` of ``of``).
 
     Attributes
@@ -123,8 +121,9 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         dropped.
     predict_cost_ms_ : float
         Estimated milliseconds per 1,000 rows of predicting with the ensemble.
-    budget_ : dict
-        Under ``time_limit``: what the build and selection spent and changed.
+    budget_ : BudgetReport
+        Under ``time_limit``: what the build and selection spent and changed (all None
+        without one; :class:`~ensel.estimator.budget_report.BudgetReport` lists the fields).
     detectors_ : DetectorSet or None
         The library's extrapolation-risk detectors and their combination.
     columns_ : list
@@ -175,29 +174,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         verbose: int = 0,
         exportable: bool = False,
     ) -> None:
-        self.library = library
-        self.metric = metric
-        self.cv = cv
-        self.strategy = strategy
-        self.n_iter = n_iter
-        self.n_bags = n_bags
-        self.bag_fraction = bag_fraction
-        self.replacement = replacement
-        self.sorted_init = sorted_init
-        self.max_init = max_init
-        self.prune_fraction = prune_fraction
-        self.refit = refit
-        self.max_predict_ms = max_predict_ms
-        self.store = store
-        self.n_jobs = n_jobs
-        self.backend = backend
-        self.client = client
-        self.time_limit = time_limit
-        self.run_time_limit = run_time_limit
-        self.max_memory = max_memory
-        self.random_state = random_state
-        self.verbose = verbose
-        self.exportable = exportable
+        self._keep_parameters(locals())
 
     @_fit_context(prefer_skip_nested_validation=False)  # a spec's models are checked too
     def fit(self, X, y, groups=None) -> EnsembleSelectionRegressor:
@@ -209,14 +186,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         hill = weighted_average(weights, P, self._task)  # float64, as the store keeps it
         self.hillclimb_predictions_ = hill
         self.hillclimb_targets_ = np.asarray(lib.y, dtype=np.float64)
-        self.hillclimb_score_ = score(metric, lib.y, hill)
-        self.comparison_ = {
-            name: {
-                "ensemble": score(name, lib.y, hill),
-                "best member": _best(self.leaderboard_[name], name),
-            }
-            for name in REGRESSION_METRICS
-        }
+        self._compare(lib.y, hill, metric, REGRESSION_METRICS)
         return self
 
     def predict(self, X, reject=None) -> np.ndarray:
@@ -237,15 +207,3 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
                 "combined risk to accept (a float in [0, 1])"
             )
         return _refused(values, self.refused_rows(X, reject))
-
-    def combine(self, member_predictions: np.ndarray) -> np.ndarray:
-        """The ensemble's ``(n,)`` prediction from the predictions of *every* library member
-        (``Library.predict(X)``, ``(M, n)`` in library order)."""
-        check_is_fitted(self, "weights_")
-        weights = self.leaderboard_["weight"].to_numpy()
-        if member_predictions.shape[0] != weights.size:
-            raise ValueError(
-                f"member_predictions has {member_predictions.shape[0]} members; the library "
-                f"has {weights.size}"
-            )
-        return weighted_average(weights, member_predictions, self._task)

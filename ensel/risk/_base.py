@@ -227,10 +227,12 @@ class Detector(BaseEstimator):
     requires_y: ClassVar[bool] = False  # builtin detectors (margin, FDR, open set) need labels
     one_outside_box: ClassVar[bool] = False
     test_params: ClassVar[Mapping[str, Any]] = {}  # small and fast, for the contract tests
+    bounds = None
+    """The box the detector's space spans (None: the data's range, widened); a detector that
+    takes ``bounds`` as a parameter sets it in ``__init__``."""
 
     def fit(self, X, y=None):
-        bounds = getattr(self, "bounds", None)
-        self.space_, Z = FeatureSpace.fit(X, bounds)
+        self.space_, Z = FeatureSpace.fit(X, self.bounds)
         self.n_features_in_ = self.space_.n_features
         if self.requires_y:
             self.classes_, y = _check_labels(y, Z.shape[0], type(self).__name__)

@@ -18,12 +18,6 @@ import numpy as np
 __all__ = ["PartitionTree", "best_split", "candidate_splits", "gini_gain", "grow", "route"]
 
 
-def __getattr__(name: str):
-    if name == "Tree":  # the former name, which FSPTs pickled before the rename refer to
-        return PartitionTree
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def gini_gain(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Gain in Gini index ``ΔG = G(R) - Ĝ(R, I, s)`` of a split with equal foreground and
     background weight (§4.1, ``|R-| = |R+|``), so ``G(R) = 1/2``.

@@ -40,16 +40,6 @@ SPLITS = {"entropy": 0, "gini": 1, "random": 2}
 LOSSES = {"error": 0, "brier": 1}
 """Pruning losses: misclassification error (Hooker §4, Quinlan 1987) and Brier score (report §3)."""
 
-_RENAMED = {"Tree": "BackgroundTree", "Forest": "BackgroundForest"}
-"""Former names of the classes here, which fitted detectors pickled before the rename refer to."""
-
-
-def __getattr__(name: str):
-    if name in _RENAMED:
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 F32_MAX = float(np.finfo(np.float32).max)
 """A leaf's density ratio is kept at most this (``fg / bg`` with no background is about 1e300,
 infinite as float32, and a row sent down a branch with weight 0 would then add 0 x inf = NaN)."""
@@ -102,8 +92,7 @@ class BackgroundForest:
     values and missing-value shares as float32 (thresholds stay float64, so every row takes
     the branch it took in training). Only the leaf value its ``aggregate`` reads is kept (the
     risk ``bg / (fg + bg)`` or the density ratio ``fg / bg``), so a node takes 28 bytes, not
-    56: at 100,000 rows (5,000 per detector) the default chaos forest has 2.0 million nodes,
-    which took 50 of the saved model's 66 MB (1e547c6)."""
+    56: a forest of millions of nodes is most of a saved model's size."""
 
     roots: np.ndarray
     feature: np.ndarray
@@ -524,12 +513,9 @@ def _grow(
     state[0] = seed
     cap = 64
     feature = np.full(cap, -1, dtype=np.int64)
-    threshold = np.zeros(cap)
     left = np.full(cap, -1, dtype=np.int64)
     right = np.full(cap, -1, dtype=np.int64)
-    fg = np.zeros(cap)
-    bg = np.zeros(cap)
-    p_left = np.full(cap, 0.5)
+    threshold, fg, bg, p_left = np.zeros(cap), np.zeros(cap), np.zeros(cap), np.full(cap, 0.5)
     bg[0] = n_bg
     n_nodes = 1
     max_seen = 0
@@ -541,12 +527,8 @@ def _grow(
     s_depth = [0]
     perm = np.arange(d)
     while len(s_node) > 0:
-        idx = s_idx.pop()
-        ww = s_w.pop()
-        lo = s_lo.pop()
-        hi = s_hi.pop()
-        node = s_node.pop()
-        depth = s_depth.pop()
+        idx, ww, lo, hi = s_idx.pop(), s_w.pop(), s_lo.pop(), s_hi.pop()
+        node, depth = s_node.pop(), s_depth.pop()
         max_seen = max(max_seen, depth)
         fgw = ww.sum()
         fg[node] = fgw
@@ -560,51 +542,17 @@ def _grow(
         else:
             if fgw < 2.0 * min_leaf:
                 continue
-            for i in range(d - 1, 0, -1):  # Fisher-Yates: which features, in which order
-                j = _randint(state, i + 1)
-                tmp = perm[i]
-                perm[i] = perm[j]
-                perm[j] = tmp
-            gain = -1.0
-            f = -1
-            t = 0.0
-            seen = 0
-            for i in range(d):  # the first max_features features that can split at all
-                g = perm[i]
-                gi, fi, ti = _best_split(
-                    Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, perm[i : i + 1], edge
-                )
-                if fi < 0:
-                    continue
-                seen += 1
-                if gi > gain:
-                    gain = gi
-                    f = g
-                    t = ti
-                if seen >= max_features:
-                    break
+            gain, f, t = _gain_split(
+                Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, max_features, edge, perm, state
+            )
             if f < 0 or gain <= 1e-12:
                 continue
-        # partition: known rows by the threshold, missing rows to both sides (C4.5)
-        vals = Z[idx, f]
-        miss = np.isnan(vals)
-        go_left = vals <= t  # False for NaN
-        go_right = ~go_left & ~miss
-        share = _share(t, lo[f], hi[f])
-        bg_l = bgc * share
-        bg_r = bgc - bg_l
-        fg_l = ww[go_left].sum()
-        fg_r = ww[go_right].sum()
-        pl = (fg_l + bg_l) / (fg_l + bg_l + fg_r + bg_r)
+        miss, go_left, go_right, bg_l, bg_r, pl = _partition(Z, idx, ww, f, t, lo, hi, bgc)
         if n_nodes + 2 > cap:
             cap *= 2
-            feature = _grow_array_i(feature, cap, -1)
-            left = _grow_array_i(left, cap, -1)
-            right = _grow_array_i(right, cap, -1)
-            threshold = _grow_array_f(threshold, cap, 0.0)
-            fg = _grow_array_f(fg, cap, 0.0)
-            bg = _grow_array_f(bg, cap, 0.0)
-            p_left = _grow_array_f(p_left, cap, 0.5)
+            feature, left, right, threshold, fg, bg, p_left = _grown(
+                cap, feature, left, right, threshold, fg, bg, p_left
+            )
         li = n_nodes
         ri = n_nodes + 1
         n_nodes += 2
@@ -621,22 +569,13 @@ def _grow(
         lo_r[f] = hi_l[f]
         for side in range(2):  # right first, so that the left child is grown first
             if side == 0:
-                mask = go_right
-                frac = 1.0 - pl
-                node_c = ri
-                box_lo = lo_r
-                box_hi = hi
+                mask, frac, node_c, box_lo, box_hi = go_right, 1.0 - pl, ri, lo_r, hi
             else:
-                mask = go_left
-                frac = pl
-                node_c = li
-                box_lo = lo
-                box_hi = hi_l
+                mask, frac, node_c, box_lo, box_hi = go_left, pl, li, lo, hi_l
             wm = ww * frac
             take = mask | (miss & (wm > _MIN_WEIGHT))
-            child_w = np.where(miss, wm, ww)[take]
             s_idx.append(idx[take])
-            s_w.append(child_w)
+            s_w.append(np.where(miss, wm, ww)[take])
             s_lo.append(box_lo)
             s_hi.append(box_hi)
             s_node.append(node_c)
@@ -644,6 +583,69 @@ def _grow(
     return (
         feature[:n_nodes], threshold[:n_nodes], left[:n_nodes], right[:n_nodes],
         fg[:n_nodes], bg[:n_nodes], p_left[:n_nodes], max_seen,
+    )  # fmt: skip
+
+
+@njit(**_JIT)
+def _gain_split(
+    Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, max_features, edge, perm, state
+):  # pragma: no cover - compiled
+    """``(gain, feature, threshold)`` of the best gain split over the first ``max_features``
+    variables, in an order ``perm`` shuffled in place (Fisher-Yates from ``state``), that
+    can split the node at all; feature -1 where none can."""
+    d = Z.shape[1]
+    for i in range(d - 1, 0, -1):  # Fisher-Yates: which features, in which order
+        j = _randint(state, i + 1)
+        tmp = perm[i]
+        perm[i] = perm[j]
+        perm[j] = tmp
+    gain = -1.0
+    f = -1
+    t = 0.0
+    seen = 0
+    for i in range(d):  # the first max_features features that can split at all
+        g = perm[i]
+        gi, fi, ti = _best_split(
+            Z, idx, ww, lo, hi, is_cat, bgc, mode, min_leaf, perm[i : i + 1], edge
+        )
+        if fi < 0:
+            continue
+        seen += 1
+        if gi > gain:
+            gain = gi
+            f = g
+            t = ti
+        if seen >= max_features:
+            break
+    return gain, f, t
+
+
+@njit(**_JIT)
+def _partition(Z, idx, ww, f, t, lo, hi, bgc):  # pragma: no cover - compiled
+    """The split of a node's rows on variable ``f`` at ``t``: known rows by the threshold,
+    missing rows to both sides (C4.5). Returns ``(missing, left, right)`` row masks, the
+    background expected on each side (the box's volume share) and the share sent left,
+    ``(fg + bg)`` of the left child over both."""
+    vals = Z[idx, f]
+    miss = np.isnan(vals)
+    go_left = vals <= t  # False for NaN
+    go_right = ~go_left & ~miss
+    bg_l = bgc * _share(t, lo[f], hi[f])
+    bg_r = bgc - bg_l
+    fg_l = ww[go_left].sum()
+    fg_r = ww[go_right].sum()
+    pl = (fg_l + bg_l) / (fg_l + bg_l + fg_r + bg_r)
+    return miss, go_left, go_right, bg_l, bg_r, pl
+
+
+@njit(**_JIT)
+def _grown(cap, feature, left, right, threshold, fg, bg, p_left):  # pragma: no cover - compiled
+    """The node arrays of :func:`_grow` widened to ``cap`` nodes, the new ones empty."""
+    return (
+        _grow_array_i(feature, cap, -1), _grow_array_i(left, cap, -1),
+        _grow_array_i(right, cap, -1), _grow_array_f(threshold, cap, 0.0),
+        _grow_array_f(fg, cap, 0.0), _grow_array_f(bg, cap, 0.0),
+        _grow_array_f(p_left, cap, 0.5),
     )  # fmt: skip
 
 

@@ -134,13 +134,10 @@ class CERTForest(BackgroundForestDetector):
 
     One departure: a split must leave ``min_samples_leaf`` (default 5) data weight on each side.
     Grown down to single rows, a leaf's volume is size-biased at a new point (it lands in large
-    leaves more often), so on data filling the box uniformly the forest says 0.67 between the
-    rows instead of 0.5; five rows per leaf bring that to 0.59 (twenty: 0.53). On the report's
-    ridge mixtures (two problems per d, 100 trees) five rows cut the raw RMSE in 2-D, 5-D and
-    10-D (0.144 -> 0.134, 0.241 -> 0.200, 0.294 -> 0.255) and rank 5-D and 10-D slightly
-    better (Spearman 0.58 -> 0.61, 0.37 -> 0.38), 2-D slightly worse (0.91 -> 0.88).
-    ``min_samples_leaf=1`` gives the report's full-size trees (measured against the default in
-    docs/risk.md and docs/results.md).
+    leaves more often), so on data filling the box uniformly the forest's risk between the
+    rows lies above the 0.5 it should be; a few rows per leaf bring it closer, and on the
+    report's ridge mixtures they lower the raw RMSE (docs/risk.md has the figures).
+    ``min_samples_leaf=1`` gives the report's full-size trees.
     ``prune="error"`` grows each tree on a bootstrap sample of half the rows and prunes it by
     reduced-error pruning on one of the other half (the report's Table 1 "pruned" column;
     "brier" prunes by Brier score); ``edge_splits=True`` also offers the thresholds between a

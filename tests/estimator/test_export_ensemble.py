@@ -178,7 +178,7 @@ def test_exportable_selects_only_exportable_members(tmp_path):
     }
     clf = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1, exportable=True).fit(X, y)
     assert set(clf.members_["family"]) <= {"logreg", "tree"}
-    report = clf.budget_["exportable"]
+    report = clf.budget_.exportable
     assert report["members"] == 3 and report["of"] == 5
     assert np.isfinite(report["score_all"]) and np.isfinite(report["score_exportable"])
     assert clf.to_onnx(tmp_path / "m.onnx") <= TOLERANCE

@@ -146,7 +146,7 @@ def test_a_budgeted_fit_from_parquet_in_worker_processes(table):
         model = EnsembleSelectionClassifier(
             library="tiny", cv=CV, n_jobs=2, time_limit=60, **OPTIONS
         ).fit(str(path), "label")
-    assert model.budget_["plan"]["runs"] and model.budget_["library"] == "tiny"
+    assert model.budget_.plan["runs"] and model.budget_.library == "tiny"
     assert model.predict_proba(X).shape == (len(X), 2)
 
 

@@ -75,7 +75,7 @@ def test_the_estimator_reports_the_plan(monkeypatch):
     clf = EnsembleSelectionClassifier(
         library=SPEC, cv=3, n_bags=2, time_limit=120, n_jobs=1, refit="full", backend="local"
     ).fit(X, y)
-    plan = clf.budget_["plan"]
+    plan = clf.budget_.plan
     assert plan["runs"] == {"kept": 2, "subsampled": 1, "left out": 1}
     assert list(plan["subsampled"].values()) == [120]
     assert "would end late" in next(iter(plan["left_out"].values()))

@@ -192,10 +192,10 @@ def test_estimator_reports_unused_seconds_as_info(data, caplog):
         model = EnsembleSelectionClassifier(
             library={"families": MAIN}, cv=3, time_limit=600, backend="local"
         ).fit(*data)
-    unused = model.budget_["unused_seconds"]
+    unused = model.budget_.unused_seconds
     assert unused == pytest.approx(600 - model.fit_seconds_)
-    assert "no spare tier" in model.budget_["unused_reason"]
-    assert model.budget_["library"] == "<dict>"  # a spec given as a dict: as given
+    assert "no spare tier" in model.budget_.unused_reason
+    assert model.budget_.library == "<dict>"  # a spec given as a dict: as given
     notes = [r for r in caplog.records if "before its time_limit" in r.getMessage()]
     assert len(notes) == 1 and notes[0].levelno == logging.INFO
     assert np.isfinite(unused)
@@ -215,4 +215,4 @@ def test_a_gated_spare_tier_is_built_by_the_rows_and_the_budget(
     ).fit(*data)
     assert ("naive_bayes" in set(model.leaderboard_["family"])) == spare_built
     if time_limit is not None:
-        assert model.budget_["spare_runs"] == int(spare_built)
+        assert model.budget_.spare_runs == int(spare_built)
