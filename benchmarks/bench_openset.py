@@ -176,7 +176,7 @@ def digits_table(frame: pd.DataFrame) -> pd.DataFrame:
     ours = frame.pivot_table(index="setting", columns="unknown_classes", values="accuracy")
     ours = ours.loc[[s for s in STEELE_FIG_1 if s in ours.index]]
     paper = pd.DataFrame(STEELE_FIG_1, index=range(4)).T
-    both = pd.concat({"Steele (MNIST)": paper, "ensel (digits)": ours}, names=["source"])
+    both = pd.concat({"Steele (MNIST)": paper, "ensel (digits)": ours}, names=["source", "setting"])
     return both.rename_axis(columns="unknown classes")
 
 

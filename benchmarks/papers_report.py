@@ -89,9 +89,82 @@ def tables_4_blocks(path: Path, prefix: str = "") -> dict[str, str]:
     }
 
 
+GU_TABLES_5_7 = """
+NN 0.80 0.00 1.00 0.892 0.990 0.00 nan nan
+NN 0.80 0.20 0.75 0.916 0.992 0.25 0.821 0.981
+NN 0.80 0.40 0.48 0.907 0.994 0.52 0.879 0.986
+NN 0.80 0.60 0.26 0.926 0.993 0.74 0.881 0.988
+NN 0.90 0.00 1.00 0.899 0.994 0.00 nan nan
+NN 0.90 0.20 0.76 0.914 0.996 0.24 0.849 0.990
+NN 0.90 0.40 0.48 0.905 0.997 0.52 0.892 0.992
+NN 0.90 0.60 0.26 0.924 0.997 0.74 0.890 0.993
+SVM 0.80 0.00 1.00 0.988 0.936 0.00 nan nan
+SVM 0.80 0.20 0.77 0.995 0.938 0.23 0.966 0.928
+SVM 0.80 0.40 0.47 0.992 0.942 0.53 0.985 0.930
+SVM 0.80 0.60 0.27 0.985 0.944 0.73 0.989 0.933
+SVM 0.90 0.00 1.00 0.995 0.964 0.00 nan nan
+SVM 0.90 0.20 0.78 1.000 0.966 0.22 0.976 0.959
+SVM 0.90 0.40 0.48 1.000 0.971 0.52 0.990 0.958
+SVM 0.90 0.60 0.28 1.000 0.969 0.72 0.993 0.962
+GP 0.55 0.00 1.00 0.940 0.914 0.00 nan nan
+GP 0.55 0.20 0.76 0.944 0.913 0.24 0.925 0.920
+GP 0.55 0.40 0.48 0.943 0.899 0.52 0.937 0.928
+GP 0.55 0.60 0.25 0.964 0.912 0.75 0.932 0.915
+GP 0.60 0.00 1.00 0.948 0.923 0.00 nan nan
+GP 0.60 0.20 0.76 0.955 0.922 0.24 0.924 0.924
+GP 0.60 0.40 0.47 0.954 0.910 0.53 0.942 0.934
+GP 0.60 0.60 0.25 0.975 0.925 0.75 0.939 0.922
+"""
+"""Gu & Easwaran (2019), Tables 5-7 (Breast Cancer Diagnosis): model, t1, t2, then G1's
+share, accuracy and mean φ_M, and G2's."""
+GROUP_COLUMNS = ["G1_share", "G1_acc", "G1_phi_m", "G2_share", "G2_acc", "G2_phi_m"]
+
+
+def fspt_blocks(path: Path) -> dict[str, str]:
+    """Gu & Easwaran's Tables 5-7 beside ours, and our accuracy-coverage curves."""
+    rows = load_results(path)
+    if not rows:
+        missing = f"No rows yet in `{path.name}`: run `python -m benchmarks.bench_fspt`."
+        return {"fspt-tables": missing, "fspt-curves": missing}
+    from benchmarks import bench_fspt
+
+    ours, curves = bench_fspt.tables(rows)
+    paper = pd.DataFrame(
+        [line.split() for line in GU_TABLES_5_7.strip().splitlines()],
+        columns=["model", "t1", "t2", *GROUP_COLUMNS],
+    )
+    paper = paper.astype({c: float for c in ["t1", "t2", *GROUP_COLUMNS]})
+    paper = paper.set_index(["model", "t1", "t2"])
+    both = paper.join(ours, lsuffix=" paper", rsuffix=" ensel")
+    keep = [f"{c} {who}" for c in ("G1_share", "G1_acc", "G2_acc") for who in ("paper", "ensel")]
+    seeds = len({r["seed"] for r in rows})
+    where = f"Ours: mean over {seeds} splits.\n\n"
+    return {
+        "fspt-tables": where + markdown_table(both[keep], ".3f"),
+        "fspt-curves": where + markdown_table(curves, ".3f"),
+    }
+
+
+def openset_blocks(path: Path) -> dict[str, str]:
+    """Steele's Fig. 1 (MNIST) beside our digits rows."""
+    rows = load_results(path)
+    if not rows:
+        missing = (
+            f"No rows yet in `{path.name}`: run `python -m benchmarks.bench_openset --digits`."
+        )
+        return {"openset-digits": missing}
+    from benchmarks import bench_openset
+
+    table = bench_openset.digits_table(pd.DataFrame(rows))
+    where = f"Ours: mean over {len({r['trial'] for r in rows})} trials.\n\n"
+    return {"openset-digits": where + markdown_table(table, ".3f")}
+
+
 BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
     "tables-4": lambda: tables_4_blocks(RESULTS / "paper_tables_4.jsonl"),
     "tables-4-pilot": lambda: tables_4_blocks(RESULTS / "paper_tables_4_tiny.jsonl", "pilot-"),
+    "fspt": lambda: fspt_blocks(RESULTS / "paper_fspt.jsonl"),
+    "openset": lambda: openset_blocks(RESULTS / "paper_openset_digits.jsonl"),
 }
 
 

@@ -65,3 +65,26 @@ def test_write_papers_doc_keeps_hand_text(tmp_path, monkeypatch):
     monkeypatch.setattr(papers_report, "BLOCKS", {"x": lambda: {"t": "TABLE"}})
     papers_report.write_papers_doc(doc)
     assert doc.read_text() == "intro\n<!-- generated: t -->\nTABLE\n<!-- end generated -->\noutro\n"
+
+
+def test_openset_and_fspt_blocks_from_rows(tmp_path):
+    from benchmarks import bench_fspt, bench_openset
+
+    assert "No rows yet" in papers_report.openset_blocks(tmp_path / "none.jsonl")["openset-digits"]
+    bench_openset.run_digits(1, 5, tmp_path / "digits.jsonl")
+    block = papers_report.openset_blocks(tmp_path / "digits.jsonl")["openset-digits"]
+    assert "| source | setting |" in block and "| Steele (MNIST) | original | 0.960 |" in block
+    rows = [
+        {"seed": 0, "part": "groups", "model": "NN", "t1": 0.8, "t2": 0.2, "G1_share": 0.7,
+         "G1_acc": 0.9, "G1_phi_m": 0.99, "G2_share": 0.3, "G2_acc": 0.8, "G2_phi_m": 0.98},
+        {"seed": 0, "part": "curve", "model": "NN", "rule": "fspt",
+         "accuracy": [0.9] * len(bench_fspt.COVERAGES)},
+    ]  # fmt: skip
+    path = tmp_path / "fspt.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    blocks = papers_report.fspt_blocks(path)
+    assert (
+        "| NN | 0.800 | 0.200 | 0.750 | 0.700 | 0.916 | 0.900 | 0.821 | 0.800 |"
+        in (blocks["fspt-tables"])
+    )
+    assert "| NN | fspt | 0.900 |" in blocks["fspt-curves"]
