@@ -4,7 +4,14 @@ without embedded 5-fold cross-validation (CV), as normalised scores per metric a
 and Table 4.3, the percent loss reduction of ES-CV against MODSEL and MODSEL-CV per dataset.
 
     python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--folds 5]
-                                     [--store DIR]
+                                     [--store DIR] [--results FILE] [--report]
+
+Beside the libraries as ensel builds them (calibration cross-fitted), CALHC and BOTHHC
+calibrate the uncalibrated members on the hillclimb set itself, as §4.3.1 does; ES-HILL and
+ES-AVG are Table 4.4's breakdown of cross-validation's gain (see ``_paper_libraries``). Each
+dataset and outer fold appends one row to ``--results`` (paper_tables_4.jsonl; a temporary
+file with --quick); ``--report`` fits nothing and prints the tables from the rows, and
+``python -m benchmarks.papers_report`` puts them in docs/papers.md.
 
 Each entry is the average over outer folds, as the dissertation's are averages of five folds
 (§4.3.2): each dataset is split into ``--folds`` stratified folds (grouped where rows share a
