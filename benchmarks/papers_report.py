@@ -135,7 +135,7 @@ def fspt_blocks(path: Path) -> dict[str, str]:
     )
     paper = paper.astype({c: float for c in ["t1", "t2", *GROUP_COLUMNS]})
     paper = paper.set_index(["model", "t1", "t2"])
-    both = paper.join(ours, lsuffix=" paper", rsuffix=" ensel")
+    both = paper.add_suffix(" paper").join(ours.add_suffix(" ensel"))
     keep = [f"{c} {who}" for c in ("G1_share", "G1_acc", "G2_acc") for who in ("paper", "ensel")]
     seeds = len({r["seed"] for r in rows})
     where = f"Ours: mean over {seeds} splits.\n\n"
