@@ -4,7 +4,14 @@ without embedded 5-fold cross-validation (CV), as normalised scores per metric a
 and Table 4.3, the percent loss reduction of ES-CV against MODSEL and MODSEL-CV per dataset.
 
     python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--folds 5]
-                                     [--store DIR]
+                                     [--store DIR] [--results FILE] [--report]
+
+Beside the libraries as ensel builds them (calibration cross-fitted), CALHC and BOTHHC
+calibrate the uncalibrated members on the hillclimb set itself, as §4.3.1 does; ES-HILL and
+ES-AVG are Table 4.4's breakdown of cross-validation's gain (see ``_paper_libraries``). Each
+dataset and outer fold appends one row to ``--results`` (paper_tables_4.jsonl; a temporary
+file with --quick); ``--report`` fits nothing and prints the tables from the rows, and
+``python -m benchmarks.papers_report`` puts them in docs/papers.md.
 
 Each entry is the average over outer folds, as the dissertation's are averages of five folds
 (§4.3.2): each dataset is split into ``--folds`` stratified folds (grouped where rows share a
@@ -23,6 +30,9 @@ Participation (262 test rows) the F-score scale spans 0.04 (best constant 0.628,
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +42,14 @@ import pandas as pd
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
 from benchmarks import datasets
-from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._paper_libraries import (
+    breakdown_scores,
+    hillclimb_folds,
+    member_libraries,
+    sibling_predictions,
+    table_4_4,
+)
+from benchmarks._record import ROOT, PeakMemory, load_results, provenance, quick_results
 from ensel.library import build_library
 from ensel.metrics import (
     LIFT_FRACTION,
@@ -46,10 +63,10 @@ from ensel.strategies import STRATEGIES
 
 SECTION = "## Ensemble selection vs model selection and Bayesian averaging (Tables 4.1-4.3)"
 DATASETS = ("breast_cancer", "pima", "biopsy", "participation", "turnout")
-LIBRARIES = {"NOCAL": ("none",), "CAL": ("platt",), "BOTH": ("none", "platt")}
 PROXIES = ("rms", "mxe", "roc", "acc")
 FOLDS = 5
 SEED = 0
+RESULTS = ROOT / "benchmarks" / "results" / "paper_tables_4.jsonl"
 
 
 def outer_folds(y: pd.Series, groups: pd.Series | None, n_folds: int):
@@ -61,10 +78,11 @@ def outer_folds(y: pd.Series, groups: pd.Series | None, n_folds: int):
     return list(splitter.split(np.zeros(len(y)), y, groups))
 
 
-def run_dataset(name: str, spec: str, n_folds: int, store: Path) -> tuple[list[dict], dict]:
+def run_dataset(name: str, spec: str, n_folds: int, store: Path, results: Path | None = None):
     """Score rows ``{dataset, fold, method, metric, score}`` of every fold of one dataset;
     methods starting with ``_member:`` are single library members, ``_bottom`` the best constant
-    prediction."""
+    prediction. Each fold's scores are appended to ``results`` as one JSON row with its
+    provenance (commit, versions, machine, load, peak memory)."""
     X, y, groups = getattr(datasets, name)()
     rows, info = [], {"rows": len(X), "test": []}
     for fold, (train, test) in enumerate(outer_folds(y, groups, n_folds)):
@@ -72,45 +90,98 @@ def run_dataset(name: str, spec: str, n_folds: int, store: Path) -> tuple[list[d
         y_tr, y_te = y.iloc[train].reset_index(drop=True), y.iloc[test]
         g_tr = None if groups is None else groups.iloc[train].reset_index(drop=True)
         info["test"].append(len(test))
-        for cv in (5, None):
-            start = time.perf_counter()
-            lib = build_library(
-                X_tr, y_tr, spec=spec, cv=cv, groups=g_tr, store=store / f"{name}-f{fold}-cv{cv}",
-                n_jobs=2, random_state=SEED, verbose=0,
-            )  # fmt: skip
-            info[f"build cv={cv}"] = info.get(f"build cv={cv}", 0.0) + time.perf_counter() - start
-            y_test = np.searchsorted(lib.classes, np.asarray(y_te))
-            for method, metric, value in _scores(lib, lib.predict(X_te), y_test, cv):
-                rows.append(
-                    {"dataset": name, "fold": fold, "method": method, "metric": metric,
-                     "score": value}
+        got = []
+        with PeakMemory() as memory:
+            for cv in (5, None):
+                start = time.perf_counter()
+                lib = build_library(
+                    X_tr, y_tr, spec=spec, cv=cv, groups=g_tr,
+                    store=store / f"{name}-f{fold}-cv{cv}", n_jobs=2, random_state=SEED,
+                    verbose=0,
                 )  # fmt: skip
+                key = f"build cv={cv}"
+                info[key] = info.get(key, 0.0) + time.perf_counter() - start
+                y_test = np.searchsorted(lib.classes, np.asarray(y_te))
+                P_test = lib.predict(X_te)
+                got += [(m, k, v) for m, k, v in _scores(lib, P_test, y_test, cv)]
+                if cv:
+                    folds = hillclimb_folds(lib, X_tr, y_tr, g_tr, cv)
+                    got += list(_breakdown(lib, X_te, P_test, y_test, folds))
+        rows += [
+            {"dataset": name, "fold": fold, "method": m, "metric": k, "score": v} for m, k, v in got
+        ]
+        if results is not None:
+            _append(results, name, fold, spec, n_folds, got, memory.peak_mb)
     return rows, info
 
 
+def _breakdown(lib, X_te, P_test, y_test, folds):
+    """Table 4.4's ES-HILL and ES-AVG on the cross-validated library's NOCAL members."""
+    none = (lib.members["calibration"] == "none").to_numpy()
+    ids = list(lib.members["id"][none])
+    P = np.asarray(lib.predictions, dtype=np.float64)[none]
+    siblings = sibling_predictions(lib, X_te, ids)
+    return breakdown_scores(P, lib.y, folds, siblings, P_test[none], y_test)
+
+
+def _append(path: Path, name, fold, spec, n_folds, got, peak_mb) -> None:
+    """One JSON row per (dataset, outer fold): every score and the run's provenance."""
+    scores: dict = {}
+    for method, metric, value in got:
+        scores.setdefault(method, {})[metric] = value
+    row = {
+        "dataset": name, "fold": fold, "spec": spec, "folds": n_folds, "scores": scores,
+        "peak_mb": round(peak_mb, 1), "machine": machine(), **provenance(),
+    }  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def rows_from_results(results: list[dict]) -> list[dict]:
+    """The score rows of ``run_dataset`` back from the JSON rows it appended."""
+    return [
+        {"dataset": r["dataset"], "fold": r["fold"], "method": m, "metric": k, "score": v}
+        for r in results
+        for m, by_metric in r["scores"].items()
+        for k, v in by_metric.items()
+    ]
+
+
+def machine() -> dict:
+    """The machine a row was measured on."""
+    return {
+        "arch": platform.machine(),
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or "unknown",
+        "python": platform.python_version(),
+    }
+
+
 def _scores(lib, P_test: np.ndarray, y_test: np.ndarray, cv):
-    """(method, metric, test score) of every strategy x library x metric on one fold, the
+    """(method, metric, test score) of every strategy x library x metric on one fold (the
+    libraries of ``member_libraries``, calibration cross-fitted or on the hillclimb set), the
     §4.3.5 proxies (cv only), every member and the best constant prediction."""
-    P = np.asarray(lib.predictions, dtype=np.float64)
-    calibration = lib.members["calibration"].to_numpy()
     suffix = "-CV" if cv else ""
-    for lib_name, kinds in LIBRARIES.items():
-        keep = np.isin(calibration, kinds)
+    libraries = member_libraries(lib, P_test)
+    for lib_name, (P, P_te, _) in libraries.items():
         for strategy, combine in STRATEGIES.items():
             for metric in METRICS:
-                w = combine(P[keep], lib.y, metric, {"random_state": SEED})
-                proba = np.tensordot(w, P_test[keep], axes=1)
+                w = combine(P, lib.y, metric, {"random_state": SEED})
+                proba = np.tensordot(w, P_te, axes=1)
                 yield f"{strategy.upper()}-{lib_name}{suffix}", metric, score(metric, y_test, proba)
     if cv:  # §4.3.5: select for a proxy metric, score on every target metric
-        both = np.isin(calibration, LIBRARIES["BOTH"])
+        P, P_te, _ = libraries["BOTH"]
         for proxy in PROXIES:
-            w = STRATEGIES["es"](P[both], lib.y, proxy, {"random_state": SEED})
-            proba = np.tensordot(w, P_test[both], axes=1)
+            w = STRATEGIES["es"](P, lib.y, proxy, {"random_state": SEED})
+            proba = np.tensordot(w, P_te, axes=1)
             for metric in METRICS:
                 yield f"proxy:{proxy}", metric, score(metric, y_test, proba)
-    ids = lib.members["id"].to_numpy()
+    _, hc_test, hc_ids = libraries["CALHC"]
+    ids = np.concatenate([lib.members["id"].to_numpy(), hc_ids])
+    P_all = np.concatenate([P_test, hc_test])
     for metric in METRICS:  # every member, for the top of the normalised scale
-        for member, value in zip(ids, score_batch(metric, y_test, P_test), strict=True):
+        for member, value in zip(ids, score_batch(metric, y_test, P_all), strict=True):
             yield f"_member{suffix}:{member}", metric, float(value)
         if cv:
             yield "_bottom", metric, baseline_score(metric, y_test)
@@ -193,43 +264,42 @@ def main() -> None:
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--folds", type=int, default=FOLDS, help="outer folds per dataset")
     parser.add_argument("--store", help="directory that keeps the libraries (resumable)")
+    parser.add_argument("--results", help=f"JSON rows to append to (default {RESULTS.name})")
+    parser.add_argument("--report", action="store_true", help="fit nothing; tables from rows")
     args = parser.parse_args()
     if args.folds < 2:
         parser.error(f"--folds must be at least 2; got {args.folds}")
     spec = "tiny" if args.quick else "default"
-    names = args.datasets.split(",")
-    rows, infos = [], {}
-    start_all = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Path(args.store or tmp)
-        for name in names:
-            start = time.perf_counter()
-            got, info = run_dataset(name, spec, args.folds, store)
-            rows += got
-            infos[name] = info
-            print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
-    infos["_seconds"] = time.perf_counter() - start_all
+    default = quick_results("paper_tables_4") if args.quick else RESULTS
+    results = Path(args.results) if args.results else default
+    if not args.report:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Path(args.store or tmp)
+            for name in args.datasets.split(","):
+                start = time.perf_counter()
+                run_dataset(name, spec, args.folds, store, results)
+                print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
+    for title, table in tables(rows_from_results(load_results(results))).items():
+        print(f"\n{title}\n{table.round(3).to_string()}")
+
+
+def tables(rows: list[dict]) -> dict[str, pd.DataFrame]:
+    """Tables 4.1-4.4 and §4.3.5's proxy table from score rows: mean normalised score per
+    method and metric (sorted by MEAN), per dataset, the proxies, Table 4.3 and Table 4.4."""
     means = fold_means(rows)
-    scale = scales(means)
-    full = normalise(means, scale)
+    full = normalise(means, scales(means))
     table = full[~full["method"].str.startswith("proxy:")]
-    proxies = _proxy_table(full)
     per_method = table.pivot_table(index="method", columns="metric", values="norm")[list(METRICS)]
     per_method["MEAN"] = per_method.mean(axis=1)
     per_method = per_method.sort_values("MEAN", ascending=False)
     per_dataset = table.groupby(["dataset", "method"])["norm"].mean().unstack("dataset")
-    print(per_method.round(3).to_string())
-    print(per_dataset.round(3).to_string())
-    print(proxies.round(3).to_string())
-    es_beats = {
-        ds: per_dataset.loc["ES-BOTH-CV", ds] > per_dataset.loc["MODSEL-BOTH-CV", ds]
-        for ds in per_dataset.columns
+    return {
+        "Tables 4.1-4.2": per_method,
+        "per dataset": per_dataset.loc[per_method.index],
+        "§4.3.5 proxies": _proxy_table(full),
+        "Table 4.3": table_4_3(means),
+        "Table 4.4": table_4_4(table),
     }
-    wins = fold_wins(rows, scale, "ES-BOTH-CV", "MODSEL-BOTH-CV")
-    print("ES-BOTH-CV beats MODSEL-BOTH-CV in folds:", wins)
-    table43 = table_4_3(means)
-    print(table43.round(2).to_string())
-    write(per_method, per_dataset, es_beats, wins, proxies, table43, infos, args, spec)
 
 
 def table_4_3(means: pd.DataFrame) -> pd.DataFrame:
@@ -254,61 +324,6 @@ def _proxy_table(full: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(rows).T[list(METRICS)]
     table["MEAN"] = table.mean(axis=1)
     return table
-
-
-def write(per_method, per_dataset, es_beats, wins, proxies, table43, infos, args, spec) -> None:
-    command = "python -m benchmarks.bench_paper" + (" --quick" if args.quick else "")
-    command += "" if args.folds == FOLDS else f" --folds {args.folds}"
-    names = [n for n in infos if not n.startswith("_")]
-    lines = [
-        "",
-        machine_line(command)
-        + f" Wall time {infos['_seconds'] / 60:.0f} min"
-        + (" (libraries already in `--store` reused)." if args.store else "."),
-        "",
-        f"Spec `{spec}`; {args.folds} outer folds per dataset (every row tested once; the "
-        "dissertation averages five folds); datasets: "
-        + ", ".join(
-            f"{n} ({infos[n]['rows']} rows, {min(infos[n]['test'])}-{max(infos[n]['test'])} "
-            "test rows per fold)"
-            for n in names
-        )
-        + ". Mean normalised test score over datasets (raw scores averaged over folds; 1 = the "
-        "best fold-averaged score of any member or method on that dataset, 0 = the best "
-        "constant prediction), rows sorted by the mean:",
-        "",
-        markdown_table(per_method.rename_axis("method"), ".3f"),
-        "",
-        "Mean normalised score over the eight metrics, per dataset:",
-        "",
-        markdown_table(per_dataset.loc[per_method.index].rename_axis("method"), ".3f"),
-        "",
-        "ES-BOTH-CV beats MODSEL-BOTH-CV on the mean normalised score on "
-        f"{sum(es_beats.values())} of {len(es_beats)} datasets"
-        + (
-            f" (not on {', '.join(d for d, b in es_beats.items() if not b)})"
-            if not all(es_beats.values())
-            else ""
-        )
-        + f"; the best row is {per_method.index[0]}. Folds (of {args.folds}) in which "
-        "ES-BOTH-CV has the higher mean normalised score: "
-        + ", ".join(f"{ds} {wins.get(ds, 0)}" for ds in per_dataset.columns)
-        + ".",
-        "",
-        "§4.3.5, direct metric optimisation: ES-BOTH-CV selecting for the metric in the first "
-        "column, scored (mean normalised score over datasets) on each target metric:",
-        "",
-        markdown_table(proxies.rename_axis("selected for"), ".3f"),
-        "",
-        "Table 4.3, percent loss reduction of ES-BOTH-CV against MODSEL-BOTH (no "
-        "cross-validation: a 20% hillclimb split) per dataset, their MEAN, and MEAN^cv against "
-        "MODSEL-BOTH-CV (loss = distance to a perfect score on fold-averaged raw scores; "
-        "lift's perfect score is min(4, N / positives)):",
-        "",
-        markdown_table(table43.rename_axis("dataset"), ".2f"),
-        "",
-    ]
-    write_section(SECTION, lines)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,13 @@ how well each detector ranks and estimates the exact true risk on synthetic Gaus
 rotated-ridge mixtures in d = 2, 5, 10 (§4.1), how well it finds a class withheld at training on
 real data (§4.2, AUC), and its fit and predict time on 4,000 x 10 data.
 
-    python -m benchmarks.bench_risk [--quick] [--problems N] [--n-jobs 2] [--no-write]
+    python -m benchmarks.bench_risk [--quick | --paper] [--problems N] [--n-jobs 2] [--no-write]
+                                    [--results FILE.jsonl]
+
+``--paper`` runs the report's sizes (``PAPER``: 20 problems per setting, 4,000 training rows in
+5-D and 10-D, 3,000 line-search points, a 114 x 114 grid in 2-D, 5 x 2-fold cross-validation on
+real data); ``--results`` appends every per-problem row, with its provenance, to a JSON-lines
+file (paper_risk.jsonl by convention).
 
 Every registered detector runs with its default parameters (``random_state`` set; ``bounds`` the
 known support [-10, 10]^d on synthetic data, as the report's box risk uses, the training range
@@ -16,9 +22,12 @@ The tables are printed and written to docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import json
+import platform
 import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,6 +39,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from benchmarks import risk_problems as rp
+from benchmarks._record import provenance
 from benchmarks._report import machine_line, median_seconds, write_section
 
 SECTION = "## Extrapolation risk (Sandia protocol)"
@@ -107,6 +117,29 @@ QUICK = Sizes(
     timing_rows=1000,
     timing_repeats=1,
 )
+PAPER = Sizes(
+    problems=20,
+    n_train={2: 1000, 5: 4000, 10: 4000},
+    grid_per_axis=114,
+    n_test=3000,
+    unknown_repeats=5,
+)
+"""The report's scale (§4.1-4.2): 20 problems per setting, 1,000 training rows in 2-D and
+4,000 in 5-D and 10-D, a grid of about 13,000 points in 2-D (114 per axis) and 3,000
+line-search points otherwise, 5 x 2-fold cross-validation on real data."""
+
+
+def append_rows(path: Path, frame: pd.DataFrame, part: str, sizes: Sizes) -> None:
+    """Append each row of ``frame`` (one problem and detector) to ``path`` as JSON, with the
+    part of the suite it came from, the sizes and the run's provenance."""
+    extra = {"part": part, "sizes": asdict(sizes), "machine": platform.machine(), **provenance()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        for row in frame.to_dict("records"):
+            clean = {
+                k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()
+            }
+            f.write(json.dumps({**clean, **extra}, default=str) + "\n")
 
 
 # --- detectors ---------------------------------------------------------------------------------
@@ -484,8 +517,12 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=None, help="problems per setting")
     parser.add_argument("--n-jobs", type=int, default=2, help="processes for the problem loops")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--paper", action="store_true", help="the report's sizes (PAPER)")
+    parser.add_argument("--results", help="JSON-lines file to append the per-problem rows to")
     args = parser.parse_args()
-    sizes = QUICK if args.quick else FULL
+    if args.quick and args.paper:
+        parser.error("--quick and --paper are exclusive; give one")
+    sizes = QUICK if args.quick else PAPER if args.paper else FULL
     if args.problems:
         sizes = replace(sizes, problems=args.problems)
     names = available_detectors()
@@ -496,6 +533,9 @@ def main() -> None:
     t_unk = time.perf_counter() - wall - t_syn
     timing = run_timing(names, sizes)
     total = time.perf_counter() - wall
+    if args.results:
+        for part, frame in (("synthetic", syn), ("unknown", unk), ("timing", timing)):
+            append_rows(Path(args.results), frame, part, sizes)
 
     singles = [n for n in names if n != "combined"]
     figs = ("spearman", "rmse", "iso_rmse", "iso_rmse_report")
@@ -532,6 +572,7 @@ def main() -> None:
     if args.no_write:
         return
     command = "python -m benchmarks.bench_risk" + (" --quick" if args.quick else "")
+    command += " --paper" if args.paper else ""
     if args.problems:
         command += f" --problems {args.problems}"
     if args.n_jobs != 2:

@@ -18,6 +18,7 @@ __all__ = [
     "ColumnCalibrator",
     "IsotonicCalibrator",
     "PlattCalibrator",
+    "calibrate_on_hillclimb",
     "cross_fit",
     "cross_fit_groups",
     "logistic_correction",
@@ -186,6 +187,39 @@ def cross_fit(make: Callable[[], object], f: np.ndarray, y: np.ndarray, groups: 
         out[inside] = cal.predict(f[inside])
         calibrators.append(cal)
     return out, calibrators
+
+
+def calibrate_on_hillclimb(
+    P_hill: np.ndarray, y: np.ndarray, P_test: np.ndarray, method: str = "platt"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Members calibrated as the dissertation's libraries are (§4.3.1: "the ensemble selection
+    hillclimb set is used for calibration as well"): one calibrator per member, fitted on all
+    of its hillclimb predictions ``P_hill`` against ``y`` and applied to those same rows and to
+    the test predictions ``P_test``.
+
+    The alternative to a library's cross-fitted calibration (:func:`cross_fit`), whose
+    hillclimb predictions never come from a calibrator that saw their row; here they do, so
+    selection sees calibrated members slightly optimistically. Binary predictions are
+    ``(m, n)`` positive-class matrices, multiclass ``(m, n, C)``. Returns ``(calibrated
+    P_hill, calibrated P_test)`` in the input layout, float64."""
+    P_hill = np.asarray(P_hill, dtype=np.float64)
+    P_test = np.asarray(P_test, dtype=np.float64)
+    if P_hill.ndim not in (2, 3) or P_hill.shape[0] != P_test.shape[0]:
+        raise ValueError(
+            f"P_hill {P_hill.shape} and P_test {P_test.shape} must be (m, n) or (m, n, C) "
+            "with the same number of members m"
+        )
+    binary = P_hill.ndim == 2
+    hill_out, test_out = np.empty_like(P_hill), np.empty_like(P_test)
+    for m in range(P_hill.shape[0]):
+        f_hill, f_test = P_hill[m], P_test[m]
+        if binary:
+            f_hill, f_test = np.c_[1 - f_hill, f_hill], np.c_[1 - f_test, f_test]
+        cal = ColumnCalibrator(method).fit(f_hill, np.asarray(y))
+        got_hill, got_test = cal.predict(f_hill), cal.predict(f_test)
+        hill_out[m] = got_hill[:, 1] if binary else got_hill
+        test_out[m] = got_test[:, 1] if binary else got_test
+    return hill_out, test_out
 
 
 def logistic_correction(votes: np.ndarray) -> np.ndarray:

@@ -106,3 +106,32 @@ def test_logistic_correction_of_a_perfect_learner_is_its_limit():
     np.testing.assert_allclose(out[2], logistic_correction(votes[2:])[0])
     tied = logistic_correction(np.array([[np.inf, np.inf, 0.0]]))
     np.testing.assert_array_equal(tied, [[0.5, 0.5, 0.0]])
+
+
+def test_calibrate_on_hillclimb_fits_each_member_on_all_its_hillclimb_rows():
+    from ensel.calibration import calibrate_on_hillclimb
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 300)
+    P_hill = np.clip(np.stack([0.3 + 0.4 * y, 1 - (0.3 + 0.4 * y)]), 0, 1)
+    P_hill = np.clip(P_hill + rng.normal(0, 0.2, P_hill.shape), 0.01, 0.99)
+    P_test = rng.uniform(0.01, 0.99, (2, 50))
+    hill, test = calibrate_on_hillclimb(P_hill, y, P_test)
+    for m in range(2):  # the same sigmoid as one Platt fit on the member's hillclimb rows
+        cal = PlattCalibrator().fit(P_hill[m], y)
+        np.testing.assert_allclose(hill[m], cal.predict(P_hill[m]), atol=1e-12)
+        np.testing.assert_allclose(test[m], cal.predict(P_test[m]), atol=1e-12)
+    # fitted in-sample, Platt's sigmoid turns the inverted member around (a negative slope)
+    assert np.corrcoef(P_hill[1], y)[0, 1] < 0 < np.corrcoef(hill[1], y)[0, 1]
+
+
+def test_calibrate_on_hillclimb_multiclass_rows_sum_to_one_and_bad_shapes_are_named():
+    from ensel.calibration import calibrate_on_hillclimb
+
+    rng = np.random.default_rng(4)
+    P = rng.dirichlet(np.ones(3), size=(2, 90))
+    hill, test = calibrate_on_hillclimb(P, rng.integers(0, 3, 90), P[:, :10])
+    np.testing.assert_allclose(hill.sum(axis=2), 1.0)
+    np.testing.assert_allclose(test, hill[:, :10])
+    with pytest.raises(ValueError, match="same number of members"):
+        calibrate_on_hillclimb(P, np.zeros(90), P[:1])

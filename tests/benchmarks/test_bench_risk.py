@@ -1,0 +1,31 @@
+"""bench_risk's report-scale sizes and its result rows (one small synthetic problem)."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import bench_risk
+
+
+def test_paper_sizes_are_the_reports():
+    sizes = bench_risk.PAPER
+    assert sizes.problems == 20
+    assert sizes.n_train == {2: 1000, 5: 4000, 10: 4000}
+    assert sizes.n_test == 3000
+    assert 12_000 <= sizes.grid_per_axis**2 <= 14_000  # the report's grid of about 13,000
+    assert sizes.unknown_repeats == 5  # 5 x 2-fold cross-validation
+
+
+def test_a_synthetic_problem_writes_rows_with_provenance(tmp_path):
+    sizes = bench_risk.Sizes(problems=1, n_train={2: 200}, grid_per_axis=12)
+    kind, d = bench_risk.SETTINGS[0][0], 2
+    rows = bench_risk.synthetic_problem(kind, d, 0, ["box"], sizes)
+    assert len(rows) == 1 and rows[0]["detector"] == "box" and not rows[0]["error"]
+    assert -1 <= rows[0]["spearman"] <= 1 and rows[0]["rmse"] >= 0
+    path = tmp_path / "paper_risk.jsonl"
+    frame = bench_risk.pd.DataFrame(rows).assign(missing=float("nan"))
+    bench_risk.append_rows(path, frame, "synthetic", sizes)
+    got = json.loads(path.read_text().splitlines()[0])
+    assert got["part"] == "synthetic" and got["missing"] is None
+    assert got["sizes"]["n_train"] == {"2": 200}
+    assert {"commit", "versions", "load", "machine"} <= set(got)
