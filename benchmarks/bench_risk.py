@@ -16,7 +16,8 @@ known support [-10, 10]^d on synthetic data, as the report's box risk uses, the 
 on real data), beside scikit-learn's isolation forest, LOF and a KDE (registered as peers) and
 ``CombinedRisk``. Builtin detectors get the class of the mixture component a row came from
 (class A or B, §4.1) as its label. Detectors not yet registered are skipped with a note.
-The tables are printed and written to docs/benchmarks.md.
+The tables are printed; docs/papers.md shows them from the rows (benchmarks.papers_report).
+docs/papers.md is generated (benchmarks.papers_report).
 """
 
 from __future__ import annotations
