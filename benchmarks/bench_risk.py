@@ -17,7 +17,6 @@ on real data), beside scikit-learn's isolation forest, LOF and a KDE (registered
 ``CombinedRisk``. Builtin detectors get the class of the mixture component a row came from
 (class A or B, §4.1) as its label. Detectors not yet registered are skipped with a note.
 The tables are printed; docs/papers.md shows them from the rows (benchmarks.papers_report).
-docs/papers.md is generated (benchmarks.papers_report).
 """
 
 from __future__ import annotations
