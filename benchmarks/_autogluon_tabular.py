@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _predict_timing import warm_predict  # this file's folder is sys.path[0]
+from _predict_timing import single_row_ms, warm_predict  # this file's folder is sys.path[0]
 
 PACKAGES = ("autogluon.tabular", "lightgbm", "catboost", "xgboost-cpu", "torch", "fastai", "ray")
 
@@ -108,6 +108,10 @@ def main() -> None:
         "versions": versions(),
         "cpu_count": os.cpu_count(),
     }
+    if job.get("single_rows"):
+        rows = [features.iloc[[i]] for i in range(min(len(features), job["single_rows"]))]
+        single = single_row_ms(predict, rows, calls=job["single_rows"])
+        record.update(single_p50_ms=single["p50_ms"], single_p99_ms=single["p99_ms"])
     print("RESULT " + json.dumps(record), flush=True)
 
 

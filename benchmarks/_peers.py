@@ -221,6 +221,7 @@ def run_autogluon(
     fit_kwargs: dict | None = None,
     folds: pd.Series | None = None,
     verbosity: int = 0,
+    single_rows: int = 0,
 ) -> PeerResult:
     """Fit ``TabularPredictor(presets=presets)`` on ``train`` within ``time_limit`` seconds with
     ``num_cpus`` cores (None: AutoGluon's default, all of them) and no GPU, and predict
@@ -232,7 +233,8 @@ def run_autogluon(
     value, the column not a feature). Data travel as CSV (categorical columns read back as
     strings, only empty cells missing); the saved predictor is measured and deleted. ``info``
     holds the version, ``best_model``, ``predict_us_per_row``, ``peak_rss_mb`` and the
-    fitted models."""
+    fitted models; with ``single_rows`` > 0 also ``single_p50_ms`` and ``single_p99_ms``, the
+    latency of one test row per ``predict_proba`` call over that many calls."""
     classes = _check(train, target, problem_type)
     features = [c for c in train.columns if c != target]
     categorical = [
@@ -253,6 +255,7 @@ def run_autogluon(
         "fit_kwargs": fit_kwargs or {},
         "groups": None if folds is None else FOLD_COLUMN,
         "verbosity": verbosity,
+        "single_rows": single_rows,
     }
     if folds is not None:
         if FOLD_COLUMN in train or len(folds) != len(train):

@@ -11,6 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 REPEATS = 3
+SINGLE_CALLS = 200
+"""Timed one-row calls per predictor in :func:`single_row_ms` (after ``WARM_CALLS`` untimed)."""
+WARM_CALLS = 10
 
 
 def warm_predict(predict: Callable[[Any], Any], rows: Any, n_rows: int, repeats: int = REPEATS):
@@ -25,3 +28,18 @@ def warm_predict(predict: Callable[[Any], Any], rows: Any, n_rows: int, repeats:
         predict(rows)
         times.append(time.perf_counter() - start)
     return out, 1e6 * statistics.median(times) / n_rows
+
+
+def single_row_ms(predict: Callable[[Any], Any], rows: list, calls: int = SINGLE_CALLS) -> dict:
+    """``{"p50_ms", "p99_ms"}`` of ``predict(row)``, one row per call, over ``calls`` calls
+    cycling through ``rows``, after ``WARM_CALLS`` untimed calls: what a service answering one
+    request at a time waits."""
+    for i in range(WARM_CALLS):
+        predict(rows[i % len(rows)])
+    times = []
+    for i in range(calls):
+        start = time.perf_counter()
+        predict(rows[i % len(rows)])
+        times.append(1e3 * (time.perf_counter() - start))
+    cuts = statistics.quantiles(times, n=100, method="inclusive")
+    return {"p50_ms": statistics.median(times), "p99_ms": cuts[98]}

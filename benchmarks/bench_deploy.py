@@ -6,9 +6,10 @@ records the largest absolute difference between the file under onnxruntime and
 ``predict_proba`` on every test row, single-row latency (p50 and p99 of one row per call after
 warm-up) of ensel's Python ``predict_proba``, its ONNX file and the mimic net's ONNX file, the
 batch microseconds per row of each (``_predict_timing.warm_predict``), the file sizes against
-the saved model's, and the hillclimb cost of the restriction (``budget_["exportable"]``).
+the saved model's, and the hillclimb cost of the restriction (``budget_.exportable``).
 ``--peers autogluon`` adds AutoGluon best_quality fitted in its own venv for as long, with its
-batch predict microseconds per row. Rows go to benchmarks/results/deploy.jsonl.
+batch predict microseconds per row and its single-row p50/p99. Rows go to
+benchmarks/results/deploy.jsonl.
 
     python -m benchmarks.bench_deploy --time-limit 120 [--peers autogluon]
     python -m benchmarks.bench_deploy --quick     # a tiny spec on 200 rows, no peer, < 1 min
@@ -25,15 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._predict_timing import warm_predict
+from benchmarks._predict_timing import SINGLE_CALLS, single_row_ms, warm_predict
 from benchmarks._record import provenance, quick_results
 from benchmarks.datasets import load, protocol_split
 
 RESULTS = Path(__file__).resolve().parent / "results" / "deploy.jsonl"
 DATASETS = ("breast_cancer", "pima", "doctor_contacts")
-SINGLE_CALLS = 200
-"""Timed one-row calls per predictor (after ``WARM_CALLS`` untimed ones)."""
-WARM_CALLS = 10
 QUICK_ROWS = 200
 QUICK_SPEC = {
     "name": "deploy_quick",
@@ -48,20 +46,6 @@ QUICK_SPEC = {
 restriction is exercised."""
 MIMIC = {"n_pseudo": 20_000, "hidden": 64, "epochs": 40}
 QUICK_MIMIC = {"n_pseudo": 1_000, "hidden": 8, "epochs": 3}
-
-
-def single_row_ms(predict, rows: list) -> dict:
-    """p50 and p99 milliseconds of ``predict(row)`` over ``rows`` (one row each, cycled to
-    ``SINGLE_CALLS`` calls) after ``WARM_CALLS`` untimed calls."""
-    for i in range(WARM_CALLS):
-        predict(rows[i % len(rows)])
-    times = []
-    for i in range(SINGLE_CALLS):
-        start = time.perf_counter()
-        predict(rows[i % len(rows)])
-        times.append(time.perf_counter() - start)
-    ms = 1e3 * np.asarray(times)
-    return {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99))}
 
 
 def onnx_predictor(path: Path, output: str):
@@ -89,7 +73,7 @@ def timings(name: str, predict, batch, rows: list) -> dict:
     """Single-row percentiles of ``predict`` on each of ``rows`` and its batch microseconds
     per row on ``batch`` (all test rows)."""
     _, batch_us = warm_predict(predict, batch, _length(batch))
-    single = single_row_ms(predict, rows)
+    single = single_row_ms(predict, rows, calls=SINGLE_CALLS)
     return {f"{name}_p50_ms": single["p50_ms"], f"{name}_p99_ms": single["p99_ms"],
             f"{name}_batch_us_per_row": batch_us}  # fmt: skip
 
@@ -124,7 +108,7 @@ def case(dataset: str, seed: int, time_limit: float | None, quick: bool, peers=(
     clf = fit(X_train, y.iloc[train], seed, time_limit, quick)
     row = {"dataset": dataset, "seed": seed, "time_limit": time_limit, "quick": quick,
            "fit_seconds": time.monotonic() - started, "members": len(clf.members_),
-           "test_rows": len(X_test), "exportable": clf.budget_.get("exportable")}  # fmt: skip
+           "test_rows": len(X_test), "exportable": clf.budget_.exportable}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="ensel-deploy-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unseen categories in test rows
         tmp = Path(tmp)
@@ -152,13 +136,18 @@ def case(dataset: str, seed: int, time_limit: float | None, quick: bool, peers=(
 
 
 def _autogluon(data, X_train, X_test, y_train, time_limit: float, seed: int) -> dict:
-    """AutoGluon best_quality on the same split: its batch predict microseconds per row
-    (single-row latency is not measured in its venv's runner)."""
+    """AutoGluon best_quality on the same split: its batch predict microseconds per row and
+    its single-row p50/p99 (``predict_proba`` of one row per call, timed in its venv)."""
     from benchmarks._peers import run_autogluon
 
     train = X_train.assign(**{"__target": np.asarray(y_train)})
-    result = run_autogluon(train, X_test, "__target", data.problem_type, time_limit, seed=seed)
+    result = run_autogluon(
+        train, X_test, "__target", data.problem_type, time_limit, seed=seed,
+        single_rows=SINGLE_CALLS,
+    )  # fmt: skip
     return {"autogluon_batch_us_per_row": result.info.get("predict_us_per_row"),
+            "autogluon_p50_ms": result.info.get("single_p50_ms"),
+            "autogluon_p99_ms": result.info.get("single_p99_ms"),
             "autogluon_fit_seconds": result.fit_seconds,
             "autogluon_model_mb": result.model_mb}  # fmt: skip
 

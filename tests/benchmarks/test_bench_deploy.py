@@ -9,12 +9,13 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("skl2onnx")
 pytest.importorskip("torch")
 
+from benchmarks import _predict_timing
 from benchmarks import bench_deploy as bench
 
 
 def test_quick_mode_writes_a_complete_row(monkeypatch, tmp_path):
     monkeypatch.setattr(bench, "SINGLE_CALLS", 20)
-    monkeypatch.setattr(bench, "WARM_CALLS", 2)
+    monkeypatch.setattr(_predict_timing, "WARM_CALLS", 2)
     results = tmp_path / "deploy.jsonl"
     monkeypatch.setattr(bench, "quick_results", lambda name: results)
     bench.main(["--quick"])
