@@ -214,3 +214,51 @@ def test_refit_full_members_export(tmp_path):
     assert all(len(f.siblings) == 1 for f in clf.fitted_members_.runs.values())
     held = _with_unseen(_table(2, n=60, seed=4)[0])
     assert clf.to_onnx(tmp_path / "m.onnx", held) <= TOLERANCE
+
+
+BOOSTED = {
+    "lightgbm": {"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
+    "xgboost": {"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
+}
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("family", sorted(BOOSTED))
+def test_boosted_members_match_predict_proba(tmp_path, family, n_classes):
+    """Every staged member (a prefix of rounds) of a booster that splits the colour natively,
+    on rows with missing numeric cells, missing and unseen colours."""
+    pytest.importorskip(family)
+    X, y, _ = _table(n_classes)
+    spec = {"name": "b", "families": [
+        {"family": family, "params": BOOSTED[family], "stages": [1, 4, 12]}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "s")
+    assert len(clf.members_) == 3 and unexportable(clf) == []
+    held = _with_unseen(_table(n_classes, n=80, seed=5)[0])
+    assert clf.to_onnx(tmp_path / "b.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.predict_proba(held)
+    got = _run(tmp_path / "b.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    assert np.ptp(got[:, 0]) > 0.1  # the trees split: not a constant prediction
+
+
+@pytest.mark.parametrize("family", sorted(BOOSTED))
+def test_boosted_regressor_matches_predict(tmp_path, family):
+    pytest.importorskip(family)
+    X, _, target = _table(2)
+    spec = {"name": "r", "task": "regression", "families": [
+        {"family": family, "params": BOOSTED[family], "stages": [2, 8]}]}  # fmt: skip
+    reg = EnsembleSelectionRegressor(library=spec, cv=2, n_jobs=1, store=tmp_path / "s")
+    _keep_every_member(reg.fit(X, target), tmp_path / "s")
+    held = _with_unseen(_table(2, n=60, seed=6)[0])
+    assert reg.to_onnx(tmp_path / "r.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = reg.predict(held)
+    np.testing.assert_allclose(
+        _run(tmp_path / "r.onnx", held, reg, "prediction"), expected, atol=TOLERANCE, rtol=0
+    )
