@@ -219,7 +219,9 @@ def test_refit_full_members_export(tmp_path):
 BOOSTED = {
     "lightgbm": {"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
     "xgboost": {"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
+    "hist_gbdt": {"max_leaf_nodes": 7, "learning_rate": 0.3, "min_samples_leaf": 5},
 }
+NEEDS = {"lightgbm": "lightgbm", "xgboost": "xgboost", "hist_gbdt": "sklearn"}
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -227,7 +229,7 @@ BOOSTED = {
 def test_boosted_members_match_predict_proba(tmp_path, family, n_classes):
     """Every staged member (a prefix of rounds) of a booster that splits the colour natively,
     on rows with missing numeric cells, missing and unseen colours."""
-    pytest.importorskip(family)
+    pytest.importorskip(NEEDS[family])
     X, y, _ = _table(n_classes)
     spec = {"name": "b", "families": [
         {"family": family, "params": BOOSTED[family], "stages": [1, 4, 12]}]}  # fmt: skip
@@ -244,11 +246,15 @@ def test_boosted_members_match_predict_proba(tmp_path, family, n_classes):
     got = _run(tmp_path / "b.onnx", held, clf, "probabilities")
     np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
     assert np.ptp(got[:, 0]) > 0.1  # the trees split: not a constant prediction
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(tmp_path / "b.onnx").graph.node}
+    assert "Equal" in ops  # the colour is split as a set of categories
 
 
 @pytest.mark.parametrize("family", sorted(BOOSTED))
 def test_boosted_regressor_matches_predict(tmp_path, family):
-    pytest.importorskip(family)
+    pytest.importorskip(NEEDS[family])
     X, _, target = _table(2)
     spec = {"name": "r", "task": "regression", "families": [
         {"family": family, "params": BOOSTED[family], "stages": [2, 8]}]}  # fmt: skip

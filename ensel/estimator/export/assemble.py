@@ -12,7 +12,7 @@ import numpy as np
 from ...calibration import CALIBRATORS
 from ...compress.export import _class_tensor, _plain
 from ...library.runs import TargetTransformRun, view_key
-from . import boosted, svm  # noqa: F401 - register the boosted and svm families' converters
+from . import boosted, hist, svm  # noqa: F401 - register these families' converters
 from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator
 from .members import CONVERTERS, convert

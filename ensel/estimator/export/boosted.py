@@ -41,9 +41,11 @@ class _Forest:
     klass: list = field(default_factory=list)
     sets: list = field(default_factory=list)
 
-    def derived(self, width: int, column: int, codes) -> int:
-        """The feature index of the column "code of ``column`` in ``codes``"."""
-        key = (column, tuple(sorted(float(c) for c in codes)))
+    def derived(self, width: int, column: int, codes, known=None) -> int:
+        """The feature index of the column "code of ``column`` in ``codes``" (missing where
+        the code is missing or, with ``known``, not among ``known``)."""
+        known = None if known is None else tuple(sorted(float(c) for c in known))
+        key = (column, tuple(sorted(float(c) for c in codes)), known)
         if key not in self.sets:
             self.sets.append(key)
         return width + self.sets.index(key)
@@ -171,19 +173,28 @@ def _input(g, run, matrix: str, width: int, columns) -> str:
 def _derived(g, x: str, forest: _Forest) -> str:
     """``x`` with one column per category set of ``forest``: 1.0 where the code is in it,
     NaN where it is missing (so the split's missing direction applies)."""
-    from onnx import TensorProto
-
     if not forest.sets:
         return x
     blocks = [x]
-    for column, codes in forest.sets:
+    nan = g.const(np.float64(np.nan))
+    for column, codes, known in forest.sets:
         cell = g.node("Gather", [x, g.const(np.array([column], np.int64))], "code", axis=1)
-        hit = g.node("Equal", [cell, g.const(np.asarray(codes, np.float64)[None, :])])
-        hit = g.node("Cast", [hit], "in_set", to=TensorProto.DOUBLE)
-        hit = g.node("ReduceSum", [hit, g.const(np.array([1], np.int64))], keepdims=1)
-        nan = g.const(np.float64(np.nan))
-        blocks.append(g.node("Where", [g.node("IsNaN", [cell]), nan, hit], "in_set"))
+        hit = _count_in(g, cell, codes)
+        absent = g.node("IsNaN", [cell])
+        if known is not None:
+            unknown = g.node("Equal", [_count_in(g, cell, known), g.const(np.float64(0.0))])
+            absent = g.node("Or", [absent, unknown])
+        blocks.append(g.node("Where", [absent, nan, hit], "in_set"))
     return g.node("Concat", blocks, "with_sets", axis=1)
+
+
+def _count_in(g, cell: str, codes) -> str:
+    """``(n, 1)`` double: 1.0 where ``cell`` is one of the distinct ``codes``, else 0.0."""
+    from onnx import TensorProto
+
+    hit = g.node("Equal", [cell, g.const(np.asarray(codes, np.float64)[None, :])])
+    hit = g.node("Cast", [hit], "in_set", to=TensorProto.DOUBLE)
+    return g.node("ReduceSum", [hit, g.const(np.array([1], np.int64))], keepdims=1)
 
 
 def _margins(g, x: str, forest: _Forest, n_margins: int, base: np.ndarray) -> str:
