@@ -268,3 +268,28 @@ def test_boosted_regressor_matches_predict(tmp_path, family):
     np.testing.assert_allclose(
         _run(tmp_path / "r.onnx", held, reg, "prediction"), expected, atol=TOLERANCE, rtol=0
     )
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_adaboost_with_logistic_correction_matches_predict_proba(tmp_path, n_classes):
+    """Vote shares, the logistic correction and Platt on top, every stage kept."""
+    from ensel.estimator.export.assemble import why_not
+
+    X, y, _ = _table(n_classes)
+    spec = {"name": "a", "families": [{
+        "family": "adaboost", "params": {"max_depth": [1, 2]}, "stages": [1, 4, 8],
+        "calibration": ["none", "logistic", "platt"]}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "s")
+    assert set(clf.members_["calibration"]) == {"none", "logistic", "platt"}
+    assert why_not("adaboost", "native", "logistic", "classification") is None
+    assert why_not("tree", "native", "logistic", "classification") is not None
+    held = _with_unseen(_table(n_classes, n=80, seed=7)[0])
+    assert clf.to_onnx(tmp_path / "a.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.predict_proba(held)
+    got = _run(tmp_path / "a.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)

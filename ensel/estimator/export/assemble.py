@@ -12,10 +12,10 @@ import numpy as np
 from ...calibration import CALIBRATORS
 from ...compress.export import _class_tensor, _plain
 from ...library.runs import TargetTransformRun, view_key
-from . import boosted, hist, svm  # noqa: F401 - register these families' converters
+from . import adaboost, boosted, hist, svm  # noqa: F401 - register these families' converters
 from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator
-from .members import CONVERTERS, convert
+from .members import CONVERTERS, VARIANTS, convert
 from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
 
 __all__ = ["build", "columns_of", "unexportable", "why_not"]
@@ -33,7 +33,7 @@ def why_not(
         return f"family {family!r} has no ONNX converter"
     if view not in EXPORTABLE_VIEWS:
         return f"view {view!r} has no ONNX graph"
-    if calibration not in EXPORTABLE_CALIBRATIONS:
+    if calibration not in EXPORTABLE_CALIBRATIONS | VARIANTS[(family, task)]:
         return f"calibration {calibration!r} has no ONNX graph"
     return None
 
@@ -106,11 +106,13 @@ def build(estimator):
 def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
     """One member: its stage of every sibling, calibrated per group where it is, averaged."""
     s_idx, method = fitted.member_keys[offset]
+    family = fitted.run.family
+    variant = method if method in VARIANTS.get((family, task), ()) else "none"
     raw = []
     for k, (view, family_run) in enumerate(fitted.siblings):
         key = view_key(fitted.run.view, view, len(fitted.siblings), k, fitted.own_rows)
         matrix = view_matrix(g, view, key)
-        raw.append(convert(g, fitted.run.family, task, family_run, matrix, s_idx, n_out))
+        raw.append(convert(g, family, task, family_run, matrix, s_idx, n_out, variant))
     if method in CALIBRATORS:
         cals = fitted.calibrators[(s_idx, method)]
         parts = [
