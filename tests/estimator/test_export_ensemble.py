@@ -293,3 +293,35 @@ def test_adaboost_with_logistic_correction_matches_predict_proba(tmp_path, n_cla
         expected = clf.predict_proba(held)
     got = _run(tmp_path / "a.onnx", held, clf, "probabilities")
     np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+
+
+def _boxed(detectors) -> dict:
+    families = [{"family": "logreg", "params": {"ridge": 1.0}}]
+    return {"name": "d", "families": families, "detectors": [{"detector": d} for d in detectors]}
+
+
+def test_risk_output_matches_combined_risk(tmp_path):
+    """Rows inside the box, far outside it, with an unseen colour and with missing cells."""
+    X, y, _ = _table(2)
+    clf = EnsembleSelectionClassifier(library=_boxed(["box"]), cv=3, n_jobs=1).fit(X, y)
+    held = _with_unseen(_table(2, n=80, seed=8)[0])
+    held.loc[held.index[5:10], "b"] = 9.0
+    held.loc[held.index[10:12], "c"] = -9.0
+    assert clf.to_onnx(tmp_path / "r.onnx", held, risk=True) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.risk(held)["combined"].to_numpy()
+    got = _run(tmp_path / "r.onnx", held, clf, "risk")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    assert np.unique(np.round(got, 6)).size >= 2 and got.max() == 1.0
+
+
+def test_risk_output_refuses_a_detector_without_graph_in_one_line(tmp_path):
+    X, y, _ = _table(2)
+    clf = EnsembleSelectionClassifier(library=_boxed(["box", "kde"]), cv=3, n_jobs=1).fit(X, y)
+    clf.detectors_.combination.weights[:] = [0.5, 0.5]  # kde weighted, whatever selection chose
+    with pytest.raises(ValueError) as err:
+        clf.to_onnx(tmp_path / "r.onnx", risk=True)
+    assert "kde" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "r.onnx").exists()
+    assert clf.to_onnx(tmp_path / "plain.onnx") <= TOLERANCE  # without the risk it exports

@@ -16,6 +16,7 @@ from . import adaboost, boosted, hist, svm  # noqa: F401 - register these famili
 from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator
 from .members import CONVERTERS, VARIANTS, convert
+from .risk import risk_output
 from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
 
 __all__ = ["build", "columns_of", "unexportable", "why_not"]
@@ -61,9 +62,10 @@ def columns_of(estimator):
     return fitted.siblings[0][0].columns
 
 
-def build(estimator):
+def build(estimator, risk: bool = False):
     """The checked ONNX model of ``estimator`` (every member exportable: see
-    :func:`unexportable`)."""
+    :func:`unexportable`); with ``risk``, the combined extrapolation risk as output ``risk``
+    (see :mod:`.risk`)."""
     from onnx import TensorProto, helper
 
     fm = estimator.fitted_members_
@@ -90,6 +92,9 @@ def build(estimator):
     else:
         graph_outputs = _classes(g, estimator, weights, outputs, fm.classes)
         props = {"classes": json.dumps([_plain(c) for c in fm.classes])}
+    if risk:
+        g.nodes.append(helper.make_node("Identity", [risk_output(g, estimator, columns)], ["risk"]))
+        graph_outputs.append(helper.make_tensor_value_info("risk", TensorProto.DOUBLE, ["n"]))
     model = g.model(inputs, graph_outputs, "ensel ensemble: raw rows in, the ensemble's output out")
     helper.set_model_props(
         model,
