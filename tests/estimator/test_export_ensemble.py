@@ -314,6 +314,12 @@ def test_risk_output_matches_combined_risk(tmp_path):
     got = _run(tmp_path / "r.onnx", held, clf, "risk")
     np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
     assert np.unique(np.round(got, 6)).size >= 2 and got.max() == 1.0
+    from ensel.cli import MODEL_FILE, main
+
+    clf.save(tmp_path / MODEL_FILE)
+    assert main(["export", str(tmp_path), "--out", str(tmp_path / "c.onnx"), "--risk"]) == 0
+    outputs = ort.InferenceSession(str(tmp_path / "c.onnx")).get_outputs()
+    assert "risk" in [o.name for o in outputs]
 
 
 def test_risk_output_refuses_a_detector_without_graph_in_one_line(tmp_path):
