@@ -145,7 +145,7 @@ class EnsembleSelectionBase(BaseEstimator):
         calibration) and the members it left."""
         from .export.restrict import ExportableMembers, exportable_mask
 
-        mask = exportable_mask(lib.members, self._task)
+        mask = exportable_mask(lib.members, self._task, categorical=bool(lib.categories))
         if not mask.any():
             raise ValueError(
                 "exportable=True: no member of the library can be exported to ONNX; see "

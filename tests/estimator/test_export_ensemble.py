@@ -331,3 +331,39 @@ def test_risk_output_refuses_a_detector_without_graph_in_one_line(tmp_path):
     assert "kde" in str(err.value) and "\n" not in str(err.value)
     assert not (tmp_path / "r.onnx").exists()
     assert clf.to_onnx(tmp_path / "plain.onnx") <= TOLERANCE  # without the risk it exports
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_catboost_on_numeric_columns_matches_predict_proba(tmp_path, n_classes):
+    """Every staged member of two depths, with missing cells in every column at predict time
+    (CatBoost treats a column that had none in training its own way)."""
+    pytest.importorskip("catboost")
+    X, y, _ = _table(n_classes)
+    spec = {"name": "c", "families": [{
+        "family": "catboost", "params": {"depth": [2, 4], "learning_rate": 0.3},
+        "stages": [1, 4, 12]}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X.drop(columns="colour"), y)
+    _keep_every_member(clf, tmp_path / "s")
+    held = _table(n_classes, n=80, seed=9)[0].drop(columns="colour")
+    rng = np.random.default_rng(0)
+    for c in "bcd":
+        held.loc[rng.random(len(held)) < 0.1, c] = np.nan
+    assert clf.to_onnx(tmp_path / "c.onnx", held) <= TOLERANCE
+    expected = clf.predict_proba(held)
+    got = _run(tmp_path / "c.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+
+
+def test_catboost_with_categorical_columns_is_not_exportable(tmp_path):
+    pytest.importorskip("catboost")
+    X, y, _ = _table(2)
+    spec = {"name": "c", "families": [
+        {"family": "catboost", "params": {"depth": 2}, "stages": [4]},
+        {"family": "logreg", "params": {"ridge": 1.0}}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(library=spec, cv=2, n_jobs=1, exportable=True).fit(X, y)
+    assert set(clf.members_["family"]) == {"logreg"}
+    report = clf.budget_["exportable"]
+    assert report["members"] == 1 and report["of"] == 2  # catboost left out before selection
+    assert clf.to_onnx(tmp_path / "m.onnx") <= TOLERANCE

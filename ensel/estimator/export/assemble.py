@@ -15,6 +15,7 @@ from ...library.runs import TargetTransformRun, view_key
 from . import adaboost, boosted, hist, svm  # noqa: F401 - register these families' converters
 from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator
+from .catboost import NUMERIC_ONLY
 from .members import CONVERTERS, VARIANTS, convert
 from .risk import risk_output
 from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
@@ -23,15 +24,22 @@ __all__ = ["build", "columns_of", "unexportable", "why_not"]
 
 
 def why_not(
-    family: str, view: str, calibration: str, task: str, params: dict | None = None
+    family: str,
+    view: str,
+    calibration: str,
+    task: str,
+    params: dict | None = None,
+    categorical: bool = False,
 ) -> str | None:
-    """Why a member of ``family`` on ``view`` with ``calibration`` (and the run's ``params``)
-    cannot be exported, or None where it can: the declared properties selection with
-    ``exportable=True`` reads."""
+    """Why a member of ``family`` on ``view`` with ``calibration`` (and the run's ``params``;
+    ``categorical``: whether the table has categorical columns) cannot be exported, or None
+    where it can: the declared properties selection with ``exportable=True`` reads."""
     if isinstance(params, dict) and params.get("target", "none") != "none":
         return f"target {params['target']!r} has no ONNX graph"
     if (family, task) not in CONVERTERS:
         return f"family {family!r} has no ONNX converter"
+    if categorical and family in NUMERIC_ONLY:
+        return f"family {family!r} on categorical columns has no ONNX converter"
     if view not in EXPORTABLE_VIEWS:
         return f"view {view!r} has no ONNX graph"
     if calibration not in EXPORTABLE_CALIBRATIONS | VARIANTS[(family, task)]:
@@ -42,12 +50,13 @@ def why_not(
 def unexportable(estimator) -> list[str]:
     """``"member id (reason)"`` for each kept member the graph cannot express."""
     fm = estimator.fitted_members_
+    categorical = bool(columns_of(estimator).categorical)
     out = []
     for i, member in enumerate(fm.ids):
         fitted = fm.runs[fm.run_of[i]]
         _, method = fitted.member_keys[fm.offsets[i]]
         run = fitted.run
-        reason = why_not(run.family, run.view, method, fm.task, run.param_dict)
+        reason = why_not(run.family, run.view, method, fm.task, run.param_dict, categorical)
         if reason is None and any(isinstance(r, TargetTransformRun) for _, r in fitted.siblings):
             reason = "a log1p target has no ONNX graph"
         if reason is not None:
