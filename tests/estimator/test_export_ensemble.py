@@ -367,3 +367,28 @@ def test_catboost_with_categorical_columns_is_not_exportable(tmp_path):
     report = clf.budget_["exportable"]
     assert report["members"] == 1 and report["of"] == 2  # catboost left out before selection
     assert clf.to_onnx(tmp_path / "m.onnx") <= TOLERANCE
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_naive_bayes_matches_predict_proba(tmp_path, n_classes):
+    """The normal and discretized kinds export; the kernel kind is refused by name."""
+    from ensel.estimator.export.assemble import why_not
+
+    X, y, _ = _table(n_classes)
+    spec = {"name": "n", "families": [
+        {"family": "naive_bayes", "params": {"kind": ["normal", "discretized"]}}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "s")
+    runs = {f.run.param_dict["kind"]: f.siblings[0][1] for f in clf.fitted_members_.runs.values()}
+    assert any(len(c) for c in runs["discretized"].cuts)  # some feature is cut into bins
+    held = _with_unseen(_table(n_classes, n=80, seed=10)[0])
+    assert clf.to_onnx(tmp_path / "n.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.predict_proba(held)
+    got = _run(tmp_path / "n.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    kernel = why_not("naive_bayes", "native", "none", "classification", {"kind": "kernel"})
+    assert kernel is not None and "kernel" in kernel

@@ -17,6 +17,7 @@ from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator
 from .catboost import NUMERIC_ONLY
 from .members import CONVERTERS, VARIANTS, convert
+from .naive_bayes import why_not_params
 from .risk import risk_output
 from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
 
@@ -40,6 +41,8 @@ def why_not(
         return f"family {family!r} has no ONNX converter"
     if categorical and family in NUMERIC_ONLY:
         return f"family {family!r} on categorical columns has no ONNX converter"
+    if family == "naive_bayes" and why_not_params(params) is not None:
+        return why_not_params(params)
     if view not in EXPORTABLE_VIEWS:
         return f"view {view!r} has no ONNX graph"
     if calibration not in EXPORTABLE_CALIBRATIONS | VARIANTS[(family, task)]:
