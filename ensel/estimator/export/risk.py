@@ -26,10 +26,11 @@ def why_no_risk(estimator) -> str | None:
         for name, fitted, w in zip(
             combination.names, detectors.fitted, combination.weights, strict=True
         )
-        if w > 0 and fitted.name != "box"
+        if w > 0 and fitted.name not in WRITERS
     ]
     if bad:
-        return f"detector(s) {', '.join(bad)} in the combined risk have no ONNX graph (box has)"
+        have = ", ".join(sorted(WRITERS))
+        return f"detector(s) {', '.join(bad)} in the combined risk have no ONNX graph ({have} have)"
     return None
 
 
@@ -38,7 +39,7 @@ def risk_output(g, estimator, columns) -> str:
     combination = estimator.detectors_.combination
     detectors = estimator.detectors_.fitted
     keep = np.flatnonzero(combination.weights > 0)
-    raws = [_box(g, detectors[i], columns) for i in keep]
+    raws = [_detector(g, detectors[i], columns) for i in keep]
     terms = [
         g.node(
             "Mul",
@@ -56,14 +57,22 @@ def risk_output(g, estimator, columns) -> str:
     return g.node("Where", [every, one, clipped], "combined_risk")
 
 
-def _box(g, fitted, columns) -> str:
-    """One box detector: the mean over its siblings of "outside the sibling's box"."""
+def _detector(g, fitted, columns) -> str:
+    """One detector (``WRITERS``): the mean over its siblings of each sibling's risk."""
+    risks = [WRITERS[fitted.name](g, sibling, columns) for sibling in fitted.siblings]
+    total = risks[0] if len(risks) == 1 else g.node("Sum", risks)
+    return g.node("Div", [total, g.const(np.float64(len(risks)))], "detector")
+
+
+def _box_sibling(g, sibling, columns) -> str:
+    """``BoxRisk``: 1.0 outside the sibling's box, else 0.0."""
     from onnx import TensorProto
 
-    flags = [g.node("Cast", [_outside(g, s.space_, columns)], to=TensorProto.DOUBLE)
-             for s in fitted.siblings]  # fmt: skip
-    total = flags[0] if len(flags) == 1 else g.node("Sum", flags)
-    return g.node("Div", [total, g.const(np.float64(len(flags)))], "box")
+    return g.node("Cast", [_outside(g, sibling.space_, columns)], "box", to=TensorProto.DOUBLE)
+
+
+WRITERS = {"box": _box_sibling}
+"""Detector name -> ``writer(graph, fitted sibling, columns)`` giving its risk, double ``(n,)``."""
 
 
 def _outside(g, space, columns) -> str:
