@@ -176,7 +176,7 @@ def _model_arguments(commands) -> None:
     export.add_argument(
         "--risk",
         action="store_true",
-        help="add the combined extrapolation risk as output 'risk' (box detectors only)",
+        help="add the combined extrapolation risk as output 'risk' (box, isolation forest)",
     )
 
 

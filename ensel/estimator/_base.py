@@ -463,7 +463,8 @@ class EnsembleSelectionBase(BaseEstimator):
         onnxruntime and this estimator on ``X`` (default: sampled rows). Refuses, in one line
         naming them, members that cannot be exported (fit with ``exportable=True`` to select
         among exportable members only). ``risk=True`` adds the combined extrapolation risk
-        as output ``risk`` where its weighted detectors can be written (bounding boxes)."""
+        as output ``risk`` where its weighted detectors can be written (bounding boxes,
+        isolation forests)."""
         from .export import to_onnx
 
         check_is_fitted(self, "weights_")

@@ -322,6 +322,26 @@ def test_risk_output_matches_combined_risk(tmp_path):
     assert "risk" in [o.name for o in outputs]
 
 
+def test_risk_output_with_an_isolation_forest(tmp_path):
+    """Box and isolation forest both weighted; missing numeric and categorical cells, rows
+    outside the box and unseen colours."""
+    X, y, _ = _table(2)
+    spec = _boxed(["box", "isolation_forest"])
+    spec["detectors"][1]["params"] = {"n_estimators": 20}
+    clf = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1).fit(X, y)
+    clf.detectors_.combination.weights[:] = [0.3, 0.7]  # both in, whatever selection chose
+    held = _with_unseen(_table(2, n=80, seed=11)[0])
+    held.loc[held.index[5:10], "b"] = 9.0
+    held.loc[held.index[20:30], "colour"] = None
+    assert clf.to_onnx(tmp_path / "i.onnx", held, risk=True) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.risk(held)["combined"].to_numpy()
+    got = _run(tmp_path / "i.onnx", held, clf, "risk")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    assert np.unique(np.round(got, 6)).size > 10  # the forest's scores, not only the box's
+
+
 def test_risk_output_refuses_a_detector_without_graph_in_one_line(tmp_path):
     X, y, _ = _table(2)
     clf = EnsembleSelectionClassifier(library=_boxed(["box", "kde"]), cv=3, n_jobs=1).fit(X, y)

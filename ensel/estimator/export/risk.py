@@ -1,15 +1,16 @@
 """The combined extrapolation risk (``risk.combined.Combination``) as an extra ``risk`` output
-of the exported graph, for combinations whose weighted detectors are all bounding boxes
-(``BoxRisk``): each fold sibling's box test on the raw inputs (a numeric cell outside its
-training range, a category it never saw; missing cells never leave the box), averaged over
-siblings, Platt-calibrated, weighted, clipped to [0, 1] and 1 where every weighted detector
-says 1. Any other weighted detector is refused."""
+of the exported graph, for combinations whose weighted detectors all have a writer
+(``WRITERS``: the bounding box, whose test on the raw inputs is a numeric cell outside the
+training range or a category never seen, missing cells never leaving the box; the isolation
+forest): each detector's fold siblings averaged, Platt-calibrated, weighted, clipped to [0, 1]
+and 1 where every weighted detector says 1. Any other weighted detector is refused."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .calibration import _one
+from .risk_isolation import isolation_sibling
 from .views import CATEGORICAL, NUMERIC
 
 __all__ = ["risk_output", "why_no_risk"]
@@ -71,7 +72,12 @@ def _box_sibling(g, sibling, columns) -> str:
     return g.node("Cast", [_outside(g, sibling.space_, columns)], "box", to=TensorProto.DOUBLE)
 
 
-WRITERS = {"box": _box_sibling}
+def _isolation_sibling(g, sibling, columns) -> str:
+    """``IsolationForestRisk`` (:mod:`.risk_isolation`)."""
+    return isolation_sibling(g, sibling, columns, _outside(g, sibling.space_, columns))
+
+
+WRITERS = {"box": _box_sibling, "isolation_forest": _isolation_sibling}
 """Detector name -> ``writer(graph, fitted sibling, columns)`` giving its risk, double ``(n,)``."""
 
 
