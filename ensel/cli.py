@@ -7,7 +7,7 @@
     ensel predict DIR DATA.csv --out preds.csv [--with-risk] [--reject R]
     ensel report DIR --html report.html
     ensel compress DIR --train TRAIN.csv --out mimic.onnx [--n-pseudo 400000] [--hidden 256]
-    ensel export DIR --out model.onnx [--rows DATA.csv]
+    ensel export DIR --out model.onnx [--rows DATA.csv] [--risk]
     ensel demo
 
 Errors are one line on stderr (exit status 2), not a traceback.
@@ -173,6 +173,11 @@ def _model_arguments(commands) -> None:
         "--rows",
         type=Path,
         help="CSV rows to check the file on (default: rows sampled around the training data)",
+    )
+    export.add_argument(
+        "--risk",
+        action="store_true",
+        help="add the combined extrapolation risk as output 'risk' (box, isolation forest)",
     )
 
 
@@ -451,7 +456,7 @@ def compress(args: argparse.Namespace) -> str:
 def export(args: argparse.Namespace) -> str:
     model = _load(args.model_dir)
     rows = None if args.rows is None else _read_csv(args.rows)
-    difference = model.to_onnx(args.out, rows)
+    difference = model.to_onnx(args.out, rows, risk=args.risk)
     return (
         f"ensemble of {len(model.members_)} members: wrote {args.out} "
         f"({args.out.stat().st_size / 1024:.0f} KB); largest difference from predict "

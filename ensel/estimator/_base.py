@@ -154,7 +154,7 @@ class EnsembleSelectionBase(BaseEstimator):
         calibration) and the members it left."""
         from .export.restrict import ExportableMembers, exportable_mask
 
-        mask = exportable_mask(lib.members, self._task)
+        mask = exportable_mask(lib.members, self._task, categorical=bool(lib.categories))
         if not mask.any():
             raise ValueError(
                 "exportable=True: no member of the library can be exported to ONNX; see "
@@ -480,16 +480,18 @@ class EnsembleSelectionBase(BaseEstimator):
         ascending = key != "weight" and not metric.greater_is_better
         return self.leaderboard_.sort_values(key, ascending=ascending).reset_index(drop=True)
 
-    def to_onnx(self, path: str | os.PathLike, X=None) -> float:
+    def to_onnx(self, path: str | os.PathLike, X=None, risk: bool = False) -> float:
         """Write the fitted ensemble as one ONNX file (views, members, average, calibration;
         see docs/deploy.md) and return the largest absolute difference between the file under
         onnxruntime and this estimator on ``X`` (default: sampled rows). Refuses, in one line
         naming them, members that cannot be exported (fit with ``exportable=True`` to select
-        among exportable members only)."""
+        among exportable members only). ``risk=True`` adds the combined extrapolation risk
+        as output ``risk`` where its weighted detectors can be written (bounding boxes,
+        isolation forests)."""
         from .export import to_onnx
 
         check_is_fitted(self, "weights_")
-        return to_onnx(self, path, X)
+        return to_onnx(self, path, X, risk=risk)
 
     def save(self, path: str | os.PathLike, risk: bool = True, compress: int = 3) -> None:
         """Write the fitted model to ``path`` (a pickle: the C unpickler loads hundreds of trees

@@ -214,3 +214,201 @@ def test_refit_full_members_export(tmp_path):
     assert all(len(f.siblings) == 1 for f in clf.fitted_members_.runs.values())
     held = _with_unseen(_table(2, n=60, seed=4)[0])
     assert clf.to_onnx(tmp_path / "m.onnx", held) <= TOLERANCE
+
+
+BOOSTED = {
+    "lightgbm": {"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
+    "xgboost": {"max_depth": 3, "learning_rate": 0.3, "subsample": 0.8},
+    "hist_gbdt": {"max_leaf_nodes": 7, "learning_rate": 0.3, "min_samples_leaf": 5},
+}
+NEEDS = {"lightgbm": "lightgbm", "xgboost": "xgboost", "hist_gbdt": "sklearn"}
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("family", sorted(BOOSTED))
+def test_boosted_members_match_predict_proba(tmp_path, family, n_classes):
+    """Every staged member (a prefix of rounds) of a booster that splits the colour natively,
+    on rows with missing numeric cells, missing and unseen colours."""
+    pytest.importorskip(NEEDS[family])
+    X, y, _ = _table(n_classes)
+    spec = {"name": "b", "families": [
+        {"family": family, "params": BOOSTED[family], "stages": [1, 4, 12]}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "s")
+    assert len(clf.members_) == 3 and unexportable(clf) == []
+    held = _with_unseen(_table(n_classes, n=80, seed=5)[0])
+    assert clf.to_onnx(tmp_path / "b.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.predict_proba(held)
+    got = _run(tmp_path / "b.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    assert np.ptp(got[:, 0]) > 0.1  # the trees split: not a constant prediction
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(tmp_path / "b.onnx").graph.node}
+    assert "Equal" in ops  # the colour is split as a set of categories
+
+
+@pytest.mark.parametrize("family", sorted(BOOSTED))
+def test_boosted_regressor_matches_predict(tmp_path, family):
+    pytest.importorskip(NEEDS[family])
+    X, _, target = _table(2)
+    spec = {"name": "r", "task": "regression", "families": [
+        {"family": family, "params": BOOSTED[family], "stages": [2, 8]}]}  # fmt: skip
+    reg = EnsembleSelectionRegressor(library=spec, cv=2, n_jobs=1, store=tmp_path / "s")
+    _keep_every_member(reg.fit(X, target), tmp_path / "s")
+    held = _with_unseen(_table(2, n=60, seed=6)[0])
+    assert reg.to_onnx(tmp_path / "r.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = reg.predict(held)
+    np.testing.assert_allclose(
+        _run(tmp_path / "r.onnx", held, reg, "prediction"), expected, atol=TOLERANCE, rtol=0
+    )
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_adaboost_with_logistic_correction_matches_predict_proba(tmp_path, n_classes):
+    """Vote shares, the logistic correction and Platt on top, every stage kept."""
+    from ensel.estimator.export.assemble import why_not
+
+    X, y, _ = _table(n_classes)
+    spec = {"name": "a", "families": [{
+        "family": "adaboost", "params": {"max_depth": [1, 2]}, "stages": [1, 4, 8],
+        "calibration": ["none", "logistic", "platt"]}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "s")
+    assert set(clf.members_["calibration"]) == {"none", "logistic", "platt"}
+    assert why_not("adaboost", "native", "logistic", "classification") is None
+    assert why_not("tree", "native", "logistic", "classification") is not None
+    held = _with_unseen(_table(n_classes, n=80, seed=7)[0])
+    assert clf.to_onnx(tmp_path / "a.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.predict_proba(held)
+    got = _run(tmp_path / "a.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+
+
+def _boxed(detectors) -> dict:
+    families = [{"family": "logreg", "params": {"ridge": 1.0}}]
+    return {"name": "d", "families": families, "detectors": [{"detector": d} for d in detectors]}
+
+
+def test_risk_output_matches_combined_risk(tmp_path):
+    """Rows inside the box, far outside it, with an unseen colour and with missing cells."""
+    X, y, _ = _table(2)
+    clf = EnsembleSelectionClassifier(library=_boxed(["box"]), cv=3, n_jobs=1).fit(X, y)
+    held = _with_unseen(_table(2, n=80, seed=8)[0])
+    held.loc[held.index[5:10], "b"] = 9.0
+    held.loc[held.index[10:12], "c"] = -9.0
+    assert clf.to_onnx(tmp_path / "r.onnx", held, risk=True) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.risk(held)["combined"].to_numpy()
+    got = _run(tmp_path / "r.onnx", held, clf, "risk")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    assert np.unique(np.round(got, 6)).size >= 2 and got.max() == 1.0
+    from ensel.cli import MODEL_FILE, main
+
+    clf.save(tmp_path / MODEL_FILE)
+    assert main(["export", str(tmp_path), "--out", str(tmp_path / "c.onnx"), "--risk"]) == 0
+    outputs = ort.InferenceSession(str(tmp_path / "c.onnx")).get_outputs()
+    assert "risk" in [o.name for o in outputs]
+
+
+def test_risk_output_with_an_isolation_forest(tmp_path):
+    """Box and isolation forest both weighted; missing numeric and categorical cells, rows
+    outside the box and unseen colours."""
+    X, y, _ = _table(2)
+    spec = _boxed(["box", "isolation_forest"])
+    spec["detectors"][1]["params"] = {"n_estimators": 20}
+    clf = EnsembleSelectionClassifier(library=spec, cv=3, n_jobs=1).fit(X, y)
+    clf.detectors_.combination.weights[:] = [0.3, 0.7]  # both in, whatever selection chose
+    held = _with_unseen(_table(2, n=80, seed=11)[0])
+    held.loc[held.index[5:10], "b"] = 9.0
+    held.loc[held.index[20:30], "colour"] = None
+    assert clf.to_onnx(tmp_path / "i.onnx", held, risk=True) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.risk(held)["combined"].to_numpy()
+    got = _run(tmp_path / "i.onnx", held, clf, "risk")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    assert np.unique(np.round(got, 6)).size > 10  # the forest's scores, not only the box's
+
+
+def test_risk_output_refuses_a_detector_without_graph_in_one_line(tmp_path):
+    X, y, _ = _table(2)
+    clf = EnsembleSelectionClassifier(library=_boxed(["box", "kde"]), cv=3, n_jobs=1).fit(X, y)
+    clf.detectors_.combination.weights[:] = [0.5, 0.5]  # kde weighted, whatever selection chose
+    with pytest.raises(ValueError) as err:
+        clf.to_onnx(tmp_path / "r.onnx", risk=True)
+    assert "kde" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "r.onnx").exists()
+    assert clf.to_onnx(tmp_path / "plain.onnx") <= TOLERANCE  # without the risk it exports
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_catboost_on_numeric_columns_matches_predict_proba(tmp_path, n_classes):
+    """Every staged member of two depths, with missing cells in every column at predict time
+    (CatBoost treats a column that had none in training its own way)."""
+    pytest.importorskip("catboost")
+    X, y, _ = _table(n_classes)
+    spec = {"name": "c", "families": [{
+        "family": "catboost", "params": {"depth": [2, 4], "learning_rate": 0.3},
+        "stages": [1, 4, 12]}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X.drop(columns="colour"), y)
+    _keep_every_member(clf, tmp_path / "s")
+    held = _table(n_classes, n=80, seed=9)[0].drop(columns="colour")
+    rng = np.random.default_rng(0)
+    for c in "bcd":
+        held.loc[rng.random(len(held)) < 0.1, c] = np.nan
+    assert clf.to_onnx(tmp_path / "c.onnx", held) <= TOLERANCE
+    expected = clf.predict_proba(held)
+    got = _run(tmp_path / "c.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+
+
+def test_catboost_with_categorical_columns_is_not_exportable(tmp_path):
+    pytest.importorskip("catboost")
+    X, y, _ = _table(2)
+    spec = {"name": "c", "families": [
+        {"family": "catboost", "params": {"depth": 2}, "stages": [4]},
+        {"family": "logreg", "params": {"ridge": 1.0}}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(library=spec, cv=2, n_jobs=1, exportable=True).fit(X, y)
+    assert set(clf.members_["family"]) == {"logreg"}
+    report = clf.budget_["exportable"]
+    assert report["members"] == 1 and report["of"] == 2  # catboost left out before selection
+    assert clf.to_onnx(tmp_path / "m.onnx") <= TOLERANCE
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_naive_bayes_matches_predict_proba(tmp_path, n_classes):
+    """The normal and discretized kinds export; the kernel kind is refused by name."""
+    from ensel.estimator.export.assemble import why_not
+
+    X, y, _ = _table(n_classes)
+    spec = {"name": "n", "families": [
+        {"family": "naive_bayes", "params": {"kind": ["normal", "discretized"]}}]}  # fmt: skip
+    clf = EnsembleSelectionClassifier(
+        library=spec, cv=2, calibrate=False, n_jobs=1, store=tmp_path / "s"
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "s")
+    runs = {f.run.param_dict["kind"]: f.siblings[0][1] for f in clf.fitted_members_.runs.values()}
+    assert any(len(c) for c in runs["discretized"].cuts)  # some feature is cut into bins
+    held = _with_unseen(_table(n_classes, n=80, seed=10)[0])
+    assert clf.to_onnx(tmp_path / "n.onnx", held) <= TOLERANCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clf.predict_proba(held)
+    got = _run(tmp_path / "n.onnx", held, clf, "probabilities")
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    kernel = why_not("naive_bayes", "native", "none", "classification", {"kind": "kernel"})
+    assert kernel is not None and "kernel" in kernel

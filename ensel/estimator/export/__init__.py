@@ -14,8 +14,17 @@ import pandas as pd
 
 from ..._imports import optional
 from .assemble import build, columns_of, unexportable, why_not
+from .risk import why_no_risk
 
-__all__ = ["TOLERANCE", "feeds", "sample_rows", "to_onnx", "unexportable", "why_not"]
+__all__ = [
+    "TOLERANCE",
+    "feeds",
+    "sample_rows",
+    "to_onnx",
+    "unexportable",
+    "why_no_risk",
+    "why_not",
+]
 
 TOLERANCE = 1e-5
 """Largest absolute difference between the file's output and the estimator's own allowed on
@@ -68,20 +77,27 @@ def sample_rows(estimator, n: int = SAMPLE_ROWS, seed: int = 0) -> pd.DataFrame:
     return frame[list(getattr(estimator, "input_columns_", frame.columns))]
 
 
-def to_onnx(estimator, path: str | os.PathLike, X=None) -> float:
+def to_onnx(estimator, path: str | os.PathLike, X=None, risk: bool = False) -> float:
     """Write ``estimator`` (fitted) to ``path`` as one ONNX file and return the largest absolute
     difference between the file under onnxruntime and the estimator's own predictions on ``X``
     (default: :func:`sample_rows`). Refuses, with one line naming them, when some members
-    cannot be expressed, and writes nothing when the difference exceeds ``TOLERANCE``."""
+    cannot be expressed, and writes nothing when the difference exceeds ``TOLERANCE``.
+    ``risk=True`` adds the output ``risk``, ``estimator.risk(X)["combined"]``, checked the same
+    way (refused in one line when a weighted detector has no graph: :func:`why_no_risk`)."""
     refused = unexportable(estimator)
     if refused:
         raise ValueError(
             f"cannot export {len(refused)} member(s): {'; '.join(refused)}; "
             "fit with exportable=True to select among exportable members only"
         )
-    model = build(estimator)
+    reason = why_no_risk(estimator) if risk else None
+    if reason is not None:
+        raise ValueError(f"cannot export the risk: {reason}; export without risk=True")
+    model = build(estimator, risk=risk)
     rows = sample_rows(estimator) if X is None else X
     difference = _difference(estimator, model, rows)
+    if risk:
+        difference = max(difference, _risk_difference(estimator, model, rows))
     if not difference <= TOLERANCE:
         raise ValueError(
             f"the exported graph differs from predict by {difference:.3g} (more than "
@@ -90,6 +106,19 @@ def to_onnx(estimator, path: str | os.PathLike, X=None) -> float:
     onnx = optional("onnx", "exporting an ensemble to ONNX")
     onnx.save_model(model, os.fspath(path))
     return difference
+
+
+def _risk_difference(estimator, model, X) -> float:
+    """Largest absolute difference between ``model``'s ``risk`` and the estimator's combined
+    risk on the rows of ``X``."""
+    ort = optional("onnxruntime", "checking an exported ensemble")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*never seen in training.*")
+        frame = estimator._frame(X)
+        ours = session.run(["risk"], feeds(columns_of(estimator), frame))[0]
+        theirs = estimator.risk(X)["combined"].to_numpy(dtype=np.float64)
+    return float(np.max(np.abs(ours - theirs), initial=0.0))
 
 
 def _difference(estimator, model, X) -> float:

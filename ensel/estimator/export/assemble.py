@@ -12,28 +12,40 @@ import numpy as np
 from ...calibration import CALIBRATORS
 from ...compress.export import _class_tensor, _plain
 from ...library.runs import TargetTransformRun, view_key
-from . import svm  # noqa: F401 - registers the svm family's converter
+from . import adaboost, boosted, hist, svm  # noqa: F401 - register these families' converters
 from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator
-from .members import CONVERTERS, convert
+from .catboost import NUMERIC_ONLY
+from .members import CONVERTERS, VARIANTS, convert
+from .naive_bayes import why_not_params
+from .risk import risk_output
 from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
 
 __all__ = ["build", "columns_of", "unexportable", "why_not"]
 
 
 def why_not(
-    family: str, view: str, calibration: str, task: str, params: dict | None = None
+    family: str,
+    view: str,
+    calibration: str,
+    task: str,
+    params: dict | None = None,
+    categorical: bool = False,
 ) -> str | None:
-    """Why a member of ``family`` on ``view`` with ``calibration`` (and the run's ``params``)
-    cannot be exported, or None where it can: the declared properties selection with
-    ``exportable=True`` reads."""
+    """Why a member of ``family`` on ``view`` with ``calibration`` (and the run's ``params``;
+    ``categorical``: whether the table has categorical columns) cannot be exported, or None
+    where it can: the declared properties selection with ``exportable=True`` reads."""
     if isinstance(params, dict) and params.get("target", "none") != "none":
         return f"target {params['target']!r} has no ONNX graph"
     if (family, task) not in CONVERTERS:
         return f"family {family!r} has no ONNX converter"
+    if categorical and family in NUMERIC_ONLY:
+        return f"family {family!r} on categorical columns has no ONNX converter"
+    if family == "naive_bayes" and why_not_params(params) is not None:
+        return why_not_params(params)
     if view not in EXPORTABLE_VIEWS:
         return f"view {view!r} has no ONNX graph"
-    if calibration not in EXPORTABLE_CALIBRATIONS:
+    if calibration not in EXPORTABLE_CALIBRATIONS | VARIANTS[(family, task)]:
         return f"calibration {calibration!r} has no ONNX graph"
     return None
 
@@ -41,12 +53,13 @@ def why_not(
 def unexportable(estimator) -> list[str]:
     """``"member id (reason)"`` for each kept member the graph cannot express."""
     fm = estimator.fitted_members_
+    categorical = bool(columns_of(estimator).categorical)
     out = []
     for i, member in enumerate(fm.ids):
         fitted = fm.runs[fm.run_of[i]]
         _, method = fitted.member_keys[fm.offsets[i]]
         run = fitted.run
-        reason = why_not(run.family, run.view, method, fm.task, run.param_dict)
+        reason = why_not(run.family, run.view, method, fm.task, run.param_dict, categorical)
         if reason is None and any(isinstance(r, TargetTransformRun) for _, r in fitted.siblings):
             reason = "a log1p target has no ONNX graph"
         if reason is not None:
@@ -61,9 +74,10 @@ def columns_of(estimator):
     return fitted.siblings[0][0].columns
 
 
-def build(estimator):
+def build(estimator, risk: bool = False):
     """The checked ONNX model of ``estimator`` (every member exportable: see
-    :func:`unexportable`)."""
+    :func:`unexportable`); with ``risk``, the combined extrapolation risk as output ``risk``
+    (see :mod:`.risk`)."""
     from onnx import TensorProto, helper
 
     fm = estimator.fitted_members_
@@ -90,6 +104,9 @@ def build(estimator):
     else:
         graph_outputs = _classes(g, estimator, weights, outputs, fm.classes)
         props = {"classes": json.dumps([_plain(c) for c in fm.classes])}
+    if risk:
+        g.nodes.append(helper.make_node("Identity", [risk_output(g, estimator, columns)], ["risk"]))
+        graph_outputs.append(helper.make_tensor_value_info("risk", TensorProto.DOUBLE, ["n"]))
     model = g.model(inputs, graph_outputs, "ensel ensemble: raw rows in, the ensemble's output out")
     helper.set_model_props(
         model,
@@ -106,11 +123,13 @@ def build(estimator):
 def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
     """One member: its stage of every sibling, calibrated per group where it is, averaged."""
     s_idx, method = fitted.member_keys[offset]
+    family = fitted.run.family
+    variant = method if method in VARIANTS.get((family, task), ()) else "none"
     raw = []
     for k, (view, family_run) in enumerate(fitted.siblings):
         key = view_key(fitted.run.view, view, len(fitted.siblings), k, fitted.own_rows)
         matrix = view_matrix(g, view, key)
-        raw.append(convert(g, fitted.run.family, task, family_run, matrix, s_idx, n_out))
+        raw.append(convert(g, family, task, family_run, matrix, s_idx, n_out, variant))
     if method in CALIBRATORS:
         cals = fitted.calibrators[(s_idx, method)]
         parts = [

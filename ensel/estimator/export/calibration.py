@@ -13,7 +13,8 @@ from ...calibration import ColumnCalibrator, IsotonicCalibrator, PlattCalibrator
 __all__ = ["EXPORTABLE_CALIBRATIONS", "column_calibrator"]
 
 EXPORTABLE_CALIBRATIONS = frozenset({"none", "platt", "isotonic"})
-"""Member calibrations this module writes ("logistic", boosting's correction, has no graph)."""
+"""Member calibrations this module writes (a family's own variants, such as boosting's
+"logistic" correction, are written by its converter: ``members.VARIANTS``)."""
 
 
 def column_calibrator(g, cal: ColumnCalibrator, proba: str) -> str:

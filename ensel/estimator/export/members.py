@@ -21,29 +21,39 @@ import numpy as np
 
 from ..._imports import optional
 
-__all__ = ["CONVERTERS", "convert", "register"]
+__all__ = ["CONVERTERS", "VARIANTS", "convert", "register"]
 
 CONVERTERS: dict[tuple[str, str], Callable] = {}
 """``(family name, task)`` -> ``converter(graph, family_run, matrix, stage_index, n_outputs)``
 returning the name of the stage's double output."""
+VARIANTS: dict[tuple[str, str], frozenset[str]] = {}
+"""``(family name, task)`` -> the family's own output variants besides ``"none"`` that its
+converter writes (called with ``variant=``), e.g. boosting's ``"logistic"`` correction."""
 
 
-def register(*families: str, task: str = "classification"):
-    """Register a converter for ``families`` (names as the library registers them)."""
+def register(*families: str, task: str = "classification", variants: tuple[str, ...] = ()):
+    """Register a converter for ``families`` (names as the library registers them), which
+    also writes the output ``variants`` the family produces besides ``"none"``."""
 
     def wrap(fn: Callable) -> Callable:
         for family in families:
             CONVERTERS[(family, task)] = fn
+            VARIANTS[(family, task)] = frozenset(variants)
         return fn
 
     return wrap
 
 
-def convert(g, family: str, task: str, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """Stage ``stage`` of ``run`` (family ``family``) on ``matrix``, written once per run."""
-    key = ("member", id(run), stage)
+def convert(
+    g, family: str, task: str, run, matrix: str, stage: int, n_outputs: int, variant="none"
+) -> str:
+    """Stage ``stage`` of ``run`` (family ``family``) on ``matrix``, its output ``variant``
+    (``"none"``: the plain output), written once per run."""
+    key = ("member", id(run), stage, variant)
     if key not in g.cache:
-        g.cache[key] = CONVERTERS[(family, task)](g, run, matrix, stage, n_outputs)
+        fn = CONVERTERS[(family, task)]
+        extra = {} if variant == "none" else {"variant": variant}
+        g.cache[key] = fn(g, run, matrix, stage, n_outputs, **extra)
     return g.cache[key]
 
 
@@ -123,11 +133,7 @@ def _trees(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     if getattr(run, "scale", None) is not None:
         raise ValueError("a tree on a standardised target has no converter")
     leaves = [_leaf_table(t, n_outputs) for t in trees[:size]]
-    x32 = g.cache.get(("float32", matrix))
-    if x32 is None:  # the matrix as scikit-learn's trees read it: float32, compared in double
-        rounded = g.node("Cast", [matrix], "x32", to=TensorProto.FLOAT)
-        x32 = g.cache[("float32", matrix)] = g.node("Cast", [rounded], "x32", to=TensorProto.DOUBLE)
-    ids = g.node("TreeEnsembleRegressor", [x32], "leaves", domain="ai.onnx.ml",
+    ids = g.node("TreeEnsembleRegressor", [float32(g, matrix)], "leaves", domain="ai.onnx.ml",
                  **_ensemble_attributes([tree for tree, _ in leaves]))  # fmt: skip
     ids = g.node("Cast", [ids], "leaves", to=TensorProto.INT64)
     offsets = np.cumsum([0] + [tree.node_count for tree, _ in leaves[:-1]])
@@ -136,6 +142,17 @@ def _trees(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     values = g.node("Gather", [g.const(table), rows], "leaf_values", axis=0)  # (n, T, C)
     total = g.node("ReduceSum", [values, g.const(np.array([1], np.int64))], keepdims=0)
     return g.node("Div", [total, g.const(np.float64(size))], "trees")
+
+
+def float32(g, matrix: str) -> str:
+    """``matrix`` as scikit-learn's trees read it: rounded to float32, held in double (the
+    thresholds are compared in double), written once per matrix."""
+    from onnx import TensorProto
+
+    if ("float32", matrix) not in g.cache:
+        rounded = g.node("Cast", [matrix], "x32", to=TensorProto.FLOAT)
+        g.cache[("float32", matrix)] = g.node("Cast", [rounded], "x32", to=TensorProto.DOUBLE)
+    return g.cache[("float32", matrix)]
 
 
 def _leaf_table(tree, n_outputs: int):

@@ -14,11 +14,12 @@ from .assemble import why_not
 __all__ = ["ExportableMembers", "exportable_mask"]
 
 
-def exportable_mask(members: pd.DataFrame, task: str) -> np.ndarray:
-    """Whether each row of ``Library.members`` can be exported (:func:`why_not` is None)."""
+def exportable_mask(members: pd.DataFrame, task: str, categorical: bool = False) -> np.ndarray:
+    """Whether each row of ``Library.members`` can be exported (:func:`why_not` is None) from
+    a table with (``categorical``) or without categorical columns."""
     return np.array(
         [
-            why_not(row.family, row.view, row.calibration, task, row.params) is None
+            why_not(row.family, row.view, row.calibration, task, row.params, categorical) is None
             for row in members.itertuples(index=False)
         ],
         dtype=bool,
