@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._base import ConstantRun, Family, encode_labels, full_proba, register
-from ._traits import CostModel, FamilyTraits, StageWork
+from ._traits import NATIVE_TABLE, CostModel, FamilyTraits, StageWork
 from ._work import FLOAT, constant_or, unwrap
 from .tabular_mlp import _Preprocess
 
@@ -118,12 +118,7 @@ def fit_pytabkit(model: str, hyper: dict, forward, X, y, n_classes, params, seed
     return PytabkitRun(prep, fitted, classes, n_classes, dict(params), forward)
 
 
-PYTABKIT = {
-    "view": "native",
-    "native_missing": True,
-    "categorical": True,
-    "requires": ("pytabkit",),
-}
+PYTABKIT = {**NATIVE_TABLE, "requires": ("pytabkit",)}
 """What every pytabkit family declares to the registry: ``fit_pytabkit`` reads the native table,
 missing values and categories included (``_frame``), and needs pytabkit installed."""
 
