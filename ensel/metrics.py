@@ -375,6 +375,16 @@ def positive_class_layout(Q: np.ndarray, *, name: str) -> tuple[np.ndarray, int]
     return Q, 2 if Q.ndim == 2 else Q.shape[2]
 
 
+def _check_rows(y: np.ndarray, Q: np.ndarray, cases: str, what: str) -> None:
+    """Raise a ValueError unless ``y`` has one case per row of the batch ``Q`` and at least one."""
+    if len(y) != Q.shape[1]:
+        raise ValueError(
+            f"y_true has {len(y)} {cases} but {what} has {Q.shape[1]} rows; they must match"
+        )
+    if len(y) == 0:
+        raise ValueError("y_true is empty; a metric needs at least one case")
+
+
 def _as_batch(y_true, proba, *, batch: bool) -> tuple[np.ndarray, np.ndarray]:
     Q = np.asarray(proba, dtype=np.float64)
     base_ndim = Q.ndim - (1 if batch else 0)
@@ -385,12 +395,7 @@ def _as_batch(y_true, proba, *, batch: bool) -> tuple[np.ndarray, np.ndarray]:
         Q = Q[None]
     Q, n_classes = positive_class_layout(Q, name="proba")
     y = check_labels(y_true, n_classes)
-    if len(y) != Q.shape[1]:
-        raise ValueError(
-            f"y_true has {len(y)} labels but proba has {Q.shape[1]} rows; they must match"
-        )
-    if len(y) == 0:
-        raise ValueError("y_true is empty; a metric needs at least one case")
+    _check_rows(y, Q, "labels", "proba")
     check_probabilities(Q, name="proba")
     return y, Q
 
@@ -430,12 +435,7 @@ def _as_regression_batch(y_true, pred, *, batch: bool) -> tuple[np.ndarray, np.n
         raise ValueError(f"a regression prediction must have shape {layout}; got {Q.shape}")
     Q = Q if batch else Q[None]
     y = check_targets(y_true)
-    if len(y) != Q.shape[1]:
-        raise ValueError(
-            f"y_true has {len(y)} targets but the prediction has {Q.shape[1]} rows; they must match"
-        )
-    if len(y) == 0:
-        raise ValueError("y_true is empty; a metric needs at least one case")
+    _check_rows(y, Q, "targets", "the prediction")
     check_predictions(Q, name="prediction")
     return y, Q
 

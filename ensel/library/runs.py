@@ -198,7 +198,7 @@ def fit_run(
             f"family {family.name!r} needs {', '.join(missing)}: pip install {' '.join(missing)}"
         )
     seed = run_seed(run, random_state)
-    params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
+    target = _target_transform(run.param_dict, data.y, run)
     hill = data.hillclimb
     hill_folds = data.folds[hill]
     n_stages = len(run.stages or (None,))
@@ -211,21 +211,9 @@ def fit_run(
         train = np.flatnonzero(data.folds != k)
         if max_train_rows is not None:
             train = train[stratified_rows(data.y[train], max_train_rows, seed + k)]
-        view = make_view(run.view, data.columns, family.native_missing)
-        train_matrix = view.fit_transform(data.X.iloc[train], data.y[train], label_classes(data))
         if family.stops_in_time:
             extra["time_cap"] = _time_cap(time_limit, ends_at, started, data.n_siblings - k)
-        fitted = wrap(
-            family.fit(
-                train_matrix,
-                y_fit[train],
-                n_classes=data.n_classes,
-                params=params,
-                stages=run.stages,
-                random_state=seed,
-                **extra,
-            )
-        )
+        view, fitted = _fit_on_rows(family, run, data, train, target, seed, extra)
         held = hill_folds == k
         matrix = transform(view, data.X.iloc[hill[held]])
         predicted = fitted.predict(matrix)
@@ -242,6 +230,25 @@ def fit_run(
     predictions, calibrators = _members(run, oof, data.y[hill], data.groups, n_stages)
     fitted = FittedRun(run, siblings, sibling_of_group, calibrators, max_train_rows)
     return RunResult(predictions, fitted, costs)
+
+
+def _fit_on_rows(family, run: RunSpec, data: TrainingData, rows, target, seed: int, extra: dict):
+    """``(view, model)``: ``run``'s view fitted on the training ``rows`` and the family's model
+    fitted on what it makes of them; ``target`` is ``_target_transform``'s ``(params, y_fit,
+    wrap)``, so the model learns the transformed target and predicts in the original one."""
+    params, y_fit, wrap = target
+    view = make_view(run.view, data.columns, family.native_missing)
+    matrix = view.fit_transform(data.X.iloc[rows], data.y[rows], label_classes(data))
+    model = family.fit(
+        matrix,
+        y_fit[rows],
+        n_classes=data.n_classes,
+        params=params,
+        stages=run.stages,
+        random_state=seed,
+        **extra,
+    )
+    return view, wrap(model)
 
 
 def _members(run: RunSpec, oof: dict, y_hill, groups, n_stages: int) -> tuple[np.ndarray, dict]:
@@ -379,27 +386,15 @@ def refit_full(fitted: FittedRun, data: TrainingData, random_state: int, members
     judged the member by; analytic variants (logistic correction) apply as before."""
     run = fitted.run
     family = get_family(run.family, run.task)
-    params, y_fit, wrap = _target_transform(run.param_dict, data.y, run)
+    target = _target_transform(run.param_dict, data.y, run)
     limit = fitted.max_train_rows  # a planned subsample stays one
+    seed = run_seed(run, random_state)
     rows = np.arange(len(data.y))
     if limit is not None:
-        rows = stratified_rows(data.y, limit, run_seed(run, random_state))
+        rows = stratified_rows(data.y, limit, seed)
     # early stopping on or off as the siblings had it (decided by their training rows)
     extra = fit_extra(family, run, data, min(int((data.folds != 0).sum()), rows.size))
-    X_fit = data.X.iloc[rows]
-    view = make_view(run.view, data.columns, family.native_missing)
-    train_matrix = view.fit_transform(X_fit, data.y[rows], label_classes(data))
-    model = wrap(
-        family.fit(
-            train_matrix,
-            y_fit[rows],
-            n_classes=data.n_classes,
-            params=params,
-            stages=run.stages,
-            random_state=run_seed(run, random_state),
-            **extra,
-        )
-    )
+    view, model = _fit_on_rows(family, run, data, rows, target, seed, extra)
     keys = fitted.member_keys
     wanted = {keys[m] for m in (range(len(keys)) if members is None else members)}
     needed = sorted(k for k in fitted.calibrators if k in wanted)

@@ -37,6 +37,11 @@ WorkFn = Callable[[Any, dict, Sequence[int | None], int, int], StageWork]
 """``(fitted family run, params, stages, view width, outputs) -> StageWork``."""
 
 
+NATIVE_TABLE = {"view": "native", "native_missing": True, "categorical": True}
+"""The declarations of a family that reads the table as it is: numeric NaN passed through and
+categorical columns as codes (``categorical`` needs the other two, checked on registering)."""
+
+
 @dataclass(frozen=True)
 class FitShape:
     """What a family's work depends on: ``n`` training rows, ``d`` columns of its view, ``k``

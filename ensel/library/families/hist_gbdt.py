@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register, staged
 from ._regression import column
-from ._traits import FamilyTraits, GrowSpace
+from ._traits import NATIVE_TABLE, FamilyTraits, GrowSpace
 from ._work import boosting_cost, boosting_relative_cost
 from .gbdt import STOP_ROUNDS
 
@@ -164,13 +164,11 @@ register(
             "l2_regularization": 0.0,
             "max_features": 1.0,
         },
-        view="native",
-        native_missing=True,
         stages="boosting iterations",
         test_params={"max_leaf_nodes": 7, "learning_rate": 0.3, "min_samples_leaf": 5},
         test_stages=(2, 5),
         validate=_validate_hist,
-        categorical=True,
+        **NATIVE_TABLE,
     )
 )
 
@@ -230,10 +228,8 @@ register(
             "min_samples_leaf": 20,
             "l2_regularization": 0.0,
         },
-        view="native",
-        native_missing=True,
         stages="boosting iterations",
-        categorical=True,
+        **NATIVE_TABLE,
         test_params={"learning_rate": 0.3, "max_leaf_nodes": 7},
         test_stages=(2, 5),
         validate=staged("hist_gbdt iterations"),

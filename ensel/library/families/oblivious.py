@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
-from ._traits import FamilyTraits, GrowSpace
+from ._traits import NATIVE_TABLE, FamilyTraits, GrowSpace
 from ._work import boosting_cost, depthwise_relative_cost
 from .gbdt import STOP_ROUNDS, stopping_split
 
@@ -162,13 +162,11 @@ register(
             "random_strength": 1.0,
             "leaf_estimation_iterations": 10,
         },
-        view="native",
-        native_missing=True,
         stages="boosting rounds",
         requires=("catboost",),
         test_params={"depth": 3, "learning_rate": 0.3},
         test_stages=(2, 5),
         validate=_validate,
-        categorical=True,
+        **NATIVE_TABLE,
     )
 )

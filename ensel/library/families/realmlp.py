@@ -12,16 +12,12 @@ and unseen values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from ._base import ConstantRun, Family, encode_labels, full_proba, register
-from ._traits import CostModel, FamilyTraits, StageWork
-from ._work import FLOAT, constant_or, unwrap
-from .tabm import _frame, _quiet
-from .tabular_mlp import _Preprocess
+from ._base import Family, register
+from ._traits import CostModel, FamilyTraits
+from ._work import FLOAT, constant_or
+from .tabm import PYTABKIT, check_sizes_no_stages, fit_pytabkit, pytabkit_params, pytabkit_work
 
 __all__ = ["fit_realmlp", "forward_work", "validate_realmlp"]
 
@@ -40,73 +36,29 @@ def forward_work(params: dict[str, Any], width: float, outputs: int) -> float:
     return embed + first + (layers - 1) * hidden * hidden + hidden * max(outputs, 2)
 
 
-@dataclass
-class _RealMLPRun:
-    prep: _Preprocess
-    model: Any  # pytabkit's fitted RealMLP_TD_Classifier
-    classes: np.ndarray
-    n_classes: int
-    params: dict[str, Any]
+MODEL = "RealMLP_TD_Classifier"
+"""pytabkit's class that fits RealMLP."""
 
-    def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
-        """The net's probabilities (one stage); a row it cannot score gets the uniform one."""
-        proba = self.model.predict_proba(_frame(self.prep, X))
-        out = full_proba(np.asarray(proba, dtype=np.float64), self.classes, self.n_classes)
-        bad = ~np.isfinite(out).all(axis=1)
-        out[bad] = 1.0 / self.n_classes
-        return {"none": out[None]}
-
-    @property
-    def weights(self) -> float:
-        """Multiply-adds of one row's forward pass (inputs: the numeric columns, indicators and
-        one-hot categories)."""
-        width = self.prep.n_numeric + int((self.prep.cardinality + 1).sum())
-        return forward_work(self.params, width, len(self.classes))
+SIZES = ("hidden_width", "n_hidden_layers", "n_epochs")
+"""RealMLP's integer params, each at least 1."""
 
 
 def fit_realmlp(X, y, *, n_classes, params, stages, random_state, categorical=None):
     """Fit RealMLP on one thread for ``n_epochs`` epochs, keeping the epoch best on its own
     validation fifth."""
-    classes, codes = encode_labels(y)
-    if len(classes) == 1:
-        return ConstantRun(int(classes[0]), 1, n_classes)
-    with _quiet():
-        from pytabkit import RealMLP_TD_Classifier
-
-        prep = _Preprocess.fit(np.asarray(X, dtype=np.float64), dict(categorical or {}))
-        model = RealMLP_TD_Classifier(
-            random_state=int(random_state) % 2**31,
-            n_threads=1,
-            verbosity=0,
-            device="cpu",
-            hidden_width=int(params["hidden_width"]),
-            n_hidden_layers=int(params["n_hidden_layers"]),
-            n_epochs=int(params["n_epochs"]),
-            lr=float(params["lr"]),
-            p_drop=float(params["p_drop"]),
-            wd=float(params["wd"]),
-            ls_eps=float(params["ls_eps"]),
-        )
-        model.fit(_frame(prep, X), np.asarray(codes))
-    return _RealMLPRun(prep, model, classes, n_classes, dict(params))
+    hyper = pytabkit_params(params, SIZES, ("lr", "p_drop", "wd", "ls_eps"), {})
+    return fit_pytabkit(
+        MODEL, hyper, forward_work, X, y, n_classes, params, random_state, categorical
+    )
 
 
 def validate_realmlp(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
-    """Reject non-positive sizes, rates outside their ranges, and stages (one net per run)."""
-    for key in ("hidden_width", "n_hidden_layers", "n_epochs"):
-        if int(params[key]) < 1:
-            raise ValueError(f"realmlp {key} must be at least 1, got {params[key]!r}")
+    """Reject non-positive sizes, stages (one net per run) and rates outside their ranges."""
+    check_sizes_no_stages("realmlp", params, SIZES, stages, "it keeps its best epoch")
     if not params["lr"] > 0 or params["wd"] < 0:
         raise ValueError(f"realmlp needs lr > 0 and wd >= 0, got {params!r}")
     if not 0 <= params["p_drop"] < 1 or not 0 <= params["ls_eps"] < 1:
         raise ValueError(f"realmlp p_drop and ls_eps must be in [0, 1), got {params!r}")
-    if stages:
-        raise ValueError(f"realmlp has no stages (it keeps its best epoch), got {stages!r}")
-
-
-def _work(run, params, stages, width, outputs) -> StageWork:
-    """One forward pass (``_RealMLPRun.weights``)."""
-    return [(1.0, float(unwrap(run).weights))] * len(stages)
 
 
 def _relative_cost(params: dict[str, Any], stages: tuple[int, ...] | None) -> float:
@@ -139,7 +91,7 @@ register(
                 fit=_fit_work,
                 memory=lambda s: FLOAT * s.n * s.d + FLOAT * 4 * forward_work(s.params, s.d, s.k),
                 predict=lambda s: (1.0, forward_work(s.params, s.d, s.k)),
-                predict_work=constant_or(_work),
+                predict_work=constant_or(pytabkit_work),
                 memory_factor=4.0,
                 constants=FIRST_ESTIMATE,
             ),
@@ -154,11 +106,8 @@ register(
             "wd": 0.02,
             "ls_eps": 0.1,
         },
-        view="native",
-        native_missing=True,
-        requires=("pytabkit",),
         test_params={"hidden_width": 16, "n_hidden_layers": 2, "n_epochs": 4},
         validate=validate_realmlp,
-        categorical=True,
+        **PYTABKIT,
     )
 )

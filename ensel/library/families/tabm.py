@@ -13,16 +13,18 @@ categories, with one more level for missing and unseen values.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ._base import ConstantRun, Family, encode_labels, full_proba, register
-from ._traits import CostModel, FamilyTraits, StageWork
+from ._traits import NATIVE_TABLE, CostModel, FamilyTraits, StageWork
 from ._work import FLOAT, constant_or, unwrap
 from .tabular_mlp import _Preprocess
 
@@ -61,16 +63,21 @@ def _frame(prep: _Preprocess, X: np.ndarray):
 
 
 @dataclass
-class _TabMRun:
+class PytabkitRun:
+    """A fitted pytabkit classifier behind the preprocessing its inputs need; ``forward`` is
+    its family's multiply-adds per row (``forward_work(params, width, outputs)``)."""
+
     prep: _Preprocess
-    model: Any  # pytabkit's fitted TabM_D_Classifier
+    model: Any  # pytabkit's fitted classifier
     classes: np.ndarray
     n_classes: int
     params: dict[str, Any]
+    forward: Callable[[dict[str, Any], float, int], float]
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
-        """The members' mean probability (one stage). Nothing global is touched here (the
-        estimator predicts runs on threads); pytabkit sets its own thread count around it."""
+        """The model's probabilities (one stage); a row it cannot score gets the uniform one.
+        Nothing global is touched here (the estimator predicts runs on threads); pytabkit sets
+        its own thread count around it."""
         proba = self.model.predict_proba(_frame(self.prep, X))
         out = full_proba(np.asarray(proba, dtype=np.float64), self.classes, self.n_classes)
         bad = ~np.isfinite(out).all(axis=1)
@@ -79,10 +86,57 @@ class _TabMRun:
 
     @property
     def weights(self) -> float:
-        """Multiply-adds of one row's forward pass: every member runs the shared blocks (inputs
-        are the numeric columns, indicators and one-hot categories)."""
+        """Multiply-adds of one row's forward pass (inputs: the numeric columns, indicators and
+        one-hot categories)."""
         width = self.prep.n_numeric + int((self.prep.cardinality + 1).sum())
-        return forward_work(self.params, width, len(self.classes))
+        return self.forward(self.params, width, len(self.classes))
+
+
+def pytabkit_params(
+    params: dict[str, Any], sizes: tuple[str, ...], rates: tuple[str, ...], rename: dict[str, str]
+) -> dict[str, int | float]:
+    """pytabkit's keyword arguments from a family's params: ``sizes`` as ints, ``rates`` as
+    floats, each under its pytabkit name (``rename``, else the same name)."""
+    cast = [(key, int) for key in sizes] + [(key, float) for key in rates]
+    return {rename.get(key, key): kind(params[key]) for key, kind in cast}
+
+
+def fit_pytabkit(model: str, hyper: dict, forward, X, y, n_classes, params, seed, categorical):
+    """Fit pytabkit's classifier ``model`` (its class name) with the keyword arguments ``hyper``
+    on one CPU thread, seeded by ``seed``; a single-class fold gets a constant run."""
+    classes, codes = encode_labels(y)
+    if len(classes) == 1:
+        return ConstantRun(int(classes[0]), 1, n_classes)
+    with _quiet():  # pytabkit's import warns about torch.jit, an all-missing column's median
+        # about an all-NaN slice
+        model_class = getattr(importlib.import_module("pytabkit"), model)
+        prep = _Preprocess.fit(np.asarray(X, dtype=np.float64), dict(categorical or {}))
+        fitted = model_class(
+            random_state=int(seed) % 2**31, n_threads=1, verbosity=0, device="cpu", **hyper
+        )
+        fitted.fit(_frame(prep, X), np.asarray(codes))
+    return PytabkitRun(prep, fitted, classes, n_classes, dict(params), forward)
+
+
+PYTABKIT = {**NATIVE_TABLE, "requires": ("pytabkit",)}
+"""What every pytabkit family declares to the registry: ``fit_pytabkit`` reads the native table,
+missing values and categories included (``_frame``), and needs pytabkit installed."""
+
+
+def check_sizes_no_stages(family: str, params, sizes: tuple[str, ...], stages, why: str) -> None:
+    """Raise a ValueError naming ``family`` for a size in ``sizes`` below 1, or for any stages
+    (one net per run; ``why`` says what picks its epoch)."""
+    for key in sizes:
+        if int(params[key]) < 1:
+            raise ValueError(f"{family} {key} must be at least 1, got {params[key]!r}")
+    if stages:
+        raise ValueError(f"{family} has no stages ({why}), got {stages!r}")
+
+
+def pytabkit_work(run, params, stages, width, outputs) -> StageWork:
+    """One forward pass of the fitted net per stage (``PytabkitRun.weights``: for TabM every
+    member's pass through the shared blocks)."""
+    return [(1.0, float(unwrap(run).weights))] * len(stages)
 
 
 def forward_work(params: dict[str, Any], width: float, outputs: int) -> float:
@@ -93,46 +147,29 @@ def forward_work(params: dict[str, Any], width: float, outputs: int) -> float:
     return float(params.get("k", 8)) * (width * d + (blocks - 1) * d * d + d * max(outputs, 2))
 
 
+MODEL = "TabM_D_Classifier"
+"""pytabkit's class that fits TabM."""
+
+SIZES = ("k", "d_block", "n_blocks", "max_epochs")
+"""TabM's integer params, each at least 1."""
+
+
 def fit_tabm(X, y, *, n_classes, params, stages, random_state, categorical=None):
     """Fit TabM on one thread; its early stopping holds out a fifth of these rows (pytabkit's
     ``val_fraction``), never the fold the library predicts out of fold."""
-    classes, codes = encode_labels(y)
-    if len(classes) == 1:
-        return ConstantRun(int(classes[0]), 1, n_classes)
-    with _quiet():  # pytabkit's import warns about torch.jit; an all-missing column's median
-        from pytabkit import TabM_D_Classifier
-
-        prep = _Preprocess.fit(np.asarray(X, dtype=np.float64), dict(categorical or {}))
-        model = TabM_D_Classifier(
-            random_state=int(random_state) % 2**31,
-            n_threads=1,
-            verbosity=0,
-            device="cpu",
-            tabm_k=int(params["k"]),
-            d_block=int(params["d_block"]),
-            n_blocks=int(params["n_blocks"]),
-            dropout=float(params["dropout"]),
-            lr=float(params["lr"]),
-            n_epochs=int(params["max_epochs"]),
-        )
-        model.fit(_frame(prep, X), np.asarray(codes))
-    return _TabMRun(prep, model, classes, n_classes, dict(params))
+    hyper = pytabkit_params(
+        params, SIZES, ("dropout", "lr"), {"k": "tabm_k", "max_epochs": "n_epochs"}
+    )
+    return fit_pytabkit(
+        MODEL, hyper, forward_work, X, y, n_classes, params, random_state, categorical
+    )
 
 
 def validate_tabm(params: dict[str, Any], stages: tuple[int, ...] | None) -> None:
-    """Reject non-positive sizes, rates outside their ranges, and stages (TabM has none)."""
-    for key in ("k", "d_block", "n_blocks", "max_epochs"):
-        if int(params[key]) < 1:
-            raise ValueError(f"tabm {key} must be at least 1, got {params[key]!r}")
+    """Reject non-positive sizes, stages (TabM has none) and rates outside their ranges."""
+    check_sizes_no_stages("tabm", params, SIZES, stages, "early stopping picks its epoch")
     if not params["lr"] > 0 or not 0 <= params["dropout"] < 1:
         raise ValueError(f"tabm needs lr > 0 and dropout in [0, 1), got {params!r}")
-    if stages:
-        raise ValueError(f"tabm has no stages (early stopping picks its epoch), got {stages!r}")
-
-
-def _work(run, params, stages, width, outputs) -> StageWork:
-    """TabM: every member's forward pass through the shared blocks (``_TabMRun.weights``)."""
-    return [(1.0, float(unwrap(run).weights))] * len(stages)
 
 
 def _relative_cost(params: dict[str, Any], stages: tuple[int, ...] | None) -> float:
@@ -149,7 +186,7 @@ TABM = FamilyTraits(
         fit=lambda s: s.n * forward_work(s.params, s.d, s.k),
         memory=lambda s: FLOAT * s.n * s.d + FLOAT * 4 * forward_work(s.params, s.d, s.k),
         predict=lambda s: (1.0, forward_work(s.params, s.d, s.k)),
-        predict_work=constant_or(_work),
+        predict_work=constant_or(pytabkit_work),
         memory_factor=4.0,
     ),
 )
@@ -168,11 +205,8 @@ register(
             "lr": 0.002,
             "max_epochs": 1000,
         },
-        view="native",
-        native_missing=True,
-        requires=("pytabkit",),
         test_params={"k": 2, "d_block": 32, "n_blocks": 2, "max_epochs": 30},
         validate=validate_tabm,
-        categorical=True,
+        **PYTABKIT,
     )
 )

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
-from ._traits import FamilyTraits, GrowSpace
+from ._traits import NATIVE_TABLE, FamilyTraits, GrowSpace
 from ._work import constant_or, mlp_cost, mlp_relative_cost, nets_work
 
 CLIP = 3.0
@@ -249,13 +249,11 @@ register(
             "cycle": 2,
             "label_smoothing": 0.0,
         },
-        view="native",
-        native_missing=True,
         stages="epochs",
         requires=("torch",),
         test_params={"hidden": 32, "batch_size": 32},
         test_stages=(2, 6),
         validate=validate_tabular_mlp,
-        categorical=True,
+        **NATIVE_TABLE,
     )
 )
