@@ -53,7 +53,7 @@ from ensel.library.execution.runs import _takes_stages, measure_cost, native_cat
 from ensel.library.families import FAMILIES, REGRESSORS, missing_requirements
 from ensel.library.planning.estimate import fit_work
 from ensel.library.planning.predict_work import predict_work, view_work
-from ensel.library.views.views import make_view, transform
+from ensel.library.views.base import make_view, transform
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "ensel" / "library" / "planning" / "cost_constants.json"

@@ -1,5 +1,5 @@
 """build_library: fit every run of a spec over its folds through an executor, commit each run to
-a PredictionStore as it finishes, and return the Library (``library.py``) that reads it.
+a PredictionStore as it finishes, and return the Library (``storage/library.py``) that reads it.
 
 The builder never selects. Runs already in the store are not refitted, so an interrupted build
 (even a killed one) resumes where it stopped; a run that crashes or runs out of time is recorded
@@ -44,9 +44,9 @@ from .execution.executor import (
 from .families import get_family, missing_requirements, traits_of
 from .kinds import get_kind
 from .planning.budget import MAX_RUN_SHARE, Budget, check_grow
+from .planning.build_plan import Pace, plan_build
 from .planning.grow import GrowSpec, grow_runs, parse_grow
 from .planning.memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
-from .planning.planned import Pace, plan_build
 from .planning.schedule import anytime_order, relative_cost
 from .spec import SPARE, LibrarySpec, RunSpec, load_spec
 from .storage.library import FAILED, Library
@@ -419,7 +419,8 @@ def _tell_runs(context: dict, planned) -> None:
 
 def _run_spare(build: BuildContext) -> None:
     """Fit the spare tier's runs after the main ones: under a time budget only those the
-    build's planner (:func:`ensel.library.planning.planned.plan_build`, its estimates of each run on
+    build's planner (:func:`ensel.library.planning.build_plan.plan_build`, its estimates of each
+    run on
     this table) says end within the time left, on its subsample where it planned one; the
     others are recorded with status ``left_out`` and the planner's note (a later build into
     the same store tries them again)."""

@@ -90,7 +90,8 @@ class Kind:
     ``estimate(run, n_rows, n_cols, n_held, n_fits)``: the seconds of one run (all its
     ``n_fits`` fits, each predicting ``n_held`` rows) on a table of that shape, or None where
     it cannot say, so that a build under a time budget plans this kind's runs with the models
-    (:mod:`ensel.library.planning.plan`); None: the kind's runs are not estimated. ``rank``: where
+    (:mod:`ensel.library.planning.run_plan`); None: the kind's runs are not estimated. ``rank``:
+    where
     its
     runs, as one group, enter the anytime order's rotation of families (by the families'
     ranks, :mod:`ensel.library.planning.schedule`). ``peak(run, data)``: the estimated peak bytes

@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..library.kinds import Kind, PackedRun, register_kind, run_seed
 from ..library.planning.cost import cost_constants
 from ..library.planning.memory import data_bytes, view_width
-from ..library.views.views import MAX_LEVELS
+from ..library.views.base import MAX_LEVELS
 from ._base import FeatureSpace, get_detector
 from .combined import DETECTOR_ROWS, fit_detector
 

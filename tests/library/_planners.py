@@ -1,4 +1,5 @@
-"""A stand-in for the build's planner (``ensel.library.planning.planned.plan_library``), for tests
+"""A stand-in for the build's planner (``ensel.library.planning.build_plan.plan_library``), for
+tests
 of
 what a budgeted build does with a plan whatever its estimates."""
 

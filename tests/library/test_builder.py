@@ -86,7 +86,7 @@ def test_a_folds_imputer_never_sees_its_hillclimb_rows(cv, monkeypatch):
     hillclimb row, and every fitted median and level set is that of the sibling's own training
     rows. A level found only among a sibling's held-out rows gets no column of its own."""
     from ensel.library.data.training import prepare
-    from ensel.library.views.views import MIN_LEVEL_ROWS
+    from ensel.library.views.base import MIN_LEVEL_ROWS
 
     rng = np.random.default_rng(0)
     n = 300
@@ -171,7 +171,7 @@ def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
     lib = build_library(X, y, spec=spec, cv=3, verbose=0)
     fitted = lib.store.load_fitted(lib.members["run"][0])
     from ensel.library.data.training import prepare
-    from ensel.library.views.views import transform
+    from ensel.library.views.base import transform
 
     folds = prepare(X, y, cv=3).folds
     per_sibling = []
@@ -234,7 +234,7 @@ def test_library_layout_and_test_time_average_of_siblings(cancer, tmp_path):
     assert P.shape == (lib.n_members, 7) and ((P >= 0) & (P <= 1)).all()
     # a member's test-time prediction is the mean of its siblings (here: logistic regressions)
     fitted = lib.store.load_fitted(lib.members["run"][0])
-    from ensel.library.views.views import transform
+    from ensel.library.views.base import transform
 
     siblings = [run.predict(transform(view, new))["none"][0, :, 1] for view, run in fitted.siblings]
     np.testing.assert_allclose(P[0], np.mean(siblings, axis=0))

@@ -17,7 +17,7 @@ from ensel.errors import SpecError
 from ensel.estimator import budget
 from ensel.library import build_library
 from ensel.library import builder as builder_module
-from ensel.library.planning import plan as plan_module
+from ensel.library.planning import run_plan as plan_module
 from ensel.library.planning.estimate import RunEstimate
 from ensel.library.spec import load_spec
 

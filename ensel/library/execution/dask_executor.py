@@ -11,7 +11,7 @@ touch the store.
 
 Under a build's deadline the runs go to the cluster as its workers free up, no more at a time
 than its worker threads, and ``skip`` is asked just before each is sent, as the local pool asks
-before each start: the build's pace (:mod:`ensel.library.planning.planned`) then starts the runs
+before each start: the build's pace (:mod:`ensel.library.planning.build_plan`) then starts the runs
 the plan
 put on standby where the finished runs leave time, and leaves out those that would end after the
 deadline. Without a deadline every run is sent at once (an adaptive cluster scales on the tasks

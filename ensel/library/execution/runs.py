@@ -27,7 +27,7 @@ from ..planning.cost import structural_predict_ms
 from ..planning.predict_work import has_predict_work
 from ..spec import RunSpec
 from ..views import encoding  # noqa: F401 - registers the view "te"
-from ..views.views import make_view, transform
+from ..views.base import make_view, transform
 
 __all__ = [
     "FittedRun",

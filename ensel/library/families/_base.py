@@ -92,7 +92,7 @@ class Family:
     validate: Callable[[dict[str, Any], tuple[int, ...] | None], None] | None = None
     native_missing: bool = False
     """True: the fit function takes NaN as it is (numeric NaN passed through; see
-    ``ensel.library.views.views``); False: its view imputes the median plus missing indicators,
+    ``ensel.library.views.base``); False: its view imputes the median plus missing indicators,
     fitted on each fold's training rows."""
     categorical: bool = False
     """The family splits (or embeds) categorical columns natively: on the native view its fit

@@ -2,7 +2,7 @@
 under a time budget, what its runs cost (fit time, memory, predict work), how growth searches
 its parameters and whether it is quick enough to fit first.
 
-The engines (:mod:`ensel.library.planning.schedule`, :mod:`~ensel.library.planning.plan`,
+The engines (:mod:`ensel.library.planning.schedule`, :mod:`~ensel.library.planning.run_plan`,
 :mod:`~ensel.library.planning.estimate`, :mod:`~ensel.library.planning.memory`,
 :mod:`~ensel.library.planning.predict_work`, :mod:`~ensel.library.planning.grow`) read these
 records and name no

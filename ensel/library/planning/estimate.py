@@ -1,6 +1,6 @@
 """Fit time, peak memory and predict cost of a run before it is fitted, from the shape of the
 data (rows, columns, classes) and the run's parameters, so that a library can be planned for a
-large table within a time budget (:mod:`ensel.library.planning.plan`).
+large table within a time budget (:mod:`ensel.library.planning.run_plan`).
 
 Each family declares a cost model (:class:`~ensel.library.families.CostModel`): how its fit
 grows with rows ``n``, view width ``d``, outputs ``K`` and its parameters (boosting ``~ n d

@@ -14,7 +14,7 @@ import pandas as pd
 from ..._jobs import n_workers
 from ...data import Table, as_frame, check_columns, plan_schema, read_table, schema_key
 from ..execution.runs import FittedRun, view_key
-from ..views.views import transform
+from ..views.base import transform
 
 __all__ = ["BATCH_ROWS", "SMALL_ROWS", "FittedMembers"]
 

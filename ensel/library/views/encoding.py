@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ...data import Columns
-from .views import VIEW_KINDS, View, _categories, _text
+from .base import VIEW_KINDS, View, _categories, _text
 
 __all__ = ["INNER_FOLDS", "SMOOTHING", "TOP_NUMERIC", "TargetEncodedView"]
 

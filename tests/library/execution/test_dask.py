@@ -26,7 +26,7 @@ from ensel.cli import main
 from ensel.library import build_library, builder
 from ensel.library.execution.executor import make_executor
 from ensel.library.families import FAMILIES
-from ensel.library.planning import planned
+from ensel.library.planning import build_plan
 
 from .._planners import assert_the_tree_waited_out_the_pace, stand_in_planner
 from .._tasks import task
@@ -248,7 +248,7 @@ def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
     of 60 s on 2 workers returned after 36 s with 86 runs not started."""
     client.wait_for_workers(2, timeout=300)
     calls: list = []
-    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls, tree_standby=estimate))
+    monkeypatch.setattr(build_plan, "plan_library", stand_in_planner(calls, tree_standby=estimate))
     X, y = data
     spec = {
         "families": [

@@ -16,7 +16,7 @@ import pytest
 from ensel.data import Columns
 from ensel.library.execution.runs import predict_stages
 from ensel.library.families import FAMILIES, REGRESSORS, missing_requirements
-from ensel.library.views.views import make_view
+from ensel.library.views.base import make_view
 
 N_TRAIN, N_TEST = 220, 80
 CASES = [

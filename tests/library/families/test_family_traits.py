@@ -23,8 +23,8 @@ REGISTRIES = {"classification": FAMILIES, "regression": REGRESSORS}
 ALL = [(task, name) for task, reg in REGISTRIES.items() for name in sorted(reg)]
 ENGINES = (
     "planning.schedule",
-    "planning.plan",
-    "planning.planned",
+    "planning.run_plan",
+    "planning.build_plan",
     "planning.estimate",
     "planning.memory",
     "planning.predict_work",

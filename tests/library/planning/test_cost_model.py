@@ -13,7 +13,7 @@ from ensel.library.families import FAMILIES, REGRESSORS, VIEWS, missing_requirem
 from ensel.library.planning.cost import VIEW_RATE_OF, cost_constants, structural_predict_ms
 from ensel.library.planning.estimate import FitShape, estimate_run
 from ensel.library.planning.predict_work import predict_work
-from ensel.library.views.views import make_view, transform
+from ensel.library.views.base import make_view, transform
 
 REGISTRIES = {"classification": FAMILIES, "regression": REGRESSORS}
 ALL = [(task, name) for task, reg in REGISTRIES.items() for name in sorted(reg)]

@@ -11,8 +11,8 @@ from sklearn.metrics import roc_auc_score
 
 from ensel.data import Columns
 from ensel.library import build_library
+from ensel.library.views.base import make_view
 from ensel.library.views.encoding import SMOOTHING, TOP_NUMERIC
-from ensel.library.views.views import make_view
 
 
 def _noise(n=1200, levels=300, seed=0):

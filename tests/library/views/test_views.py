@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ensel.data import Columns
-from ensel.library.views.views import MAX_LEVELS, MIN_LEVEL_ROWS, make_view
+from ensel.library.views.base import MAX_LEVELS, MIN_LEVEL_ROWS, make_view
 
 
 def _frame():

@@ -167,7 +167,7 @@ def plan_library(
     -> ``estimate(run, n_rows, n_cols, n_held, n_fits)``, seconds or None (see
     :class:`~ensel.library.kinds.Kind`). ``view_seconds``: ``(view, native_missing)`` ->
     ``(seconds per call, seconds per row)`` of its view on this table
-    (:func:`~ensel.library.planning.planned.view_seconds` times them): each fit pays two calls
+    (:func:`~ensel.library.planning.build_plan.view_seconds` times them): each fit pays two calls
     (fitted
     on the training rows, applied to the held ones) and the rows of both, beside the
     family's own fit (the cost constants leave the view out). See the module

@@ -1,5 +1,6 @@
 """A build under a time budget, planned before any run starts: the planner
-(:func:`ensel.library.planning.plan.plan_library`) estimates every run's cost on this table and says
+(:func:`ensel.library.planning.run_plan.plan_library`) estimates every run's cost on this table and
+says
 which runs to train, which on a stratified subsample of their rows (learners quadratic in the
 rows: kernel SVMs, k-NN) and which to leave out, so that no run is cut at the deadline and
 the cheap strong runs are not starved. This module turns its plan into the builder's work:
@@ -21,8 +22,8 @@ import pandas as pd
 from ..data.training import TrainingData
 from ..families import traits_of
 from ..kinds import get_kind
-from ..views.views import MAX_LEVELS
-from .plan import LEFT_OUT, plan_library
+from ..views.base import MAX_LEVELS
+from .run_plan import LEFT_OUT, plan_library
 
 __all__ = ["BuildPlan", "Pace", "plan_build", "view_seconds"]
 
@@ -135,7 +136,8 @@ class Pace:
 
     def ratio_of(self, run_id: str | None) -> float:
         """The pace that counts for ``run_id``: its family's (its pace group's,
-        :func:`~ensel.library.planning.plan.pace_group`) where one of its runs finished, else the
+        :func:`~ensel.library.planning.run_plan.pace_group`) where one of its runs finished, else
+        the
         largest of all finished runs' pace, the median family's (once ``PACE_FAMILIES``
         families have finished runs) and, for a run of a known family, ``UNTESTED_PACE`` (1
         before any run has finished). The
@@ -224,7 +226,7 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
     source is not timed (empty): its rows are read where its runs fit, not here."""
     from ..execution.runs import label_classes
     from ..families import get_family
-    from ..views.views import make_view
+    from ..views.base import make_view
 
     kinds = {
         (run.view, get_family(run.family, run.task).native_missing)
@@ -280,7 +282,7 @@ def plan_build(
 ) -> BuildPlan:
     """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
     ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
-    :func:`~ensel.library.planning.plan.plan_library`).
+    :func:`~ensel.library.planning.run_plan.plan_library`).
     Each run is fitted once per sibling (``data.n_siblings``). The runs left out by the
     schedule's end are queued after the others, on standby (see the module docstring);
     ``run_limit``: the seconds the executor lets one run take (None: no limit)."""

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ensel.library.planning.estimate import estimate_run
-from ensel.library.planning.plan import (
+from ensel.library.planning.run_plan import (
     LEFT_OUT,
     QUADRATIC_SHARE,
     SUBSAMPLED,

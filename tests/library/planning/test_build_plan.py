@@ -17,7 +17,7 @@ from ensel import EnsembleSelectionClassifier
 from ensel.data import stratified_rows
 from ensel.library import build_library
 from ensel.library.families import get_family
-from ensel.library.planning import planned
+from ensel.library.planning import build_plan
 
 from .._planners import assert_the_tree_waited_out_the_pace, stand_in_planner
 
@@ -40,7 +40,7 @@ def _table(n: int, seed: int = 0):
 
 def test_a_budgeted_build_follows_the_plan(monkeypatch):
     calls: list = []
-    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls))
+    monkeypatch.setattr(build_plan, "plan_library", stand_in_planner(calls))
     X, y = _table(600)
     lib = build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
     n_rows, n_cols, n_classes, kw = calls[0]
@@ -61,7 +61,7 @@ def test_a_budgeted_build_follows_the_plan(monkeypatch):
 
 @pytest.mark.parametrize("estimate", [0.5, 1e6])
 def test_a_standby_run_starts_only_if_the_pace_says_it_ends_in_time(monkeypatch, estimate):
-    monkeypatch.setattr(planned, "plan_library", stand_in_planner([], tree_standby=estimate))
+    monkeypatch.setattr(build_plan, "plan_library", stand_in_planner([], tree_standby=estimate))
     X, y = _table(400, seed=3)
     lib = build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
     if estimate < 1:  # the planner's estimate was pessimistic: the tree is built after all
@@ -71,7 +71,7 @@ def test_a_standby_run_starts_only_if_the_pace_says_it_ends_in_time(monkeypatch,
 
 
 def test_the_estimator_reports_the_plan(monkeypatch):
-    monkeypatch.setattr(planned, "plan_library", stand_in_planner([]))
+    monkeypatch.setattr(build_plan, "plan_library", stand_in_planner([]))
     X, y = _table(500, seed=1)
     clf = EnsembleSelectionClassifier(
         library=SPEC, cv=3, n_bags=2, time_limit=120, n_jobs=1, refit="full", backend="local"
@@ -85,7 +85,7 @@ def test_the_estimator_reports_the_plan(monkeypatch):
 
 def test_without_a_time_limit_nothing_is_planned(monkeypatch):
     calls: list = []
-    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls))
+    monkeypatch.setattr(build_plan, "plan_library", stand_in_planner(calls))
     X, y = _table(300, seed=2)
     lib = build_library(X, y, spec=SPEC, cv=3, n_jobs=1, verbose=0)
     assert (
@@ -130,7 +130,7 @@ def test_boosting_stops_early_on_its_own_rows(name):
 
 
 def test_the_plan_prices_every_hillclimb_row_a_subsampled_run_predicts():
-    from ensel.library.planning.plan import plan_library
+    from ensel.library.planning.run_plan import plan_library
     from ensel.library.spec import load_spec
 
     knn = [r for r in load_spec("default").runs if r.family == "knn"][:1]
@@ -160,7 +160,7 @@ def test_the_builder_asks_for_early_stopping_only_on_large_tables(monkeypatch):
 
 
 def test_the_pace_of_finished_runs_keeps_a_run_that_would_end_late_from_starting():
-    from ensel.library.planning.planned import Pace
+    from ensel.library.planning.build_plan import Pace
 
     pace = Pace({"a": 10.0, "b": 10.0, "c": 30.0})
     assert pace.too_late("c", 40.0) is None  # nothing finished yet: the plan is trusted
@@ -181,7 +181,7 @@ def test_a_subsampled_run_keeps_its_own_view_at_predict_time(monkeypatch):
     """A run trained on a subsample fits its view on those rows: a column with a few missing
     cells may get no missing-value indicator there, so its matrix is narrower than the shared
     one of the runs trained on every row, and must not be shared with them."""
-    monkeypatch.setattr(planned, "plan_library", stand_in_planner([]))
+    monkeypatch.setattr(build_plan, "plan_library", stand_in_planner([]))
     X, y = _table(600, seed=4)
     X.loc[[5, 300], "a"] = np.nan  # 2 of 600 rows: a 120-row subsample likely has neither
     lib = build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
@@ -196,18 +196,18 @@ def test_a_subsampled_run_keeps_its_own_view_at_predict_time(monkeypatch):
 
 def test_the_one_hot_width_counts_the_levels_the_view_keeps():
     from ensel.data import Columns
-    from ensel.library.views.views import MAX_LEVELS
+    from ensel.library.views.base import MAX_LEVELS
 
     wide = [f"l{i}" for i in range(6_000)]
     columns = Columns(("x",), ("c", "d"), (("a", "b"), tuple(wide)))
     data = type("Data", (), {"columns": columns})()
     # x; c: 2 levels + missing; d: MAX_LEVELS kept + the pool + missing (not 6,000)
-    assert planned.view_width(data) == 1 + 3 + MAX_LEVELS + 2
+    assert build_plan.view_width(data) == 1 + 3 + MAX_LEVELS + 2
 
 
 def test_the_plan_times_each_view_on_the_table_and_charges_every_fit_for_it(monkeypatch):
     calls: list = []
-    monkeypatch.setattr(planned, "plan_library", stand_in_planner(calls))
+    monkeypatch.setattr(build_plan, "plan_library", stand_in_planner(calls))
     X, y = _table(600)
     build_library(X, y, spec=SPEC, cv=3, time_limit=120, n_jobs=1, verbose=0)
     per_row = calls[0][3]["view_seconds"]
@@ -215,7 +215,7 @@ def test_the_plan_times_each_view_on_the_table_and_charges_every_fit_for_it(monk
     assert set(per_row) == {("standardized", False), ("native", True)}
     assert all(call >= 0 and 0 < row < 1e-3 for call, row in per_row.values())
     # the planner adds the view's seconds per row, for the rows each fit reads, to every fit
-    from ensel.library.planning.plan import plan_library
+    from ensel.library.planning.run_plan import plan_library
     from ensel.library.spec import load_spec
 
     runs = [run for run in load_spec(SPEC).runs if run.family == "logreg"][:1]
@@ -242,8 +242,8 @@ def test_a_view_on_many_categories_is_timed_dearer_per_row():
     runs = [("families", run) for run in load_spec(SPEC).runs if run.family == "logreg"][:1]
     narrow_data, wide_data = prepare(narrow, y, cv=None), prepare(wide, y, cv=None)
     for _ in range(3):  # wall-clock pilots: a busy moment can split a call's time wrongly
-        cheap = planned.view_seconds(runs, narrow_data)
-        dear = planned.view_seconds(runs, wide_data)
+        cheap = build_plan.view_seconds(runs, narrow_data)
+        dear = build_plan.view_seconds(runs, wide_data)
         # per call (the levels of its categories) and per row (six more columns to code)
         (cheap_call, cheap_row), (dear_call, dear_row) = (
             cheap[("standardized", False)],
@@ -414,7 +414,7 @@ def test_a_run_the_plan_capped_is_fitted_under_its_cap(monkeypatch):
     _kind.fit_models(run, None, None, 0)
     assert seen == [5.0, 100.0, 100.0, 5.0, None]
     # the pace expects a capped run to take its cap at most, however slow the build runs
-    pace = planned.Pace({"slow": 10.0, run.run_id: 5.0}, capped={run.run_id})
+    pace = build_plan.Pace({"slow": 10.0, run.run_id: 5.0}, capped={run.run_id})
     pace.finished("slow", 30.0)
     assert pace.too_late(run.run_id, 6.0) is None
     assert pace.too_late(run.run_id, 4.0) is not None
@@ -424,7 +424,7 @@ def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeyp
     from ensel.library import _kind
     from ensel.library.planning.budget import MAX_RUN_SHARE
 
-    real = planned.plan_library
+    real = build_plan.plan_library
 
     class Capping:  # the real plan, with its first kept run capped at 7 s
         def __init__(self, *args, **kw):
@@ -444,7 +444,7 @@ def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeyp
         seen[run.run_id] = kw.get("time_limit")
         return fit_run(run, *args, **kw)
 
-    monkeypatch.setattr(planned, "plan_library", Capping)
+    monkeypatch.setattr(build_plan, "plan_library", Capping)
     monkeypatch.setattr(_kind, "fit_run", spy)
     X, y = _table(300)
     spec = {"families": [{"family": "logreg", "calibration": ["none"]},
@@ -475,8 +475,8 @@ def test_a_budgeted_build_tells_its_runs_the_deadline(monkeypatch):
 
 
 def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
-    from ensel.library.planning.plan import plan_library
-    from ensel.library.planning.planned import Pace
+    from ensel.library.planning.build_plan import Pace
+    from ensel.library.planning.run_plan import plan_library
     from ensel.library.spec import load_spec
 
     runs_ = [r for r in load_spec("default").runs if r.family in ("lightgbm", "tree")]
@@ -489,7 +489,7 @@ def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
     # a single tree (~49 s) cannot stop in time: past the limit it waits on standby as before
     assert trees and all(p.decision == "left out" and p.standby for p in trees)
     assert not any(p.capped for p in trees)
-    pace = Pace.of(planned.BuildPlan([], table=plan.frame()))
+    pace = Pace.of(build_plan.BuildPlan([], table=plan.frame()))
     run = boosting[0].run.run_id
     pace.finished("other", 1.0)  # an unplanned run does not move the pace
     pace.estimates["slow"] = 10.0
@@ -501,7 +501,7 @@ def test_boosting_past_the_run_limit_is_planned_capped_and_paced_at_the_limit():
 
 
 def test_the_pace_of_a_run_is_its_familys_where_one_of_its_runs_finished():
-    from ensel.library.planning.planned import Pace
+    from ensel.library.planning.build_plan import Pace
 
     families = {"gbm1": "lightgbm", "gbm2": "lightgbm", "rf1": "forest", "rf2": "forest",
                 "nb": "naive_bayes"}  # fmt: skip
@@ -518,7 +518,7 @@ def test_the_pace_of_a_run_is_its_familys_where_one_of_its_runs_finished():
 
 
 def test_a_familys_first_run_is_paced_no_faster_than_the_median_family():
-    from ensel.library.planning.planned import PACE_FAMILIES, Pace
+    from ensel.library.planning.build_plan import PACE_FAMILIES, Pace
 
     families = {"gbm": "lightgbm", "lr": "logreg", "tree": "tree", "knn": "knn"}
     pace = Pace({"gbm": 100.0, "lr": 5.0, "tree": 10.0, "knn": 10.0}, families=families)
@@ -533,7 +533,7 @@ def test_a_familys_first_run_is_paced_no_faster_than_the_median_family():
 
 
 def test_one_short_run_far_off_its_estimate_does_not_set_the_pace_alone():
-    from ensel.library.planning.planned import PACE_PRIOR_SHARE, BuildPlan, Pace
+    from ensel.library.planning.build_plan import PACE_PRIOR_SHARE, BuildPlan, Pace
 
     table = pd.DataFrame({"run": ["nb", "tree"], "pace": ["naive_bayes", "tree"],
                           "seconds": [0.4, 39.0]})  # fmt: skip
@@ -548,7 +548,7 @@ def test_one_short_run_far_off_its_estimate_does_not_set_the_pace_alone():
 
 
 def test_a_run_that_cannot_stop_in_time_starts_only_with_a_margin_left():
-    from ensel.library.planning.planned import PACE_MARGIN, Pace
+    from ensel.library.planning.build_plan import PACE_MARGIN, Pace
 
     pace = Pace({"tree": 50.0, "forest": 50.0}, in_time={"forest"})
     left = 50.0 * (1 + PACE_MARGIN) / 2  # more than its estimate, less than the margin asks
@@ -560,7 +560,7 @@ def test_a_run_that_cannot_stop_in_time_starts_only_with_a_margin_left():
 
 
 def test_a_familys_pace_starts_from_its_share_of_the_prior():
-    from ensel.library.planning.planned import Pace
+    from ensel.library.planning.build_plan import Pace
 
     families = {"lr1": "logreg", "lr2": "logreg", "gbm": "lightgbm"}
     pace = Pace({"lr1": 1.0, "lr2": 1.0, "gbm": 98.0}, families=families, prior=10.0)
@@ -571,8 +571,8 @@ def test_a_familys_pace_starts_from_its_share_of_the_prior():
 
 
 def test_a_linear_svm_is_not_paced_by_the_kernel_svms_before_it():
-    from ensel.library.planning.plan import plan_library
-    from ensel.library.planning.planned import Pace
+    from ensel.library.planning.build_plan import Pace
+    from ensel.library.planning.run_plan import plan_library
     from ensel.library.spec import load_spec
 
     svms = [r for r in load_spec("default").runs if r.family == "svm"]
@@ -584,7 +584,7 @@ def test_a_linear_svm_is_not_paced_by_the_kernel_svms_before_it():
     groups = dict(zip(table["run"], table["pace"], strict=True))
     assert {groups[r] for r in linear} == {"svm"}
     assert {groups[r] for r in kernel} == {"svm (quadratic)"}
-    pace = Pace.of(planned.BuildPlan([], table=table))
+    pace = Pace.of(build_plan.BuildPlan([], table=table))
     for run in kernel[:3]:  # kernel SVMs on subsamples end far inside their estimates
         pace.finished(run, 0.2 * pace.estimates[run])
     assert pace.ratio_of(kernel[3]) == pytest.approx(0.2, rel=0.1)
@@ -594,7 +594,7 @@ def test_a_linear_svm_is_not_paced_by_the_kernel_svms_before_it():
 
 
 def test_a_familys_first_run_is_not_paced_faster_than_its_estimate():
-    from ensel.library.planning.planned import UNTESTED_PACE, Pace
+    from ensel.library.planning.build_plan import UNTESTED_PACE, Pace
 
     families = {"gbm": "lightgbm", "rf": "forest", "nb": "naive_bayes", "lr": "logreg"}
     pace = Pace({r: 10.0 for r in families}, families=families)
