@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ensel.calibration import calibrate_on_hillclimb
-from ensel.library.training import prepare
+from ensel.library.data.training import prepare
 from ensel.metrics import METRICS, score
 from ensel.strategies import STRATEGIES
 

@@ -28,8 +28,8 @@ from sklearn.model_selection import train_test_split
 from benchmarks._report import machine_line, write_section
 from benchmarks.datasets import doctor_aus
 from ensel.library import build_library, load_spec
-from ensel.library.dask_executor import DaskExecutor, local_cluster
-from ensel.library.executor import ProcessExecutor
+from ensel.library.execution.dask_executor import DaskExecutor, local_cluster
+from ensel.library.execution.executor import ProcessExecutor
 
 SECTION = "## Distributed builds (dask)"
 TARGET_SPEEDUP = 1.7
@@ -204,7 +204,8 @@ def main() -> None:
         "",
         f"Spec `{spec}` ({n} members, {m['runs']} runs), cv=5, Ecdat::DoctorAUS "
         f"({X.shape[0]} rows, {X.shape[1]} columns). Dask: a LocalCluster of worker processes "
-        "with one thread each (`ensel.library.dask_executor.local_cluster`), started before "
+        "with one thread each (`ensel.library.execution.dask_executor.local_cluster`), "
+        "started before "
         "the build (its start is listed apart); the local pool starts its processes inside the "
         "build. The same seed gave the same library on every backend (largest difference in "
         f"the prediction matrix: {m['difference']:.1e}).",

@@ -120,7 +120,7 @@ def dask_blocks(path: Path, features: list[str], n_rows: int, args) -> tuple[lis
 
     from ensel import EnsembleSelectionClassifier
     from ensel.estimator.dask_predict import iter_blocks
-    from ensel.library.dask_executor import local_cluster
+    from ensel.library.execution.dask_executor import local_cluster
 
     rows = []
     with local_cluster(2) as cluster, Client(cluster) as client:

@@ -1,4 +1,5 @@
-"""Measure the constants of ensel's cost model once and write ``ensel/library/cost_constants.json``.
+"""Measure the constants of ensel's cost model once and write
+``ensel/library/planning/cost_constants.json``.
 
 For every registered family (both tasks) this fits pilot runs on a synthetic table (numeric and
 categorical columns, a few missing values) at a few sizes, and records
@@ -48,14 +49,14 @@ from scipy.optimize import nnls
 from threadpoolctl import threadpool_limits
 
 from ensel.data import Columns
-from ensel.library.estimate import fit_work
+from ensel.library.execution.runs import _takes_stages, measure_cost, native_categorical
 from ensel.library.families import FAMILIES, REGRESSORS, missing_requirements
-from ensel.library.predict_work import predict_work, view_work
-from ensel.library.runs import _takes_stages, measure_cost, native_categorical
-from ensel.library.views import make_view, transform
+from ensel.library.planning.estimate import fit_work
+from ensel.library.planning.predict_work import predict_work, view_work
+from ensel.library.views.base import make_view, transform
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "ensel" / "library" / "cost_constants.json"
+OUT = ROOT / "ensel" / "library" / "planning" / "cost_constants.json"
 SIZES = (1000, 4000, 16000)
 """Pilot rows: up to 16,000, because per-row costs change with size (caches, tree depth,
 LightGBM's per-round overhead): constants from pilots of at most 2,000 rows put CatBoost at a

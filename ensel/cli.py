@@ -213,7 +213,7 @@ def _read_csv(path: Path):
 
 
 def _is_parquet(path: Path) -> bool:
-    from .library.sources import is_source
+    from .library.data.sources import is_source
 
     return is_source(path)
 
@@ -221,7 +221,7 @@ def _is_parquet(path: Path) -> bool:
 def _parquet_training(args: argparse.Namespace):
     """``(X, y, groups)`` of a parquet training path: the features stay on disk (read where
     they are fitted), the label and group columns are read here."""
-    from .library.sources import ParquetParts, ParquetTable, parquet_files, read_columns
+    from .library.data.sources import ParquetParts, ParquetTable, parquet_files, read_columns
 
     names = ParquetParts.open(parquet_files(args.train)).columns
     extra = [args.target, *([args.groups] if args.groups else [])]
@@ -301,7 +301,7 @@ def _cluster(args: argparse.Namespace):
     if args.dask_local is None:
         yield args.scheduler
         return
-    from .library.dask_executor import local_cluster
+    from .library.execution.dask_executor import local_cluster
 
     with local_cluster(args.dask_local) as cluster:
         yield cluster.scheduler_address

@@ -25,7 +25,7 @@ from sklearn.base import is_classifier
 
 from ._imports import optional
 from .library import Library
-from .library.cost import predict_cost
+from .library.planning.cost import predict_cost
 from .metrics import greater_is_better, resolve_metric, score_batch
 from .selection import EnsembleSelection, PredictCost, cost_front
 
@@ -65,7 +65,7 @@ def hillclimb_curves(model, library: Library) -> dict[str, np.ndarray]:
 
 def cost_front_data(model, library: Library) -> list[dict]:
     """The front of hillclimb score against estimated predict cost (ms per 1,000 rows, from the
-    builder's timings; :mod:`ensel.library.cost`): one single-bag selection for the model's
+    builder's timings; :mod:`ensel.library.planning.cost`): one single-bag selection for the model's
     metric under each budget of ``FRONT_FRACTIONS`` times the fitted ensemble's cost, then the
     fitted ensemble itself (``budget`` None). Empty where the builder recorded no timings."""
     siblings = 1 if model.refit == "full" else library.siblings

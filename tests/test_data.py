@@ -18,7 +18,7 @@ from ensel.data import (
     plan_schema,
     read_table,
 )
-from ensel.library.training import prepare
+from ensel.library.data.training import prepare
 
 
 def test_missing_values_pass_the_checks_infinities_do_not():

@@ -16,10 +16,10 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 import ensel._jobs as jobs
 import ensel.library.builder as builder
-import ensel.library.executor as executor
+import ensel.library.execution.executor as executor
 from ensel import EnsembleSelectionClassifier, EnsembleSelectionRegressor
 from ensel.library import build_library
-from ensel.library.executor import ProcessExecutor, SerialExecutor, make_executor
+from ensel.library.execution.executor import ProcessExecutor, SerialExecutor, make_executor
 from ensel.selection import EnsembleSelection
 
 CLASSIFICATION = {

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import ensel.library.members as members_module
+import ensel.library.storage.members as members_module
 from ensel import EnsembleSelectionClassifier, EnsembleSelectionRegressor
 from ensel.data import Table
 from ensel.library import build_library

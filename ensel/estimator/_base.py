@@ -23,14 +23,14 @@ from sklearn.utils.validation import check_is_fitted
 from .._jobs import as_seed
 from ..data import named
 from ..library import Library, build_library
-from ..library.budget import check_grow
-from ..library.cost import predict_cost
-from ..library.executor import BACKENDS
-from ..library.grow import GrowSpec, parse_grow
-from ..library.memory import parse_memory, selection_memory
-from ..library.sources import is_dask_frame, is_source, n_classes, n_rows
+from ..library.data.sources import is_dask_frame, is_source, n_classes, n_rows
+from ..library.data.training import resolve_cv
+from ..library.execution.executor import BACKENDS
+from ..library.planning.budget import check_grow
+from ..library.planning.cost import predict_cost
+from ..library.planning.grow import GrowSpec, parse_grow
+from ..library.planning.memory import parse_memory, selection_memory
 from ..library.spec import LibrarySpec, load_spec
-from ..library.training import resolve_cv
 from ..metrics import Metric, greater_is_better, resolve_metric, score
 from ..risk.combined import DetectorSet
 from ..risk.reject import RejectRule, reject_mask

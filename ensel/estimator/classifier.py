@@ -12,8 +12,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..calibration import ColumnCalibrator, cross_fit, cross_fit_groups
-from ..library.grow import GrowSpec
-from ..library.sources import is_dask_frame
+from ..library.data.sources import is_dask_frame
+from ..library.planning.grow import GrowSpec
 from ..metrics import METRICS, score
 from ..selection import weighted_average
 from ._base import EnsembleSelectionBase, _full, _refused
@@ -85,7 +85,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         (``strategy="es"`` only) then adds only members that keep the ensemble within it,
         counting shared work once (a member of a run already in the ensemble costs only its
         extra stage; a view is transformed once per fold); costs come from
-        :mod:`ensel.library.cost`, per sibling times K, or once with ``refit="full"``.
+        :mod:`ensel.library.planning.cost`, per sibling times K, or once with ``refit="full"``.
         ``"auto"``: the cheapest ensemble whose hillclimb score is within half a standard
         error of the unconstrained one's, or within 1e-4 of it (budgets of 1/2 to 1/64 of its
         cost, bisected), less the runs that cost most per unit of weight while the score stays
@@ -99,7 +99,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         costs 15 extra selections.
     grow : int >= 0, dict, bool, GrowSpec or None, default=None
         After building the library, propose new members where the ensemble gains (optuna;
-        :mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+        :mod:`ensel.library.planning.grow`): a number of trials, or a dict such as ``{"trials": 30,
         "time": 120}``, or True (with ``time_limit``: grow in whatever time the build
         leaves); under ``time_limit`` growth never runs past the build's budget. Growth
         selects for ``metric`` (for log loss when ``metric`` is a callable). None: no growth.

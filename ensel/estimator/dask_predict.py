@@ -22,7 +22,7 @@ import pandas as pd
 from sklearn.base import is_classifier
 
 from .._imports import optional
-from ..library.sources import is_dask_frame
+from ..library.data.sources import is_dask_frame
 
 __all__ = ["is_dask_frame", "iter_blocks", "predict_partitions"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 
-from ..library.sources import is_dask_frame
+from ..library.data.sources import is_dask_frame
 from ..metrics import REGRESSION_METRICS
 from ..selection import weighted_average
 from ._base import EnsembleSelectionBase, _refused

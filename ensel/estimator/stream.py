@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._imports import optional
-from ..library.sources import open_parquet, parquet_errors, parquet_files
+from ..library.data.sources import open_parquet, parquet_errors, parquet_files
 
 __all__ = ["BATCH_ROWS", "iter_parquet", "write_batches"]
 

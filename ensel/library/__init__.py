@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib
 
 _PUBLIC = {
-    "FittedMembers": "members",
-    "Library": "library",
+    "FittedMembers": "storage.members",
+    "Library": "storage.library",
     "LibrarySpec": "spec",
-    "PredictionStore": "store",
+    "PredictionStore": "storage.store",
     "RunSpec": "spec",
     "build_library": "builder",
     "load_spec": "spec",

@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
+from .data.training import TrainingData
+from .execution.runs import fit_run
 from .kinds import Kind, PackedRun, register_kind
-from .runs import fit_run
 from .spec import SPARE, RunSpec, parse_families, parse_spare
-from .training import TrainingData
 
 __all__ = ["MODELS", "SPARE_MODELS", "fit_models"]
 

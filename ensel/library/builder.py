@@ -1,5 +1,5 @@
 """build_library: fit every run of a spec over its folds through an executor, commit each run to
-a PredictionStore as it finishes, and return the Library (``library.py``) that reads it.
+a PredictionStore as it finishes, and return the Library (``storage/library.py``) that reads it.
 
 The builder never selects. Runs already in the store are not refitted, so an interrupted build
 (even a killed one) resumes where it stopped; a run that crashes or runs out of time is recorded
@@ -30,21 +30,27 @@ from sklearn.utils._param_validation import (
 from .._jobs import as_seed, n_workers
 from .._progress import progress_bar
 from ..data import as_frame
-from . import dask_executor  # noqa: F401 - registers the backend "dask"
-from ._worker import describe
-from .budget import MAX_RUN_SHARE, Budget, check_grow
-from .executor import Executor, ProcessExecutor, SerialExecutor, budget_message, make_executor
+from .data.sources import is_source, n_rows, prepare_source
+from .data.training import TrainingData, prepare, resolve_cv, share_frame
+from .execution import dask_executor  # noqa: F401 - registers the backend "dask"
+from .execution._worker import describe
+from .execution.executor import (
+    Executor,
+    ProcessExecutor,
+    SerialExecutor,
+    budget_message,
+    make_executor,
+)
 from .families import get_family, missing_requirements, traits_of
-from .grow import GrowSpec, grow_runs, parse_grow
 from .kinds import get_kind
-from .library import FAILED, Library
-from .memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
-from .planned import Pace, plan_build
-from .schedule import anytime_order, relative_cost
-from .sources import is_source, n_rows, prepare_source
+from .planning.budget import MAX_RUN_SHARE, Budget, check_grow
+from .planning.build_plan import Pace, plan_build
+from .planning.grow import GrowSpec, grow_runs, parse_grow
+from .planning.memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
+from .planning.schedule import anytime_order, relative_cost
 from .spec import SPARE, LibrarySpec, RunSpec, load_spec
-from .store import PredictionStore
-from .training import TrainingData, prepare, resolve_cv, share_frame
+from .storage.library import FAILED, Library
+from .storage.store import PredictionStore
 
 __all__ = ["build_library"]
 
@@ -99,7 +105,7 @@ def build_library(
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
     ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out; ``cv="auto"``
     (the default): 5 folds on a small table, a held-out hillclimb set of a few thousand rows on
-    a large one (:func:`ensel.library.training.resolve_cv`; docs/library.md). A spec with
+    a large one (:func:`ensel.library.data.training.resolve_cv`; docs/library.md). A spec with
     ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
     ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
@@ -107,23 +113,26 @@ def build_library(
     every finished run.
     ``max_memory`` (bytes, or a size such as ``"8GB"``; None: ``memory.DEFAULT_SHARE`` of the
     memory this process may use) is a ceiling on this process and its workers
-    (:mod:`ensel.library.memory`): the data must fit under it before any run; a run starts only
+    (:mod:`ensel.library.planning.memory`): the data must fit under it before any run; a run starts
+    only
     when its estimated peak fits beside the runs in flight and is stopped when the measured
     memory passes it (status ``memory``, tried again by the next build).
-    ``time_limit`` (seconds) is the budget of the whole build (:mod:`ensel.library.budget`): the
-    runs go in an anytime order (:mod:`ensel.library.schedule`), no run may take more than half
+    ``time_limit`` (seconds) is the budget of the whole build
+    (:mod:`ensel.library.planning.budget`): the
+    runs go in an anytime order (:mod:`ensel.library.planning.schedule`), no run may take more than
+    half
     the budget, and when it ends the runs in flight are stopped and the others not started
     (status ``budget``: the next build into the same store builds them).
     ``run_time_limit`` (seconds per run, all folds; default the spec's) stops a run that takes
     too long; such runs, and runs that fail, are recorded in ``Library.failures`` and skipped.
     ``backend="local"`` runs on this machine with ``n_jobs`` processes (ensel's own pool:
-    see :mod:`ensel.library.executor`);
+    see :mod:`ensel.library.execution.executor`);
     ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
     ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
     for the current client (see docs/distributed.md). Either way the client writes the store,
     and the same seed gives the same store (a budget that ends early gives fewer runs).
     ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
-    (:mod:`ensel.library.grow`): a number of trials, or a dict such as ``{"trials": 30,
+    (:mod:`ensel.library.planning.grow`): a number of trials, or a dict such as ``{"trials": 30,
     "time": 120, "metric": "mxe", "families": [...]}``; the proposed runs that raised the
     ensemble's cross-selected score join the library (under a ``time_limit``, in the time the
     spec's runs leave; ``grow=True``: as many trials as that time allows).
@@ -410,7 +419,8 @@ def _tell_runs(context: dict, planned) -> None:
 
 def _run_spare(build: BuildContext) -> None:
     """Fit the spare tier's runs after the main ones: under a time budget only those the
-    build's planner (:func:`ensel.library.planned.plan_build`, its estimates of each run on
+    build's planner (:func:`ensel.library.planning.build_plan.plan_build`, its estimates of each
+    run on
     this table) says end within the time left, on its subsample where it planned one; the
     others are recorded with status ``left_out`` and the planner's note (a later build into
     the same store tries them again)."""
@@ -522,7 +532,7 @@ def _run_all(
     store of its section (``notes``: run id -> the note kept beside a trained run). A run the
     budget's cap stops is recorded as ``budget`` (built again by a later build), not
     ``timeout``. The budget's memory ceiling is kept by a local executor through a
-    :class:`~ensel.library.memory.MemoryGate` over each run's estimated peak. ``pace``: the
+    :class:`~ensel.library.planning.memory.MemoryGate` over each run's estimated peak. ``pace``: the
     plan's estimates against the runs' real seconds; a run that would end after the deadline
     at that pace is not started."""
     if not todo:

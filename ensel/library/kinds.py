@@ -66,7 +66,7 @@ class PackedRun:
 
     predictions: np.ndarray  # (n_members, n_hillclimb, C), see prediction_dtype
     fitted: bytes
-    costs: dict | None = None  # predict cost per sibling (ensel.library.runs.measure_cost)
+    costs: dict | None = None  # predict cost per sibling (execution.runs.measure_cost)
 
     @classmethod
     def pack(cls, predictions: np.ndarray, fitted, costs: dict | None = None) -> PackedRun:
@@ -90,10 +90,14 @@ class Kind:
     ``estimate(run, n_rows, n_cols, n_held, n_fits)``: the seconds of one run (all its
     ``n_fits`` fits, each predicting ``n_held`` rows) on a table of that shape, or None where
     it cannot say, so that a build under a time budget plans this kind's runs with the models
-    (:mod:`ensel.library.plan`); None: the kind's runs are not estimated. ``rank``: where its
+    (:mod:`ensel.library.planning.run_plan`); None: the kind's runs are not estimated. ``rank``:
+    where
+    its
     runs, as one group, enter the anytime order's rotation of families (by the families'
-    ranks, :mod:`ensel.library.schedule`). ``peak(run, data)``: the estimated peak bytes of one
-    run in a worker (:func:`ensel.library.memory.run_peak`); None: a model run's estimate."""
+    ranks, :mod:`ensel.library.planning.schedule`). ``peak(run, data)``: the estimated peak bytes
+    of one
+    run in a worker (:func:`ensel.library.planning.memory.run_peak`); None: a model run's
+    estimate."""
 
     section: str
     parse: Callable[[Any, str, int, str], tuple]

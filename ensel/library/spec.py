@@ -20,7 +20,8 @@ A spec looks like::
 
 A ``spare:`` section (entries as in ``families``) is the spare-time tier: runs the builder fits
 only after every run of ``families`` is done, and under a ``time_limit`` only those the
-planner's estimates (:mod:`ensel.library.plan`) say will end before the deadline; without a
+planner's estimates (:mod:`ensel.library.planning.run_plan`) say will end before the deadline;
+without a
 ``time_limit`` they are built like any other runs. Their members carry ``tier == "spare"`` in
 ``Library.members``. A top-level ``spare_min_rows: N`` makes the tier spare-time work only: it
 is built under a ``time_limit`` and on tables of at least N rows, and not otherwise (the

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
-from ..library.cost import cost_constants
 from ..library.kinds import Kind, PackedRun, register_kind, run_seed
-from ..library.memory import data_bytes, view_width
-from ..library.views import MAX_LEVELS
+from ..library.planning.cost import cost_constants
+from ..library.planning.memory import data_bytes, view_width
+from ..library.views.base import MAX_LEVELS
 from ._base import FeatureSpace, get_detector
 from .combined import DETECTOR_ROWS, fit_detector
 

@@ -1,4 +1,6 @@
-"""A stand-in for the build's planner (``ensel.library.planned.plan_library``), for tests of
+"""A stand-in for the build's planner (``ensel.library.planning.build_plan.plan_library``), for
+tests
+of
 what a budgeted build does with a plan whatever its estimates."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from sklearn.datasets import load_breast_cancer, load_iris
 
 import ensel.library._kind as models_kind
 import ensel.library.builder as builder_module
-import ensel.library.runs as runs_module
+import ensel.library.execution.runs as runs_module
 from ensel.calibration import ColumnCalibrator
 from ensel.errors import StoreError
 from ensel.library import Library, build_library
@@ -85,8 +85,8 @@ def test_a_folds_imputer_never_sees_its_hillclimb_rows(cv, monkeypatch):
     frequent levels) is fitted on its training rows only: the memoriser still reads 0.5 on every
     hillclimb row, and every fitted median and level set is that of the sibling's own training
     rows. A level found only among a sibling's held-out rows gets no column of its own."""
-    from ensel.library.training import prepare
-    from ensel.library.views import MIN_LEVEL_ROWS
+    from ensel.library.data.training import prepare
+    from ensel.library.views.base import MIN_LEVEL_ROWS
 
     rng = np.random.default_rng(0)
     n = 300
@@ -170,8 +170,8 @@ def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
     spec = {"families": [{"family": "tree", "params": {"max_depth": 3}, "calibration": ["platt"]}]}
     lib = build_library(X, y, spec=spec, cv=3, verbose=0)
     fitted = lib.store.load_fitted(lib.members["run"][0])
-    from ensel.library.training import prepare
-    from ensel.library.views import transform
+    from ensel.library.data.training import prepare
+    from ensel.library.views.base import transform
 
     folds = prepare(X, y, cv=3).folds
     per_sibling = []
@@ -186,7 +186,7 @@ def test_calibrated_members_pair_each_calibrator_with_its_sibling(cancer):
 
 
 def test_held_out_split_and_calibration_groups_respect_groups():
-    from ensel.library.training import HOLDOUT, prepare
+    from ensel.library.data.training import HOLDOUT, prepare
 
     rng = np.random.default_rng(1)
     people = np.repeat(np.arange(60), 5)  # panel data: 60 people, 5 rows each
@@ -204,8 +204,8 @@ def test_held_out_split_and_calibration_groups_respect_groups():
 
 
 def test_a_store_has_one_writer(cancer, tmp_path):
-    from ensel.library.store import PredictionStore
-    from ensel.library.training import prepare
+    from ensel.library.data.training import prepare
+    from ensel.library.storage.store import PredictionStore
 
     X, y = cancer
     header = builder_module._header(prepare(X, y, cv=3), 3)
@@ -234,7 +234,7 @@ def test_library_layout_and_test_time_average_of_siblings(cancer, tmp_path):
     assert P.shape == (lib.n_members, 7) and ((P >= 0) & (P <= 1)).all()
     # a member's test-time prediction is the mean of its siblings (here: logistic regressions)
     fitted = lib.store.load_fitted(lib.members["run"][0])
-    from ensel.library.views import transform
+    from ensel.library.views.base import transform
 
     siblings = [run.predict(transform(view, new))["none"][0, :, 1] for view, run in fitted.siblings]
     np.testing.assert_allclose(P[0], np.mean(siblings, axis=0))
@@ -515,7 +515,7 @@ def _fit_quick_slow(X, y, *, n_classes, params, stages, random_state):
 
 def test_budget_order_is_round_robin_over_families_strongest_and_cheapest_first():
     from ensel.library.families import traits_of
-    from ensel.library.schedule import anytime_order, relative_cost
+    from ensel.library.planning.schedule import anytime_order, relative_cost
     from ensel.library.spec import load_spec
 
     spec = load_spec("default")

@@ -11,8 +11,8 @@ import yaml
 
 from ensel.errors import SpecError
 from ensel.library import Library, build_library
+from ensel.library.data.training import HOLDOUT, prepare
 from ensel.library.spec import load_spec
-from ensel.library.training import HOLDOUT, prepare
 
 SMALL = {
     "task": "regression",

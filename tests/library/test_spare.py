@@ -17,8 +17,8 @@ from ensel.errors import SpecError
 from ensel.estimator import budget
 from ensel.library import build_library
 from ensel.library import builder as builder_module
-from ensel.library import plan as plan_module
-from ensel.library.estimate import RunEstimate
+from ensel.library.planning import run_plan as plan_module
+from ensel.library.planning.estimate import RunEstimate
 from ensel.library.spec import load_spec
 
 MAIN = [{"family": "logreg", "params": {"ridge": [0.01, 1.0]}}]

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...calibration import CALIBRATORS
 from ...compress.export import _class_tensor, _plain
-from ...library.runs import TargetTransformRun, view_key
+from ...library.execution.runs import TargetTransformRun, view_key
 from . import adaboost, boosted, hist, svm  # noqa: F401 - register these families' converters
 from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator

@@ -1,4 +1,4 @@
-"""Each preprocessing view of :mod:`ensel.library.views` as graph nodes: from the inputs
+"""Each preprocessing view of :mod:`ensel.library.views.base` as graph nodes: from the inputs
 ``numeric`` (double ``(n, n_numeric)``, NaN missing) and ``categorical`` (string
 ``(n, n_categorical)``, ``""`` missing) to the double matrix the family saw.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...library.views import View
+from ...library.views.base import View
 
 __all__ = ["CATEGORICAL", "EXPORTABLE_VIEWS", "NUMERIC", "view_matrix"]
 

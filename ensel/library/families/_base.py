@@ -43,7 +43,7 @@ VIEWS = ("standardized", "native", "te")
 """standardized: one-hot categoricals, numeric columns scaled to mean 0, sd 1 (SVM, ANN, KNN,
 LOGREG in App. 4.A/4.B); native: numeric columns as given, categoricals as integer codes (trees,
 naive Bayes); te: native plus out-of-fold target and count encodings and numeric crosses (a
-spec entry's ``view: te``, for boosted trees; ``ensel.library.encoding``)."""
+spec entry's ``view: te``, for boosted trees; ``ensel.library.views.encoding``)."""
 
 
 class Run(Protocol):
@@ -92,7 +92,7 @@ class Family:
     validate: Callable[[dict[str, Any], tuple[int, ...] | None], None] | None = None
     native_missing: bool = False
     """True: the fit function takes NaN as it is (numeric NaN passed through; see
-    ``ensel.library.views``); False: its view imputes the median plus missing indicators,
+    ``ensel.library.views.base``); False: its view imputes the median plus missing indicators,
     fitted on each fold's training rows."""
     categorical: bool = False
     """The family splits (or embeds) categorical columns natively: on the native view its fit

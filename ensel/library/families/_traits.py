@@ -2,9 +2,10 @@
 under a time budget, what its runs cost (fit time, memory, predict work), how growth searches
 its parameters and whether it is quick enough to fit first.
 
-The engines (:mod:`ensel.library.schedule`, :mod:`~ensel.library.plan`,
-:mod:`~ensel.library.estimate`, :mod:`~ensel.library.memory`,
-:mod:`~ensel.library.predict_work`, :mod:`~ensel.library.grow`) read these records and name no
+The engines (:mod:`ensel.library.planning.schedule`, :mod:`~ensel.library.planning.run_plan`,
+:mod:`~ensel.library.planning.estimate`, :mod:`~ensel.library.planning.memory`,
+:mod:`~ensel.library.planning.predict_work`, :mod:`~ensel.library.planning.grow`) read these
+records and name no
 family. The defaults are right for an ordinary family: ranked after the ranked ones, linear in
 the rows, not quick, no search space, no cost model (its runs are fitted after the planned
 ones and their predict cost is timed).
@@ -75,7 +76,8 @@ class CostModel:
     """A family's cost model, for both tasks.
 
     ``fit``: units of fit work of one fit (seconds follow from the calibrated constants of the
-    family's ``task/name`` entry in ``cost_constants.json``, see :mod:`ensel.library.estimate`);
+    family's ``task/name`` entry in ``cost_constants.json``, see
+    :mod:`ensel.library.planning.estimate`);
     ``memory``: bytes it holds beyond the view matrix; ``predict``: ``(calls, units)`` per row
     at the largest stage, expected from the table's shape. None for the three: the family is not
     planned (its runs go after the planned ones). ``predict_work``: ``(calls, units)`` per stage

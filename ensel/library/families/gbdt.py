@@ -6,12 +6,14 @@ library without them would understate what selection has to work with. One run t
 ``max(stages)`` rounds, and stage ``s`` predicts with the first ``s`` rounds only, which is
 exactly the model trained with ``n_estimators=s`` (boosting never revisits earlier trees).
 With ``early_stop=f`` (the builder passes it on large tables, see
-``ensel.library.runs.EARLY_STOP_ROWS``) a stratified share ``f`` of the fit's rows is held out
+``ensel.library.execution.runs.EARLY_STOP_ROWS``) a stratified share ``f`` of the fit's rows is
+held out
 and boosting stops ``STOP_ROUNDS`` rounds after their log loss last improved; a stage past the
 best round predicts with the best round (the stages repeat the best model, and the rounds that
 were never trained cost nothing).
 With ``time_cap=t`` (seconds; the builder passes it under a per-run time limit, see
-``ensel.library.runs.fit_run``) boosting stops adding rounds once ``t`` seconds have passed and
+``ensel.library.execution.runs.fit_run``) boosting stops adding rounds once ``t`` seconds have
+passed and
 keeps the rounds it reached: a stage past them predicts with the last round, as after early
 stopping, so a run that would outlast its limit returns a shorter ladder instead of nothing.
 Both run single-threaded (the builder parallelises across runs) and are seeded by

@@ -1,0 +1,106 @@
+"""The build's Budget: one deadline on one clock, the per-run limit it caps, the grow check."""
+
+import time
+
+import pytest
+
+from ensel.library.planning.budget import MAX_RUN_SHARE, Budget, check_grow
+from ensel.library.planning.grow import parse_grow
+
+
+class FakeClock:
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_without_a_time_limit_there_is_no_deadline_and_the_run_limit_stands():
+    budget = Budget.of(None, 30.0, max_memory=2**30)
+    assert not budget.timed and budget.deadline is None
+    assert budget.left() is None and budget.ends_at() is None
+    assert budget.run_limit == 30.0 and budget.budget_cap is None
+    assert budget.max_memory == 2**30
+
+
+def test_the_deadline_is_read_on_the_budgets_clock():
+    clock = FakeClock()
+    budget = Budget.of(60, None, clock=clock)
+    assert budget.deadline == 160.0 and budget.left() == 60.0
+    clock.now = 150.0
+    assert budget.left() == 10.0
+    clock.now = 170.0
+    assert budget.left() == -10.0  # past it
+
+
+def test_a_run_may_take_at_most_its_share_of_the_budget():
+    clock = FakeClock()
+    capped = Budget.of(60, 100.0, clock=clock)  # the share is smaller: the budget caps
+    assert capped.run_limit == 60 * MAX_RUN_SHARE and capped.budget_cap == capped.run_limit
+    own = Budget.of(60, 10.0, clock=clock)  # the run limit asked for is smaller: it stands
+    assert own.run_limit == 10.0 and own.budget_cap is None
+    unlimited = Budget.of(60, None, clock=clock)
+    assert unlimited.capped and unlimited.run_limit == 30.0
+    assert Budget.of(1, None, clock=clock).run_limit == 1.0  # one second at least
+
+
+def test_the_budget_counts_from_when_the_build_started():
+    clock = FakeClock(now=200.0)
+    budget = Budget.of(60, None, started=190.0, clock=clock)
+    assert budget.deadline == 250.0 and budget.left() == 50.0
+
+
+def test_other_processes_are_told_the_deadline_on_the_wall_clock():
+    clock = FakeClock()
+    budget = Budget.of(60, None, clock=clock)
+    clock.now = 130.0  # 30 s left
+    before = time.time()
+    ends_at = budget.ends_at()
+    assert before + 30.0 <= ends_at <= time.time() + 30.0
+
+
+def test_open_growth_needs_a_time_limit():
+    check_grow(None, None)
+    check_grow(parse_grow(5, seed=0), None)  # a number of trials bounds itself
+    check_grow(parse_grow(True, seed=0), 60)
+    with pytest.raises(ValueError, match="grows in the time left under time_limit"):
+        check_grow(parse_grow(True, seed=0), None)
+
+
+def _xgboost_runs():
+    from ensel.library.builder import _cost
+    from ensel.library.spec import load_spec
+
+    runs = sorted((r for r in load_spec("default").runs if r.family == "xgboost"), key=_cost)
+    return runs[0], runs[-1]
+
+
+def test_a_run_dearer_than_one_the_budget_cut_short_is_not_started():
+    from ensel.library.builder import _Skip
+
+    cheap, dear = _xgboost_runs()
+    todo = [("families", cheap), ("families", dear), ("detectors", dear)]
+    skip = _Skip(todo, Budget.of(60, None, clock=FakeClock()), None, None)
+    assert skip(0) is None and skip(1) is None
+    skip.cut_short("families", cheap)
+    assert "did not finish within the time budget" in skip(1)
+    assert skip(2) is None  # another section's runs are not judged by the models'
+    assert _Skip(todo, Budget.of(None), None, None)(1) is None  # no budget, nothing skipped
+
+
+def test_the_pace_is_asked_with_the_seconds_left_on_the_budgets_clock():
+    from ensel.library.builder import _Skip
+
+    class Pace:
+        def too_late(self, run_id, left, run_limit):
+            self.asked = (run_id, left, run_limit)
+            return "late" if left < 10 else None
+
+    cheap, _ = _xgboost_runs()
+    clock, pace = FakeClock(), Pace()
+    skip = _Skip([("families", cheap)], Budget.of(60, None, clock=clock), pace, 30.0)
+    clock.now = 140.0
+    assert skip(0) is None and pace.asked == (cheap.run_id, 20.0, 30.0)
+    clock.now = 155.0
+    assert skip(0) == "late"
