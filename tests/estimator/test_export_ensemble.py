@@ -384,7 +384,7 @@ def test_catboost_with_categorical_columns_is_not_exportable(tmp_path):
         {"family": "logreg", "params": {"ridge": 1.0}}]}  # fmt: skip
     clf = EnsembleSelectionClassifier(library=spec, cv=2, n_jobs=1, exportable=True).fit(X, y)
     assert set(clf.members_["family"]) == {"logreg"}
-    report = clf.budget_["exportable"]
+    report = clf.budget_.exportable
     assert report["members"] == 1 and report["of"] == 2  # catboost left out before selection
     assert clf.to_onnx(tmp_path / "m.onnx") <= TOLERANCE
 
