@@ -1,0 +1,96 @@
+"""bench_compress: Table 4.8's shares computed as the dissertation does, the run plan, the
+binary targets, and the quick mode end to end (rows written, resumed, reported)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from benchmarks import bench_compress as bc
+from ensel.metrics import METRICS
+
+
+def _row(problem, hidden, n_pseudo, mimic, ensemble=0.30, ann=0.34, single=0.32):
+    def scores(rms):
+        return {m: (rms if m == "rms" else 1.0 - rms) for m in METRICS}
+
+    models = {"MIMIC": mimic, "ENSEMBLE": ensemble, "ANN": ann, "SINGLE": single}
+    return {
+        "problem": problem,
+        "hidden": hidden,
+        "n_pseudo": n_pseudo,
+        "spec": "default",
+        "scores": {k: scores(v) for k, v in models.items()},
+    }
+
+
+def test_kept_is_the_share_of_the_gain_and_nan_without_a_gain():
+    assert bc.kept(0.34, 0.30, 0.32) == pytest.approx(0.5)
+    assert bc.kept(0.34, 0.30, 0.29) == pytest.approx(1.25)
+    assert math.isnan(bc.kept(0.30, 0.30, 0.29))
+
+
+def test_table_4_8_uses_the_headline_rows_and_the_ratio_of_averages():
+    rows = [
+        _row("a", 256, 400_000, mimic=0.31),
+        _row("a", 16, 400_000, mimic=0.50),  # a sweep row: not in Table 4.8
+        _row("a", 256, 25_000, mimic=0.50),
+        _row("b", 256, 400_000, mimic=0.36, ensemble=0.35, ann=0.40, single=0.37),
+    ]
+    table = bc.table_4_8(rows)
+    assert list(table.index) == ["a", "b", "AVERAGE"]
+    assert table.loc["a", "RATIO"] == pytest.approx((0.34 - 0.31) / (0.34 - 0.30))
+    assert table.loc["b", "KEPT"] == pytest.approx((0.37 - 0.36) / (0.37 - 0.35))
+    avg = {k: (table.loc["a", k] + table.loc["b", k]) / 2 for k in ("MIMIC", "ENSEMBLE", "ANN")}
+    expected = (avg["ANN"] - avg["MIMIC"]) / (avg["ANN"] - avg["ENSEMBLE"])
+    assert table.loc["AVERAGE", "RATIO"] == pytest.approx(expected)
+    # a metric where greater is better: the same shares (scores are 1 - rms here)
+    auc = bc.table_4_8(rows, "roc")
+    assert auc.loc["a", "RATIO"] == pytest.approx(table.loc["a", "RATIO"])
+
+
+def test_sweep_tables_hold_each_swept_value_at_the_headline_setting():
+    rows = [
+        _row("a", 256, 400_000, mimic=0.31),
+        _row("a", 16, 400_000, mimic=0.33),
+        _row("a", 256, 25_000, mimic=0.32),
+        _row("b", 256, 400_000, mimic=0.31),
+    ]
+    hidden = bc.sweep_table(rows, "hidden")
+    assert list(hidden.index) == [16, 256] and list(hidden.columns) == ["a RMSE", "a KEPT"]
+    assert hidden.loc[16, "a RMSE"] == pytest.approx(0.33)
+    pseudo = bc.sweep_table(rows, "n_pseudo")
+    assert list(pseudo.index) == [25_000, 400_000]
+    assert pseudo.loc[25_000, "a KEPT"] == pytest.approx(0.0)
+
+
+def test_plan_runs_each_headline_first_and_sweeps_only_the_subset():
+    jobs = bc.plan(["a", "b"], ["a"], 400, hidden_sweep=(16, 256), pseudo_sweep=(100, 400))
+    assert jobs == [("a", 256, 400), ("a", 16, 400), ("a", 256, 100), ("b", 256, 400)]
+
+
+def test_every_problem_is_binary():
+    X_tr, X_te, y_tr, y_te, _ = bc.load_problem("chile_yes")
+    assert set(y_tr) == set(y_te) == {"yes", "not_yes"}
+    assert len(X_tr) > 2 * len(X_te)
+
+
+def test_report_without_rows_says_how_to_make_them():
+    assert "run `python -m benchmarks.bench_compress`" in bc.report([])
+
+
+@pytest.mark.slow
+def test_quick_mode_writes_rows_resumes_and_reports(tmp_path, capsys):
+    path = tmp_path / "rows.jsonl"
+    bc.main(["--quick", "--results", str(path)])
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    keys = {(r["problem"], r["hidden"], r["n_pseudo"]) for r in rows}
+    assert keys == {("pima", 256, 2_000), ("pima", 8, 2_000), ("pima", 256, 1_000)}
+    assert all(r["commit"] and r["versions"]["ensel"] and r["peak_mb"] > 0 for r in rows)
+    assert all(set(r["scores"]) >= {"MIMIC", "ENSEMBLE", "SINGLE"} for r in rows)
+    bc.main(["--quick", "--results", str(path)])  # resumes: nothing left to run
+    assert len(path.read_text().splitlines()) == len(rows)
+    out = capsys.readouterr().out
+    assert "| pima |" in out and "| AVERAGE |" in out and "| hidden |" in out
