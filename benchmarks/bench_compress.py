@@ -4,7 +4,8 @@ ensemble (selected for RMS), its best single member and best net, and a mimic ne
 sweeps of the mimic's hidden units and of the number of pseudo rows.
 
     python -m benchmarks.bench_compress [--quick] [--problems pima ...] [--time-limit S]
-        [--n-pseudo N] [--sweep pima ...] [--costs] [--results PATH] [--report]
+        [--n-pseudo N] [--sweep pima ...] [--munge own|pair] [--costs] [--results PATH]
+        [--report]
 
 Each problem is split once 70/30 (``datasets.protocol_split``, seed 0: stratified, grouped
 where the data has groups). The library (`default` spec, cv=5, built under ``--time-limit``
@@ -12,10 +13,12 @@ seconds; `tiny` with --quick) is built on the 70% into `.bench-cache/compress/` 
 ensemble is selected for RMS as in §4.4. MUNGE rows (p=0.5, s=10) are drawn from the 70% and
 labelled by the ensemble once (cached: labelling is the slow part); each mimic is
 ``fit_mimic`` on a prefix of them plus the training rows, which is what ``compress(clf, X,
-n_pseudo, hidden)`` does in one call. The best single member and the best net (family `mlp`)
-are chosen by hillclimb (out-of-fold) RMSE. Scores are on the 30%.
+n_pseudo, hidden)`` does in one call. ``--munge pair`` draws the rows with the paper's
+sequential pair update (``munge(..., update="pair")``) instead of ensel's default. The best
+single member and the best net (family `mlp`) are chosen by hillclimb (out-of-fold) RMSE.
+Scores are on the 30%.
 
-One row per (problem, hidden units, pseudo rows) goes to
+One row per (problem, hidden units, pseudo rows, MUNGE update) goes to
 `benchmarks/results/paper_compression.jsonl` as it is measured; a rerun skips the rows already
 there. ``--report`` prints the tables from the rows; docs/papers.md's `compression` block is
 built from the same rows by ``python -m benchmarks.papers_report``.
@@ -101,8 +104,9 @@ class Problem:
     """One problem's library, ensemble, references (best single member, best net) and the
     ensemble's labels of the MUNGE rows, built once and cached on disk."""
 
-    def __init__(self, name: str, spec: str, time_limit: float, n_pseudo: int, cache: Path):
-        self.name, self.spec, self.n_pseudo = name, spec, n_pseudo
+    def __init__(self, name: str, args: argparse.Namespace):
+        spec, time_limit, cache = args.spec, args.time_limit, args.cache
+        self.name, self.spec, self.n_pseudo, self.update = name, spec, args.n_pseudo, args.munge
         X_tr, X_te, y_tr, y_te, g_tr = load_problem(name)
         self.X_tr, self.X_te = X_tr, X_te
         tag = f"{name}-{spec}-{time_limit:g}s"
@@ -126,12 +130,15 @@ class Problem:
 
     def _labels(self, where: Path):
         """MUNGE rows and the ensemble's probabilities of them and of the training rows."""
-        path = where.with_name(f"{where.name}-labels-{self.n_pseudo}.pkl")
+        suffix = "" if self.update == "own" else f"-{self.update}"
+        path = where.with_name(f"{where.name}-labels-{self.n_pseudo}{suffix}.pkl")
         if path.is_file():
             with open(path, "rb") as fh:
                 return pickle.load(fh)
         start = time.perf_counter()
-        pseudo = munge(self.X_tr, size=self.n_pseudo, p=0.5, s=10.0, random_state=SEED)
+        pseudo = munge(
+            self.X_tr, self.n_pseudo, p=0.5, s=10.0, random_state=SEED, update=self.update
+        )
         got = (pseudo, label(self.clf, pseudo), label(self.clf, self.X_tr))
         got = (*got, time.perf_counter() - start)
         with open(path, "wb") as fh:
@@ -147,6 +154,7 @@ class Problem:
 
     def info(self) -> dict:
         return {
+            "munge": self.update,
             "rows": len(self.X_tr) + len(self.X_te),
             "train": len(self.X_tr),
             "library": int(self.lib.n_members),
@@ -218,18 +226,23 @@ def plan(problems, sweep, n_pseudo: int, hidden_sweep, pseudo_sweep) -> list[tup
     return jobs
 
 
+def key(row: dict) -> tuple:
+    """What makes a row: problem, hidden units, pseudo rows and MUNGE update."""
+    return row["problem"], row["hidden"], row["n_pseudo"], row.get("munge", "own")
+
+
 def run(args, path: Path) -> None:
     """Every planned row not yet in ``path``, appended as it is measured."""
-    done = {(r["problem"], r["hidden"], r["n_pseudo"]) for r in load_results(path)}
+    done = {key(r) for r in load_results(path)}
     jobs = plan(args.problems, args.sweep, args.n_pseudo, args.hidden, args.pseudo)
     built: dict[str, Problem] = {}
     for name, hidden, n_pseudo in jobs:
-        if (name, hidden, n_pseudo) in done:
+        if (name, hidden, n_pseudo, args.munge) in done:
             continue
         start = time.perf_counter()
         if name not in built:
             built.clear()  # one problem in memory at a time
-            built[name] = Problem(name, args.spec, args.time_limit, args.n_pseudo, args.cache)
+            built[name] = Problem(name, args)
         row = measure(built[name], hidden, n_pseudo, args.epochs, args.costs)
         row["seconds"] = round(time.perf_counter() - start, 1)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,10 +260,13 @@ def kept(reference: float, ensemble: float, mimic: float) -> float:
     return float("nan") if gain == 0 else (reference - mimic) / gain
 
 
-def headline_rows(rows: list[dict]) -> list[dict]:
-    """Each problem's headline row: 256 units on the largest pseudo size it has at 256."""
+def headline_rows(rows: list[dict], update: str = "own") -> list[dict]:
+    """Each problem's headline row: 256 units on the largest pseudo size it has at 256, with
+    MUNGE's ``update``."""
     best: dict[str, dict] = {}
     for r in rows:
+        if r.get("munge", "own") != update:
+            continue
         if r["hidden"] == 256 and r["n_pseudo"] >= best.get(r["problem"], {}).get("n_pseudo", 0):
             best[r["problem"]] = r
     return list(best.values())
@@ -280,6 +296,7 @@ def sweep_table(rows: list[dict], key: str) -> pd.DataFrame:
     each value of ``key`` ("hidden" at the headline pseudo size, or "n_pseudo" at 256 units),
     one column pair per swept problem."""
     other = "n_pseudo" if key == "hidden" else "hidden"
+    rows = [r for r in rows if r.get("munge", "own") == "own"]
     fixed = {r["problem"]: r[other] for r in headline_rows(rows)}
     counts = pd.Series([r["problem"] for r in rows]).value_counts()
     swept = [p for p in fixed if counts[p] > 1]
@@ -291,6 +308,21 @@ def sweep_table(rows: list[dict], key: str) -> pd.DataFrame:
             ratio = kept(s["SINGLE"], s["ENSEMBLE"], s["MIMIC"])
             out.setdefault(f"{r['problem']} KEPT", {})[r[key]] = ratio
     return pd.DataFrame(out).sort_index().rename_axis(key)
+
+
+def munge_table(rows: list[dict]) -> pd.DataFrame:
+    """Per problem with headline rows of both MUNGE updates: the mimic's test RMSE and KEPT
+    with ensel's own-neighbour update and with the paper's pair update."""
+    if not headline_rows(rows, "pair"):
+        return pd.DataFrame()
+    out: dict[str, dict] = {}
+    for update in ("own", "pair"):
+        for r in headline_rows(rows, update):
+            s = {k: v["rms"] for k, v in r["scores"].items()}
+            out.setdefault(r["problem"], {})[f"{update} RMSE"] = s["MIMIC"]
+            ratio = kept(s["SINGLE"], s["ENSEMBLE"], s["MIMIC"])
+            out[r["problem"]][f"{update} KEPT"] = ratio
+    return pd.DataFrame(out).T.dropna(subset=["own RMSE", "pair RMSE"])
 
 
 def summary(rows: list[dict]) -> str:
@@ -313,7 +345,7 @@ def summary(rows: list[dict]) -> str:
 
 def report(rows: list[dict]) -> str:
     """The tables from the rows, as markdown: Table 4.8 on RMSE and on AUC, the sweeps."""
-    if not rows:
+    if not headline_rows(rows):
         return "No rows yet: run `python -m benchmarks.bench_compress`."
     parts = [
         summary(rows),
@@ -324,6 +356,10 @@ def report(rows: list[dict]) -> str:
         table = sweep_table(rows, key)
         if not table.empty:
             parts.append(f"Mimic test RMSE and KEPT against {what}:\n\n" + markdown_table(table))
+    pairs = munge_table(rows)
+    if not pairs.empty:
+        text = "MUNGE's own-neighbour update (ensel) against the paper's pair update:\n\n"
+        parts.append(text + markdown_table(pairs))
     return "\n\n".join(parts)
 
 
@@ -337,6 +373,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--n-pseudo", type=int, default=400_000)
     parser.add_argument("--time-limit", type=float, default=120.0)
     parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--munge", choices=("own", "pair"), default="own")
     parser.add_argument("--costs", action="store_true", help="time predictions, size on disk")
     parser.add_argument("--results", default=None)
     parser.add_argument("--report", action="store_true", help="print the tables, fit nothing")

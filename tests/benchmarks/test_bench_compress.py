@@ -77,6 +77,20 @@ def test_every_problem_is_binary():
     assert len(X_tr) > 2 * len(X_te)
 
 
+def test_munge_table_sets_the_pair_update_beside_the_own():
+    rows = [
+        _row("a", 256, 400_000, mimic=0.31),
+        {**_row("a", 256, 400_000, mimic=0.315), "munge": "pair"},
+        _row("b", 256, 400_000, mimic=0.31),
+    ]
+    table = bc.munge_table(rows)
+    assert list(table.index) == ["a"]
+    assert table.loc["a", "pair RMSE"] == pytest.approx(0.315)
+    assert table.loc["a", "own KEPT"] == pytest.approx(0.5)
+    assert bc.munge_table(rows[:1]).empty
+    assert bc.table_4_8(rows).loc["a", "MIMIC"] == pytest.approx(0.31)
+
+
 def test_report_without_rows_says_how_to_make_them():
     assert "run `python -m benchmarks.bench_compress`" in bc.report([])
 
@@ -94,3 +108,7 @@ def test_quick_mode_writes_rows_resumes_and_reports(tmp_path, capsys):
     assert len(path.read_text().splitlines()) == len(rows)
     out = capsys.readouterr().out
     assert "| pima |" in out and "| AVERAGE |" in out and "| hidden |" in out
+    bc.main(["--quick", "--results", str(path), "--munge", "pair"])
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sum(r["munge"] == "pair" for r in rows) == 3 and len(rows) == 6
+    assert "| own RMSE | own KEPT | pair RMSE | pair KEPT |" in capsys.readouterr().out
