@@ -215,14 +215,14 @@ def cost(problem: Problem, mimic) -> dict:
 
 def plan(problems, sweep, n_pseudo: int, hidden_sweep, pseudo_sweep) -> list[tuple]:
     """(problem, hidden, n_pseudo) in the order they run: each problem's headline mimic (256
-    units on ``n_pseudo`` rows), then, for the problems in ``sweep``, the other hidden sizes on
-    ``n_pseudo`` rows and the other pseudo sizes with 256 units."""
+    units on ``n_pseudo`` rows), then, for the problems in ``sweep``, the other pseudo sizes
+    with 256 units and the other hidden sizes on ``n_pseudo`` rows, cheapest first."""
     jobs = []
     for name in problems:
         jobs.append((name, 256, n_pseudo))
         if name in sweep:
-            jobs += [(name, h, n_pseudo) for h in hidden_sweep if h != 256]
-            jobs += [(name, 256, n) for n in pseudo_sweep if n != n_pseudo]
+            jobs += [(name, 256, n) for n in sorted(pseudo_sweep) if n != n_pseudo]
+            jobs += [(name, h, n_pseudo) for h in sorted(hidden_sweep) if h != 256]
     return jobs
 
 

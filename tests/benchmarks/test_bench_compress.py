@@ -67,8 +67,14 @@ def test_sweep_tables_hold_each_swept_value_at_the_headline_setting():
 
 
 def test_plan_runs_each_headline_first_and_sweeps_only_the_subset():
-    jobs = bc.plan(["a", "b"], ["a"], 400, hidden_sweep=(16, 256), pseudo_sweep=(100, 400))
-    assert jobs == [("a", 256, 400), ("a", 16, 400), ("a", 256, 100), ("b", 256, 400)]
+    jobs = bc.plan(["a", "b"], ["a"], 400, hidden_sweep=(256, 16), pseudo_sweep=(400, 200, 100))
+    assert jobs == [
+        ("a", 256, 400),
+        ("a", 256, 100),
+        ("a", 256, 200),
+        ("a", 16, 400),
+        ("b", 256, 400),
+    ]
 
 
 def test_every_problem_is_binary():
