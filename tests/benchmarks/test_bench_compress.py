@@ -30,6 +30,7 @@ def test_kept_is_the_share_of_the_gain_and_nan_without_a_gain():
     assert bc.kept(0.34, 0.30, 0.32) == pytest.approx(0.5)
     assert bc.kept(0.34, 0.30, 0.29) == pytest.approx(1.25)
     assert math.isnan(bc.kept(0.30, 0.30, 0.29))
+    assert math.isnan(bc.kept(0.30, 0.31, 0.32))  # the ensemble loses: no share of a gain
 
 
 def test_table_4_8_uses_the_headline_rows_and_the_ratio_of_averages():
@@ -46,6 +47,7 @@ def test_table_4_8_uses_the_headline_rows_and_the_ratio_of_averages():
     avg = {k: (table.loc["a", k] + table.loc["b", k]) / 2 for k in ("MIMIC", "ENSEMBLE", "ANN")}
     expected = (avg["ANN"] - avg["MIMIC"]) / (avg["ANN"] - avg["ENSEMBLE"])
     assert table.loc["AVERAGE", "RATIO"] == pytest.approx(expected)
+    assert table.loc["b", "GAIN"] == pytest.approx(0.37 - 0.35)
     # a metric where greater is better: the same shares (scores are 1 - rms here)
     auc = bc.table_4_8(rows, "roc")
     assert auc.loc["a", "RATIO"] == pytest.approx(table.loc["a", "RATIO"])

@@ -103,4 +103,4 @@ def test_compression_blocks_hold_table_4_8_and_ours_from_rows(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps({**row, "scores": scores}) + "\n")
     block = papers_report.compression_blocks(path)["compression"]
-    assert "| pima | 0.3200 | 0.3000 | 0.3400 | 0.3100 | 0.5000 | -1.0000 |" in block
+    assert "| pima | 0.3200 | 0.3000 | 0.3400 | 0.3100 | 0.5000 | -1.0000 | 0.0100 |" in block
