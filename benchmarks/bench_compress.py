@@ -27,6 +27,7 @@ built from the same rows by ``python -m benchmarks.papers_report``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import pickle
@@ -100,6 +101,12 @@ def all_scores(y_test: np.ndarray, proba: np.ndarray) -> dict[str, float]:
     return {m: float(score(m, y_test, positive(proba))) for m in METRICS}
 
 
+def fingerprint(clf) -> str:
+    """A short hash of the selected ensemble: its members' ids and weights."""
+    members = clf.members_[["id", "weight"]].to_csv(index=False)
+    return hashlib.sha1(members.encode()).hexdigest()[:12]
+
+
 class Problem:
     """One problem's library, ensemble, references (best single member, best net) and the
     ensemble's labels of the MUNGE rows, built once and cached on disk."""
@@ -126,12 +133,16 @@ class Problem:
             if member is not None:
                 proba = self.lib.predict(X_te, ids=[member])[0]
                 self.scores[kind] = all_scores(self.y_test, proba)
+        self.ensemble = fingerprint(clf)
         self.pseudo, self.targets, self.X_targets, self.label_s = self._labels(cache / tag)
 
     def _labels(self, where: Path):
-        """MUNGE rows and the ensemble's probabilities of them and of the training rows."""
+        """MUNGE rows and the ensemble's probabilities of them and of the training rows, cached
+        under the ensemble's fingerprint: a resumed library store can grow under a new time
+        budget, and labels of another ensemble must not be reused."""
         suffix = "" if self.update == "own" else f"-{self.update}"
-        path = where.with_name(f"{where.name}-labels-{self.n_pseudo}{suffix}.pkl")
+        name = f"{where.name}-labels-{self.n_pseudo}{suffix}-{self.ensemble}.pkl"
+        path = where.with_name(name)
         if path.is_file():
             with open(path, "rb") as fh:
                 return pickle.load(fh)
@@ -155,6 +166,7 @@ class Problem:
     def info(self) -> dict:
         return {
             "munge": self.update,
+            "ensemble": self.ensemble,
             "rows": len(self.X_tr) + len(self.X_te),
             "train": len(self.X_tr),
             "library": int(self.lib.n_members),
@@ -301,7 +313,10 @@ def sweep_table(rows: list[dict], key: str) -> pd.DataFrame:
     one column pair per swept problem."""
     other = "n_pseudo" if key == "hidden" else "hidden"
     rows = [r for r in rows if r.get("munge", "own") == "own"]
-    fixed = {r["problem"]: r[other] for r in headline_rows(rows)}
+    heads = {r["problem"]: r for r in headline_rows(rows)}
+    fixed = {p: r[other] for p, r in heads.items()}
+    # only rows whose mimics learned from the headline's ensemble
+    rows = [r for r in rows if r.get("ensemble") == heads.get(r["problem"], {}).get("ensemble")]
     counts = pd.Series([r["problem"] for r in rows]).value_counts()
     swept = [p for p in fixed if counts[p] > 1]
     out: dict[str, dict] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from benchmarks import bench_compress as bc
@@ -66,6 +67,24 @@ def test_sweep_tables_hold_each_swept_value_at_the_headline_setting():
     pseudo = bc.sweep_table(rows, "n_pseudo")
     assert list(pseudo.index) == [25_000, 400_000]
     assert pseudo.loc[25_000, "a KEPT"] == pytest.approx(0.0)
+
+
+def test_sweep_tables_leave_out_rows_of_another_ensemble():
+    rows = [
+        {**_row("a", 256, 400_000, mimic=0.31), "ensemble": "e1"},
+        {**_row("a", 16, 400_000, mimic=0.33), "ensemble": "e2"},
+        {**_row("a", 32, 400_000, mimic=0.34), "ensemble": "e1"},
+    ]
+    assert list(bc.sweep_table(rows, "hidden").index) == [32, 256]
+
+
+def test_fingerprint_follows_the_members_and_weights():
+    class Fitted:
+        def __init__(self, weights):
+            self.members_ = pd.DataFrame({"id": ["x", "y"], "weight": weights})
+
+    assert bc.fingerprint(Fitted([0.5, 0.5])) == bc.fingerprint(Fitted([0.5, 0.5]))
+    assert bc.fingerprint(Fitted([0.5, 0.5])) != bc.fingerprint(Fitted([0.25, 0.75]))
 
 
 def test_plan_runs_each_headline_first_and_sweeps_only_the_subset():
