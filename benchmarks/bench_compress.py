@@ -76,6 +76,8 @@ def load_problem(name: str):
     if name == "chile_yes":
         X, y, groups = datasets.chile()
         y = y.eq("Y").map({True: "yes", False: "not_yes"}).rename("vote_yes")
+    elif name == "biopsy":  # not in the registries (biopsy_na is): the rows without NaN
+        X, y, groups = datasets.biopsy()
     else:
         ds = datasets.load(name)
         X, y, groups = ds.X, ds.y, ds.groups

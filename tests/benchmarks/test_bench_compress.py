@@ -102,6 +102,8 @@ def test_every_problem_is_binary():
     X_tr, X_te, y_tr, y_te, _ = bc.load_problem("chile_yes")
     assert set(y_tr) == set(y_te) == {"yes", "not_yes"}
     assert len(X_tr) > 2 * len(X_te)
+    for name in bc.PROBLEMS:
+        assert bc.load_problem(name)[2].nunique() == 2
 
 
 def test_munge_table_sets_the_pair_update_beside_the_own():
