@@ -20,7 +20,7 @@ BLOCK_ROWS = 65_536
 """Pseudo rows generated per vectorised block (bounds the temporaries, not the result)."""
 
 
-def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
+def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None, update: str = "own"):
     """``size`` pseudo rows drawn by MUNGE from ``X``, of the same type, columns and dtypes.
 
     For each example e and its nearest neighbour e' (Euclidean distance on standardised numeric
@@ -44,6 +44,11 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
     as the column mean plus a mismatch of 1 on a missing indicator; a missing categorical cell
     is a category of its own.
 
+    ``update="pair"`` runs Algorithm 1 as the paper writes it instead: each pass walks a copy
+    of the data in row order and alters both e and e' (e'_a from a normal centred on e's value
+    before the alteration), so a row can be altered again as another row's neighbour; a
+    Python loop over the rows, slower than the default ``"own"``.
+
     ``X``: an array (all columns numeric unless the array holds strings) or a DataFrame;
     ``p`` in [0, 1]; ``s`` > 0 (larger = pseudo values closer to the neighbour's).
     """
@@ -57,13 +62,22 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
     n = len(frame)
     if n < 2:
         raise ValueError(f"X has {n} row; MUNGE needs at least 2 rows to find neighbours")
+    if update not in UPDATES:
+        raise ValueError(f"update={update!r}: must be one of {', '.join(UPDATES)}")
     rng = np.random.default_rng(random_state)
     columns = Columns.infer(frame)
     nn = nearest_neighbours(frame, columns)
     numeric = frame[list(columns.numeric)].to_numpy(np.float64, na_value=np.nan)
-    source = _rows(n, size, rng)
+    new_numeric, taken = UPDATES[update](numeric, nn, size, len(columns.categorical), p, s, rng)
+    return _assemble(X, frame, columns, new_numeric, taken)
+
+
+def _own_update(numeric, nn, size: int, n_categorical: int, p: float, s: float, rng):
+    """Pseudo numeric values and, per categorical column, the row whose value each pseudo row
+    takes: every pseudo row altered through its own neighbour, in vectorised blocks."""
+    source = _rows(len(numeric), size, rng)
     new_numeric = np.empty((size, numeric.shape[1]))
-    taken = np.empty((size, len(columns.categorical)), dtype=np.int64)
+    taken = np.empty((size, n_categorical), dtype=np.int64)
     for start in range(0, size, BLOCK_ROWS):
         rows = source[start : start + BLOCK_ROWS]
         block = slice(start, start + rows.size)
@@ -75,7 +89,38 @@ def munge(X, size: int, p: float = 0.5, s: float = 10.0, random_state=None):
         new_numeric[block] = np.where(swap, there + np.nan_to_num(noise), here)
         swap_cat = rng.random(taken[block].shape) < p
         taken[block] = np.where(swap_cat, nn[rows][:, None], rows[:, None])
-    return _assemble(X, frame, columns, new_numeric, taken)
+    return new_numeric, taken
+
+
+def _pair_update(numeric, nn, size: int, n_categorical: int, p: float, s: float, rng):
+    """As ``_own_update``, by the paper's Algorithm 1: each pass alters a copy of the data row
+    by row, e and its neighbour e' together (e_a near e'_a, e'_a near e_a's old value, one
+    standard deviation |e_a - e'_a| / s; categorical values exchanged). The last pass keeps a
+    sorted random subset of its rows."""
+    n, d = numeric.shape
+    passes = []
+    for _ in range(-(-size // n)):
+        values = numeric.copy()
+        taken = np.tile(np.arange(n)[:, None], (1, n_categorical))
+        swap, swap_cat = rng.random((n, d)) < p, rng.random((n, n_categorical)) < p
+        z_own, z_other = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+        for i in range(n):
+            j, a, c = nn[i], swap[i], swap_cat[i]
+            e, f = values[i, a], values[j, a]
+            sd = np.abs(e - f) / s
+            values[i, a] = f + np.nan_to_num(z_own[i, a] * sd)
+            values[j, a] = e + np.nan_to_num(z_other[i, a] * sd)
+            taken[i, c], taken[j, c] = taken[j, c], taken[i, c]
+        passes.append((values, taken))
+    rest = size - n * (len(passes) - 1)
+    keep = np.sort(rng.choice(n, size=rest, replace=False)) if rest < n else np.arange(n)
+    passes[-1] = (passes[-1][0][keep], passes[-1][1][keep])
+    return np.vstack([v for v, _ in passes]), np.vstack([t for _, t in passes])
+
+
+UPDATES = {"own": _own_update, "pair": _pair_update}
+"""How a pass alters its rows: through each row's own neighbour only (vectorised, the default)
+or the paper's sequential pair update."""
 
 
 def nearest_neighbours(frame: pd.DataFrame, columns: Columns) -> np.ndarray:

@@ -88,3 +88,19 @@ def test_openset_and_fspt_blocks_from_rows(tmp_path):
         in (blocks["fspt-tables"])
     )
     assert "| NN | fspt | 0.900 |" in blocks["fspt-curves"]
+
+
+def test_compression_blocks_hold_table_4_8_and_ours_from_rows(tmp_path):
+    blocks = papers_report.compression_blocks(tmp_path / "none.jsonl")
+    assert "| ADULT | 0.325 | 0.317 | 0.328 | 0.319 | 0.290 |" in blocks["compression-paper"]
+    assert "| AVERAGE | 0.264 | 0.263 | 0.282 | 0.274 | 0.970 |" in blocks["compression-paper"]
+    assert "No rows yet" in blocks["compression"]
+    scores = {
+        kind: {m: (rms if m == "rms" else 1 - rms) for m in METRICS}
+        for kind, rms in (("MIMIC", 0.32), ("ENSEMBLE", 0.30), ("ANN", 0.34), ("SINGLE", 0.31))
+    }
+    row = {"problem": "pima", "hidden": 256, "n_pseudo": 400_000, "spec": "default"}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({**row, "scores": scores}) + "\n")
+    block = papers_report.compression_blocks(path)["compression"]
+    assert "| pima | 0.3200 | 0.3000 | 0.3400 | 0.3100 | 0.5000 | -1.0000 | 0.0100 |" in block

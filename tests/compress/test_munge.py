@@ -128,3 +128,33 @@ def test_missingness_is_kept_at_the_rate_of_the_data():
     assert pseudo["b"].notna().all()
     # a missing cell's pseudo value is known only when taken from a known neighbour value
     assert set(pseudo["k"].dropna()) == {"x", "y", "z"}
+
+
+def test_pair_update_alters_the_neighbour_too_in_row_order():
+    # two rows, each the other's neighbour, every attribute altered, no noise (s huge): the
+    # own update swaps them; the paper's pair update swaps them at row 0 and back at row 1
+    X = pd.DataFrame({"a": [0.0, 10.0], "k": ["x", "y"]})
+    own = munge(X, 2, p=1.0, s=1e12, random_state=0)
+    pair = munge(X, 2, p=1.0, s=1e12, random_state=0, update="pair")
+    assert own["a"].tolist() == pytest.approx([10.0, 0.0], abs=1e-9) and own["k"].tolist() == [
+        "y",
+        "x",
+    ]
+    assert pair["a"].tolist() == pytest.approx([0.0, 10.0], abs=1e-9) and pair["k"].tolist() == [
+        "x",
+        "y",
+    ]
+
+
+def test_pair_update_keeps_the_frame_and_is_seeded():
+    X = mixed_frame(60)
+    pseudo = munge(X, 150, random_state=1, update="pair")
+    assert pseudo.shape == (150, X.shape[1]) and list(pseudo.dtypes) == list(X.dtypes)
+    pd.testing.assert_frame_equal(pseudo, munge(X, 150, random_state=1, update="pair"))
+    unchanged = munge(X, 120, p=0.0, random_state=1, update="pair")
+    pd.testing.assert_frame_equal(unchanged, pd.concat([X, X], ignore_index=True))
+
+
+def test_unknown_update_is_refused_with_the_valid_names():
+    with pytest.raises(ValueError, match="update='both': must be one of own, pair"):
+        munge(np.ones((4, 2)), 5, update="both")
