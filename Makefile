@@ -46,4 +46,5 @@ bench-quick: install-dev
 # benchmarks/results/; nothing is fitted or timed, and only the generated blocks change.
 bench-report:
 	$(PYTHON) -m benchmarks.report
+	$(PYTHON) -m benchmarks.papers_report
 	$(PYTHON) -m benchmarks.bench_bayesnet --report

@@ -196,17 +196,18 @@ def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
     ]
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
-    parser.add_argument("--time-limit", type=float, default=300.0)
-    parser.add_argument("--spec", default="default")
+    parser.add_argument("--rows", type=int, nargs="+", help="default 1,000,000 (quick 8,000)")
+    parser.add_argument("--time-limit", type=float, help="seconds a fit (default 300, quick 240)")
+    parser.add_argument("--spec", help="library spec (default `default`, quick `tiny`)")
     parser.add_argument("--autogluon", action="store_true", help="add AutoGluon's predict")
     parser.add_argument("--workdir", type=Path, default=None, help="where the tables go")
-    args = parser.parse_args()
-    if args.quick:
-        args.rows, args.time_limit, args.spec = [8_000], 240.0, "tiny"
+    args = parser.parse_args(argv)
+    args.rows = args.rows or ([8_000] if args.quick else [1_000_000])
+    args.time_limit = args.time_limit or (240.0 if args.quick else 300.0)
+    args.spec = args.spec or ("tiny" if args.quick else "default")
     rows = []
     base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-", dir=args.workdir))
     try:

@@ -158,7 +158,7 @@ def summarise(results: list[dict]) -> tuple[list[str], dict]:
 MODELS = ("ensel", "best_member", "hgb", "autogluon")
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 small datasets, 1 seed, 30 s")
     parser.add_argument("--datasets", help="comma-separated names from datasets.REGRESSION")
@@ -167,7 +167,7 @@ def main() -> None:
     parser.add_argument("--spec", default="regression", help="ensel library spec")
     parser.add_argument("--no-autogluon", action="store_true", help="skip the AutoGluon peer")
     parser.add_argument("--fresh", action="store_true", help="forget cached results")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     names = args.datasets.split(",") if args.datasets else (
         QUICK_DATASETS if args.quick else DATASETS
     )  # fmt: skip

@@ -59,3 +59,12 @@ def test_the_verdict_counts_datasets_not_seeds():
     assert set(rows.seed) == set(report.SEEDS)
     table = report.verdict_table(rows)
     assert table.count(" of 12 |") == 2 * len(report.BUDGETS)
+
+
+def test_papers_report_on_the_committed_rows_changes_nothing_in_the_committed_page(tmp_path):
+    from benchmarks import papers_report
+
+    doc = tmp_path / "papers.md"
+    shutil.copy(ROOT / "docs" / "papers.md", doc)
+    papers_report.write_papers_doc(doc)
+    assert doc.read_bytes() == (ROOT / "docs" / "papers.md").read_bytes()

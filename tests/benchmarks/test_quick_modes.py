@@ -49,3 +49,30 @@ def test_automl_quick_fits_and_reports_one_row(tmp_path, monkeypatch, capsys):
     assert (row["dataset"], row["config"], row["budget"]) == ("pima", "ensel", 10.0)
     assert 0.5 < row["auc"] <= 1 and row["fit_s"] < 60 and row["predict_us_per_row"] > 0
     assert "pima" in capsys.readouterr().out
+
+
+def test_scale_quick_records_a_row_per_tool_and_reports_them(tmp_path, capsys):
+    from benchmarks import bench_scale
+
+    rows = tmp_path / "scale.jsonl"
+    bench_scale.main(["--quick", "--tools", "hgb", "--results", str(rows)])
+    (row,) = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert (row["tool"], row["table"], row["rows"], row["budget"]) == (
+        "hgb",
+        "synth20k",
+        20_000,
+        60.0,
+    )
+    assert "error" not in row and 0.5 < row["auc"] <= 1 and row["predict_us_per_row"] > 0
+    assert "synth20k" in capsys.readouterr().out
+
+
+def test_regression_quick_fits_ensel_and_its_peers_(tmp_path, monkeypatch):
+    from benchmarks import bench_regression
+
+    monkeypatch.setattr(bench_regression, "CACHE", tmp_path / "cache")
+    argv = ["--quick", "--datasets", "diabetes", "--time-limit", "10", "--spec", "tiny_regression"]
+    bench_regression.main([*argv, "--no-autogluon"])
+    (record,) = [json.loads(x) for x in (tmp_path / "cache" / "results-quick.jsonl").open()]
+    assert record["dataset"] == "diabetes" and record["ensel"]["rmse"] > 0
+    assert record["hgb"]["rmse"] > 0 and record["best_member"]["rmse"] > 0
