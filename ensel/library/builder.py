@@ -113,24 +113,21 @@ def build_library(
     every finished run.
     ``max_memory`` (bytes, or a size such as ``"8GB"``; None: ``memory.DEFAULT_SHARE`` of the
     memory this process may use) is a ceiling on this process and its workers
-    (:mod:`ensel.library.planning.memory`): the data must fit under it before any run; a run starts
-    only
-    when its estimated peak fits beside the runs in flight and is stopped when the measured
-    memory passes it (status ``memory``, tried again by the next build).
-    ``time_limit`` (seconds) is the budget of the whole build
-    (:mod:`ensel.library.planning.budget`): the
-    runs go in an anytime order (:mod:`ensel.library.planning.schedule`), no run may take more than
-    half
-    the budget, and when it ends the runs in flight are stopped and the others not started
-    (status ``budget``: the next build into the same store builds them).
+    (:mod:`ensel.library.planning.memory`): the data must fit under it before any run; a run
+    starts only when its estimated peak fits beside the runs in flight and is stopped when the
+    measured memory passes it (status ``memory``, tried again by the next build).
+    ``time_limit`` (seconds, :mod:`ensel.library.planning.budget`) is the budget of the whole
+    build: the runs go in an anytime order (:mod:`ensel.library.planning.schedule`), no run may
+    take more than half the budget, and when it ends the runs in flight are stopped and the
+    others not started (status ``budget``: the next build into the same store builds them).
     ``run_time_limit`` (seconds per run, all folds; default the spec's) stops a run that takes
     too long; such runs, and runs that fail, are recorded in ``Library.failures`` and skipped.
     ``backend="local"`` runs on this machine with ``n_jobs`` processes (ensel's own pool:
-    see :mod:`ensel.library.execution.executor`);
-    ``backend="dask"`` runs on every worker of a dask cluster (``n_jobs`` does not apply):
-    ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://HOST:8786"``) or None
-    for the current client (see docs/distributed.md). Either way the client writes the store,
-    and the same seed gives the same store (a budget that ends early gives fewer runs).
+    see :mod:`ensel.library.execution.executor`); ``backend="dask"`` runs on every worker of a
+    dask cluster (``n_jobs`` does not apply): ``client`` is a ``distributed.Client``, a
+    scheduler address (``"tcp://HOST:8786"``) or None for the current client (see
+    docs/distributed.md). Either way the client writes the store, and the same seed gives the
+    same store (a budget that ends early gives fewer runs).
     ``grow``: after the spec's runs, propose new runs with optuna where the ensemble gains
     (:mod:`ensel.library.planning.grow`): a number of trials, or a dict such as ``{"trials": 30,
     "time": 120, "metric": "mxe", "families": [...]}``; the proposed runs that raised the
