@@ -234,7 +234,7 @@ def headline(rows: pd.DataFrame, scale: pd.DataFrame) -> str:
     )
     big = scale[(scale.table == "synth1m")].set_index("tool")
     parts.append(
-        f"- 1M rows at 600 s: AUC {big.auc['ensel']:.4f} against AutoGluon's "
+        f"- A synthetic table of 1M rows at 600 s: AUC {big.auc['ensel']:.4f} against AutoGluon's "
         f"{big.auc['autogluon']:.4f} and LightGBM's {big.auc['lightgbm']:.4f}; saved "
         f"{big.saved_mb['ensel']:.0f} MB (AutoGluon {big.saved_mb['autogluon']:.0f}), predict "
         f"{big.predict_us_per_row['ensel']:.0f} µs a row (AutoGluon "
