@@ -411,7 +411,9 @@ def parse(argv=None) -> argparse.Namespace:
         args.spec, args.n_pseudo, args.epochs, args.time_limit = "tiny", 2_000, 5, 30.0
         args.problems, args.sweep = args.problems[:1], args.problems[:1]
         args.hidden, args.pseudo = [8, 256], [1_000, 2_000]
-        args.cache = Path(tempfile.gettempdir()) / "ensel-compress-quick"
+        # beside the rows it serves, so a quick run never reuses another version's stores
+        base = Path(args.results).with_suffix(".cache") if args.results else None
+        args.cache = base or Path(tempfile.mkdtemp(prefix="ensel-compress-quick-"))
     return args
 
 
