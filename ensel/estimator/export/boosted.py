@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .members import _widen, register
+from .members import margin_proba, register
 
 __all__: list[str] = []
 
@@ -252,12 +252,7 @@ def _boosted(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     s = run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
     per_round = 1 if run.classes.size == 2 else run.classes.size
     z = _boosted_margins(g, run, matrix, s, per_round, columns)
-    if per_round == 1:
-        p = g.node("Sigmoid", [z])
-        proba = g.node("Concat", [g.node("Sub", [g.const(np.float64(1.0)), p]), p], axis=1)
-    else:
-        proba = g.node("Softmax", [z], axis=1)
-    return _widen(g, proba, np.asarray(run.classes, dtype=int), run.n_classes)
+    return margin_proba(g, z, per_round == 1, run)
 
 
 @register("xgboost", "lightgbm", task="regression")

@@ -14,7 +14,7 @@ import tempfile
 
 import numpy as np
 
-from .members import _widen, float32, register
+from .members import float32, margin_proba, register
 
 __all__ = ["NUMERIC_ONLY"]
 
@@ -82,9 +82,4 @@ def _catboost(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     scale, bias = model.get("scale_and_bias", [1.0, [0.0] * K])
     bias = np.broadcast_to(np.asarray(bias, dtype=np.float64), (K,))
     z = g.node("Add", [g.node("Mul", [total, g.const(np.float64(scale))]), g.const(bias[None, :])])
-    if K == 1:
-        p = g.node("Sigmoid", [z])
-        proba = g.node("Concat", [g.node("Sub", [g.const(np.float64(1.0)), p]), p], axis=1)
-    else:
-        proba = g.node("Softmax", [z], axis=1)
-    return _widen(g, proba, np.asarray(run.classes, dtype=int), run.n_classes)
+    return margin_proba(g, z, K == 1, run)

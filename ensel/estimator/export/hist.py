@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .boosted import _derived, _Forest, _margins
-from .members import _widen, register
+from .members import margin_proba, register
 
 __all__: list[str] = []
 
@@ -91,12 +91,7 @@ def _hist(g, run, matrix: str, stage: int, n_outputs: int) -> str:
         raise ValueError("a hist_gbdt run that saw one class has no converter")
     model = run.model
     z, per_round = _hist_margins(g, model, matrix, run.stages[stage])
-    if per_round == 1:
-        p = g.node("Sigmoid", [z])
-        proba = g.node("Concat", [g.node("Sub", [g.const(np.float64(1.0)), p]), p], axis=1)
-    else:
-        proba = g.node("Softmax", [z], axis=1)
-    return _widen(g, proba, np.asarray(run.classes, dtype=int), run.n_classes)
+    return margin_proba(g, z, per_round == 1, run)
 
 
 @register("hist_gbdt", task="regression")
