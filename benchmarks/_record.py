@@ -177,6 +177,20 @@ def load_results(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def measured_rows(results: Path, measure) -> list[dict]:
+    """``measure()``'s rows, each appended to the JSON-lines file ``results`` with the peak
+    memory of the call and the provenance (commit, versions, machine, load); returns them
+    without those fields."""
+    with PeakMemory() as memory:
+        rows = measure()
+    extra = {"peak_mb": round(memory.peak_mb, 1), **provenance()}
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with results.open("a") as f:
+        for row in rows:
+            f.write(json.dumps({**row, **extra}) + "\n")
+    return rows
+
+
 def harness_parser(doc: str, results: Path, datasets, seeds, quick: str) -> argparse.ArgumentParser:
     """The arguments of a per-dataset-and-seed accuracy harness: ``--quick`` (what ``quick``
     says), ``--seeds``, ``--datasets``, ``--n-jobs``, ``--results`` (JSON lines, resumed) and

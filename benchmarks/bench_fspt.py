@@ -18,7 +18,6 @@ benchmarks/results/paper_fspt.jsonl.
 from __future__ import annotations
 
 import argparse
-import json
 import warnings
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from benchmarks._record import PeakMemory, provenance, quick_results
+from benchmarks._record import measured_rows, quick_results
 from ensel.risk import FSPT, CombinedRisk
 from ensel.risk.reject import confidence
 
@@ -101,14 +100,7 @@ def run(seeds: int, combined: bool, results: Path) -> list[dict]:
     """Every seed's rows, appended to ``results`` with provenance."""
     out = []
     for seed in range(seeds):
-        with PeakMemory() as memory:
-            rows = one_seed(seed, combined)
-        extra = {"peak_mb": round(memory.peak_mb, 1), **provenance()}
-        results.parent.mkdir(parents=True, exist_ok=True)
-        with results.open("a") as f:
-            for row in rows:
-                f.write(json.dumps({**row, **extra}) + "\n")
-        out += rows
+        out += measured_rows(results, lambda seed=seed: one_seed(seed, combined))
     return out
 
 

@@ -30,7 +30,6 @@ whether to reject.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 import warnings
@@ -44,7 +43,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
-from benchmarks._record import PeakMemory, provenance, quick_results
+from benchmarks._record import measured_rows, quick_results
 from benchmarks._report import machine_line, write_section
 from benchmarks.bench_risk import load_unknown_set
 from ensel.risk import OpenSetForest
@@ -160,14 +159,7 @@ def run_digits(trials: int, trees: int, results: Path) -> pd.DataFrame:
     (settings x unknown classes) beside Steele's."""
     frame = []
     for trial in range(trials):
-        with PeakMemory() as memory:
-            got = digits_trial(trial, trees)
-        extra = {"peak_mb": round(memory.peak_mb, 1), **provenance()}
-        results.parent.mkdir(parents=True, exist_ok=True)
-        with results.open("a") as f:
-            for row in got:
-                f.write(json.dumps({**row, **extra}) + "\n")
-        frame += got
+        frame += measured_rows(results, lambda trial=trial: digits_trial(trial, trees))
     return digits_table(pd.DataFrame(frame))
 
 
