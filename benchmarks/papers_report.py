@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks import bench_paper
+from benchmarks import bench_paper, sandia_tables
 from benchmarks._record import ROOT, load_results
 from benchmarks._report import markdown_table
 from ensel.metrics import METRICS
@@ -201,6 +201,7 @@ BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
     "fspt": lambda: fspt_blocks(RESULTS / "paper_fspt.jsonl"),
     "openset": lambda: openset_blocks(RESULTS / "paper_openset_digits.jsonl"),
     "compression": lambda: compression_blocks(RESULTS / "paper_compression.jsonl"),
+    "sandia": lambda: sandia_tables.blocks(load_results(RESULTS / "paper_risk.jsonl")),
 }
 
 

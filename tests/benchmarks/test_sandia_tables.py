@@ -1,0 +1,92 @@
+"""The Sandia Tables 2-3 block: the report's cells from its appendix, ours from bench_risk's rows
+(the report's figure for each detector), and the two-standard-error verdict per cell."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks import bench_risk, sandia_tables
+
+
+def test_the_appendix_averages_are_the_reports_tables_2_and_3():
+    means = sandia_tables.report_rows().groupby(["kind", "d", "detector"])["value"].mean()
+    assert sandia_tables.report_rows().groupby(["kind", "d"]).size().eq(20 * 6).all()
+    report = bench_risk.REPORT_RMSE.rename(
+        index={"margin (isotonic)": "margin", "dispersion (isotonic)": "dispersion"}
+    )
+    for kind, label in (("gaussian", "Gauss"), ("ridge", "ridge")):
+        for d in (2, 5, 10):
+            for det in sandia_tables.DETECTORS:
+                expected = report.loc[det, f"{label} {d}-D"]
+                assert means[(kind, d, det)] == pytest.approx(expected, abs=6e-5)
+
+
+def _fake_rows() -> list[dict]:
+    """Ridge 5-D only: cert_forest scores exactly the report's per-problem figures (a perfect
+    match), chaos_forest the report's plus 0.05 (far outside two standard errors), margin
+    the report's figure in ``iso_rmse_report`` and nonsense in ``rmse`` (the verdict must read
+    the calibrated figure), and one row of the unknown-class part that must be ignored."""
+    report = sandia_tables.report_rows()
+    ridge5 = report[(report["kind"] == "ridge") & (report["d"] == 5)]
+    rows = []
+    for det, shift in (("cert_forest", 0.0), ("chaos_forest", 0.05), ("margin", 0.0)):
+        for _, r in ridge5[ridge5["detector"] == det].iterrows():
+            value = r["value"] + shift
+            figures = (
+                {"rmse": 0.9, "iso_rmse_report": value} if det == "margin" else {"rmse": value}
+            )
+            rows.append(
+                {"kind": "ridge", "d": 5, "problem": int(r["problem"]), "detector": det}
+                | figures
+                | {"part": "synthetic", "commit": "abc1234", "host": "box: 4 cores", "n_jobs": 4}
+            )
+    rows.append({"part": "unknown", "detector": "margin", "dataset": "iris", "auc": 0.5})
+    return rows
+
+
+def test_cells_put_ours_beside_the_report_with_a_verdict():
+    ours = sandia_tables.our_rows(pd.DataFrame(_fake_rows()))
+    assert len(ours) == 60  # the unknown-class row is not a synthetic cell
+    table = sandia_tables.cells(ours, "ridge").set_index(["d", "detector"])
+    assert len(table) == 18
+    forest = table.loc[("5-D", "cert_forest")]
+    assert forest["report"] == forest["ensel"] and forest["report"].startswith("0.1434 ± ")
+    assert forest["within 2 SE"] == "yes" and forest["difference"] == pytest.approx(0, abs=1e-12)
+    chaos = table.loc[("5-D", "chaos_forest")]
+    assert chaos["within 2 SE"] == "no" and chaos["difference"] == pytest.approx(0.05)
+    assert table.loc[("5-D", "margin"), "within 2 SE"] == "yes"  # iso_rmse_report, not rmse
+    missing = table.loc[("10-D", "cert")]
+    assert (
+        missing["ensel"] == "-"
+        and missing["within 2 SE"] == "-"
+        and np.isnan(missing["difference"])
+    )
+    assert (sandia_tables.cells(ours, "gaussian")["within 2 SE"] == "-").all()
+
+
+def test_the_verdict_uses_both_standard_errors():
+    """A shift of 1.9 combined standard errors is within, 2.1 is not."""
+    report = sandia_tables.report_rows()
+    one = report[(report["kind"] == "ridge") & (report["d"] == 10) & (report["detector"] == "box")]
+    se = one["value"].std(ddof=1) / np.sqrt(len(one))
+    for factor, verdict in ((1.9, "yes"), (2.1, "no")):
+        ours = one.assign(value=one["value"] + factor * np.hypot(se, se))
+        table = sandia_tables.cells(ours, "ridge").set_index(["d", "detector"])
+        assert table.loc[("10-D", "box"), "within 2 SE"] == verdict
+
+
+def test_blocks_hold_provenance_table_and_count():
+    blocks = sandia_tables.blocks(_fake_rows())
+    assert set(blocks) == {"sandia-table-2", "sandia-table-3"}
+    t3 = blocks["sandia-table-3"]
+    assert t3.startswith(
+        "Ours: 61 rows of `paper_risk.jsonl` (commit abc1234, machine box: 4 cores"
+    )
+    assert "| 5-D | chaos_forest | 0.1577 ± " in t3 and t3.count("| no |") == 1
+    assert "| 10-D | cert | 0.3094 ± 0.0085 | - | 0 | - | - |" in t3
+    assert t3.endswith("Within two standard errors of the report: 2 of 3 cells.")
+    assert blocks["sandia-table-2"].endswith("0 of 0 cells.")
+    empty = sandia_tables.blocks([])
+    assert all(v.startswith("No rows yet in `paper_risk.jsonl`") for v in empty.values())
