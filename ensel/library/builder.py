@@ -104,8 +104,8 @@ def build_library(
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
     ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out; ``cv="auto"``
-    (the default): 5 folds on a small table, a held-out hillclimb set of a few thousand rows on
-    a large one (:func:`ensel.library.data.training.resolve_cv`; docs/library.md). A spec with
+    (the default): 5 folds at every size, so that every run is bagged and selection weighs
+    every row (:func:`ensel.library.data.training.resolve_cv`; docs/library.md). A spec with
     ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
     ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
