@@ -400,9 +400,13 @@ def _consolidate(build: BuildContext, order: list[str]) -> None:
 
 
 def _plan_options(build: BuildContext) -> dict:
-    """What a plan needs of the executor: the runs it runs at once and the seconds it lets one
-    run take."""
-    return {"n_workers": build.executor.slots, "run_limit": build.executor.time_limit}
+    """What a plan needs of the executor and the spec: the runs it runs at once, the seconds it
+    lets one run take, and whether the runs go strong first (the spec's ``strong_first_rows``,
+    on a table that large)."""
+    options = {"n_workers": build.executor.slots, "run_limit": build.executor.time_limit}
+    if build.spec.strong_first(build.data.y.size):
+        options["strong_first"] = True
+    return options
 
 
 def _tell_runs(context: dict, planned) -> None:

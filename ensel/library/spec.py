@@ -25,7 +25,10 @@ without a
 ``time_limit`` they are built like any other runs. Their members carry ``tier == "spare"`` in
 ``Library.members``. A top-level ``spare_min_rows: N`` makes the tier spare-time work only: it
 is built under a ``time_limit`` and on tables of at least N rows, and not otherwise (the
-default spec's tier was measured to pay from 10,000 rows: docs/decisions.md).
+default spec's tier was measured to pay from 10,000 rows: docs/decisions.md). A top-level
+``strong_first_rows: N`` has a build under a ``time_limit`` on a table of at least N rows plan
+its runs strong first, by each family's expected gain per second
+(:func:`ensel.library.planning.schedule.gain_order`), instead of round robin over the families.
 
 A regression spec says ``task: regression``; its families are the regressors registered beside
 each algorithm's classifier (by the same plain names), it has no calibration variants, and an
@@ -85,6 +88,7 @@ TOP_KEYS = (
     "run_time_limit",
     "task",
     "spare_min_rows",
+    "strong_first_rows",
 )
 """Top-level keys about the spec itself; every other key is a section of runs (see kinds.py)."""
 TASKS = ("classification", "regression")
@@ -142,6 +146,13 @@ class LibrarySpec:
     task: str = "classification"
     spare_min_rows: int | None = None
     """Where set, the spare tier is built only under a time budget and from this many rows."""
+    strong_first_rows: int | None = None
+    """Where set, a build under a time budget of this many rows or more plans its runs strong
+    first, by expected gain per second (:func:`~ensel.library.planning.schedule.gain_order`)."""
+
+    def strong_first(self, rows: int) -> bool:
+        """Whether a budgeted build of ``rows`` rows plans its runs strong first."""
+        return self.strong_first_rows is not None and rows >= self.strong_first_rows
 
     def section(self, name: str) -> tuple:
         """The run specs of section ``name`` (empty if the spec has no such section)."""
@@ -238,6 +249,10 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
         raise SpecError(f"{source}: key 'spare_min_rows' must be a whole number of rows (>= 0)")
     if spare_min_rows is not None and SPARE not in doc:
         raise SpecError(f"{source}: key 'spare_min_rows' applies to a 'spare' section; add one")
+    strong_first_rows = doc.get("strong_first_rows")
+    whole = isinstance(strong_first_rows, int) and not isinstance(strong_first_rows, bool)
+    if strong_first_rows is not None and not (whole and strong_first_rows >= 0):
+        raise SpecError(f"{source}: key 'strong_first_rows' must be a whole number of rows (>= 0)")
     order = ["families", *(k for k in sections if k != "families")]
     return LibrarySpec(
         name=str(doc.get("name", Path(source).stem)),
@@ -246,6 +261,7 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
         source=source,
         task=task,
         spare_min_rows=spare_min_rows,
+        strong_first_rows=strong_first_rows,
     )
 
 
