@@ -75,3 +75,15 @@ def test_cli_cv_argument():
     assert _cv_argument("3") == 3
     with pytest.raises(ValueError, match="--cv 'x'"):
         _cv_argument("x")
+
+
+def test_a_budgeted_fit_on_a_large_table_bags_every_run():
+    X, y = _table(25_000, seed=2)
+    lib = build_library(X, y, spec="tiny", time_limit=20, n_jobs=2, verbose=0)
+    assert lib.store.header["cv"] == AUTO_FOLDS
+    assert lib.predictions.shape[1] == 25_000  # every row scored out of fold
+    clf = EnsembleSelectionClassifier(library=lib, n_bags=2, random_state=0).fit(X, y)
+    assert len(clf.fitted_members_.runs) > 0
+    for fitted in clf.fitted_members_.runs.values():
+        assert len(fitted.siblings) == AUTO_FOLDS  # the test-time prediction averages K
+    assert np.isfinite(clf.predict_proba(X.iloc[:100])).all()
