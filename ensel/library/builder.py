@@ -143,7 +143,7 @@ def build_library(
     started = time.monotonic()
     validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
     random_state = as_seed(random_state)
-    library_spec = load_spec(spec)
+    library_spec = load_spec(spec).for_rows(n_rows(X))  # runs for large tables only left out
     grow_spec = _grow_spec(grow, random_state, library_spec, time_limit)
     limit = run_time_limit if run_time_limit is not None else library_spec.run_time_limit
     choice = _choose_cv(X, y, cv, hillclimb_fraction, library_spec.task)

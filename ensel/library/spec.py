@@ -30,6 +30,10 @@ default spec's tier was measured to pay from 10,000 rows: docs/decisions.md). A 
 its runs strong first, by each family's expected gain per second
 (:func:`ensel.library.planning.schedule.gain_order`), instead of round robin over the families.
 
+An entry's ``min_rows: N`` builds its runs only on tables of at least N rows
+(:meth:`LibrarySpec.for_rows`; the default spec's LightGBM with extra-trees splits), leaving
+every other run, and its id, as it is on smaller tables.
+
 A regression spec says ``task: regression``; its families are the regressors registered beside
 each algorithm's classifier (by the same plain names), it has no calibration variants, and an
 entry may declare ``target: [none, log1p]`` (runs that learn ``log1p(y)`` and predict back).
@@ -80,7 +84,17 @@ SPARE = "spare"
 CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")
-ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler", "target")
+ENTRY_KEYS = (
+    "family",
+    "params",
+    "stages",
+    "calibration",
+    "view",
+    "samples",
+    "sampler",
+    "target",
+    "min_rows",
+)
 TOP_KEYS = (
     "name",
     "description",
@@ -113,6 +127,9 @@ class RunSpec:
     tier: str = field(default="main", compare=False)
     """``"main"`` or ``"spare"`` (the spec section it came from); not part of the run's
     identity: the same run in both tiers is one run."""
+    min_rows: int | None = field(default=None, compare=False)
+    """Where set, the run is built only on tables of at least this many rows (the entry's
+    ``min_rows``); not part of the run's identity."""
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -168,6 +185,15 @@ class LibrarySpec:
         """The spare-time tier (the ``spare`` section), without the runs ``families`` has."""
         main = {r.run_id for r in self.runs}
         return tuple(r for r in self.section(SPARE) if r.run_id not in main)
+
+    def for_rows(self, rows: int) -> LibrarySpec:
+        """The spec a build on ``rows`` rows takes: without the runs whose ``min_rows`` it
+        does not reach (every other run, and its id, as it is)."""
+        sections = tuple(
+            (name, tuple(r for r in runs if (getattr(r, "min_rows", None) or 0) <= rows))
+            for name, runs in self.sections
+        )
+        return replace(self, sections=sections)
 
     def spare_for(self, rows: int, budgeted: bool) -> tuple[RunSpec, ...]:
         """The spare tier a build of ``rows`` rows fits: :attr:`spare`, or none where the spec
@@ -303,12 +329,13 @@ def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> 
     params = entry.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError(f"{where}: key 'params' must be a mapping of parameter names to values")
-    bad = sorted(set(params) - set(family.params))
+    bad = sorted(set(params) - set(family.params) - set(family.optional))
     if bad:
         raise SpecError(
             f"{where}: key 'params' has unknown parameter(s) {bad}; "
-            f"{family.name} accepts {sorted(family.params)}"
+            f"{family.name} accepts {sorted({*family.params, *family.optional})}"
         )
+    min_rows = _min_rows(entry.get("min_rows"), where)
     view = entry.get("view", family.view)
     if view not in VIEWS:
         raise SpecError(f"{where}: key 'view' is {view!r}; allowed: {list(VIEWS)}")
@@ -330,6 +357,9 @@ def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> 
         full = dict(family.params)
         full.update(zip(names, combo, strict=True))
         full.update(draw)
+        for name, default in family.optional.items():  # held only where not the default
+            if full.get(name, default) == default:
+                full.pop(name, None)
         if family.validate is not None:
             try:
                 family.validate(full, stages)
@@ -337,10 +367,19 @@ def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> 
                 raise SpecError(f"{where}: {exc}") from None
         if target not in (None, "none"):  # absent means none: ids of plain runs stay short
             full["target"] = target
+        params_ = tuple(sorted(full.items()))
         runs.append(
-            RunSpec(family.name, tuple(sorted(full.items())), view, stages, calibrations, task)
+            RunSpec(family.name, params_, view, stages, calibrations, task, min_rows=min_rows)
         )
     return runs
+
+
+def _min_rows(min_rows: Any, where: str) -> int | None:
+    """An entry's ``min_rows``: None, or a whole number of rows (>= 0)."""
+    whole = isinstance(min_rows, int) and not isinstance(min_rows, bool)
+    if min_rows is not None and not (whole and min_rows >= 0):
+        raise SpecError(f"{where}: key 'min_rows' must be a whole number of rows (>= 0)")
+    return min_rows
 
 
 def _targets(target: Any, task: str, where: str) -> list[str | None]:

@@ -2,8 +2,9 @@
 which to train on a subsample, which to leave out, before any run starts.
 
 The runs are taken in the anytime order (:func:`ensel.library.planning.schedule.anytime_order`:
-round
-robin over families, strongest first, each family's cheapest runs first), and each run's fit
+round robin over families, strongest first, each family's cheapest runs first), or on a large
+table strong first (:func:`ensel.library.planning.schedule.gain_order`: by expected gain per
+estimated second, the families that earn little weight there in the time left), and each run's fit
 time and memory are estimated from the table's shape
 (:func:`ensel.library.planning.estimate.estimate_run`).
 A list schedule over ``n_workers`` keeps a run only when it ends before the budget, so no run is
@@ -168,10 +169,9 @@ def plan_library(
     -> ``estimate(run, n_rows, n_cols, n_held, n_fits)``, seconds or None (see
     :class:`~ensel.library.kinds.Kind`). ``view_seconds``: ``(view, native_missing)`` ->
     ``(seconds per call, seconds per row)`` of its view on this table
-    (:func:`~ensel.library.planning.build_plan.view_seconds` times them): each fit pays two calls
-    (fitted
-    on the training rows, applied to the held ones) and the rows of both, beside the
-    family's own fit (the cost constants leave the view out). ``strong_first``: the runs
+    (:func:`~ensel.library.planning.build_plan.view_seconds` times them): each fit pays two
+    calls (fitted on the training rows, applied to the held ones) and the rows of both, beside
+    the family's own fit (the cost constants leave the view out). ``strong_first``: the runs
     in :func:`~ensel.library.planning.schedule.gain_order` (strong families first, by
     expected gain per estimated second) instead of the anytime order, and no share of the
     budget kept for the learners quadratic in the rows: they get what the other runs leave.
@@ -200,15 +200,10 @@ def plan_library(
     for i in main:
         planned[i] = _plan_main_run(*tasks[i], costing, workers, limits, estimators or {})
     # quadratic learners: what the budget has left, shared equally
+    quadratic_runs = [(i, *tasks[i]) for i in quadratic]
+    left = sorted(workers)
     planned.update(
-        _plan_quadratic(
-            [(i, *tasks[i]) for i in quadratic],
-            costing,
-            sorted(workers),
-            budget_seconds,
-            limits,
-            min_subsample,
-        )
+        _plan_quadratic(quadratic_runs, costing, left, budget_seconds, limits, min_subsample)
     )
     ordered = [planned[i] for i in order]
     ordered = [p for p in ordered if p.decision != LEFT_OUT] + [
