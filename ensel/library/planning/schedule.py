@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..families import traits_of
+from ..families import get_family, traits_of
 from ..kinds import get_kind
 from .gain import expected_gain, is_strong
 
@@ -77,15 +77,20 @@ def anytime_order(tasks: Sequence[tuple[str, Any]], n_rows: int) -> list[int]:
 
 
 def _group(run) -> str:
-    """The queue a run joins: its family, or its family on an engineered view."""
-    return f"{run.family}/{run.view}" if run.view in ENGINEERED_VIEWS else run.family
+    """The queue a run joins in :func:`gain_order`: its family, or its family on an engineered
+    view, or its family with the optional parameters it sets (``Family.optional``, such as
+    split rules drawn at random): each of these adds a different kind of member."""
+    group = f"{run.family}/{run.view}" if run.view in ENGINEERED_VIEWS else run.family
+    optional = sorted(set(get_family(run.family, run.task).optional) & set(run.param_dict))
+    return "+".join([group, *optional])
 
 
 def gain_order(tasks: Sequence[tuple[str, Any]], seconds: Sequence[float]) -> list[int]:
     """Indices of ``tasks`` (``(section, run spec)`` pairs) strong first, by expected gain per
     second: ``seconds[i]`` is task ``i``'s estimated seconds (all its fits). A family's prior
     (:func:`~ensel.library.planning.gain.expected_gain`) is what its runs together are expected
-    to add, so within its queue (a family, or a family on an engineered view), cheapest first,
+    to add, so within its queue (a family; its runs on an engineered view, or setting one of
+    its optional parameters, form queues of their own), cheapest first,
     the ``k``-th run is expected to add ``prior / k`` in its seconds: the first runs of
     several strong families come before one family's fourth. The runs of strong families
     (:func:`~ensel.library.planning.gain.is_strong`) go first in that order; the runs of

@@ -176,3 +176,16 @@ def test_the_spare_tier_is_planned_and_cut_under_k_folds(default):
         assert all(p.standby or p.note.startswith("needs") for p in out)
     assert kept and len(kept) > 2  # the largest budget keeps many sampled runs
     assert out  # and still leaves some out at 100,000 rows under 5 folds
+
+
+def test_runs_setting_an_optional_parameter_form_a_queue_of_their_own(tasks):
+    xt = [i for i, (_, r) in enumerate(tasks) if r.param_dict.get("extra_trees")]
+    native = [
+        i
+        for i, (_, r) in enumerate(tasks)
+        if r.family == tasks[xt[0]][1].family and r.view == "native" and i not in xt
+    ]
+    assert len(xt) == 1 and len(native) > 1
+    order = gain_order(tasks, [1.0] * len(tasks))
+    second_native = [i for i in order if i in native][1]
+    assert order.index(xt[0]) < order.index(second_native)  # its queue's first run
