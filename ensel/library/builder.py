@@ -313,21 +313,40 @@ def _collect(build: BuildContext) -> None:
 def _plan(build: BuildContext) -> None:
     """The plan stage, under a time budget: the runs in an anytime order, then those the
     planner expects to end in time (the others recorded ``left_out``), on the subsample and
-    under the cap it chose for each."""
+    under the cap it chose for each. A plan strong first (the spec's ``strong_first_rows``)
+    takes the spare tier's runs into the same plan, so that its strong runs go before the
+    main tier's weak ones (a later tier's strong runs would otherwise wait behind them)."""
     planned = None
     if build.budget.timed:
-        tasks = [build.tasks[i] for i in anytime_order(build.tasks, build.data.y.size)]
+        options = _plan_options(build)
+        if options.get("strong_first") and build.spare:
+            build.tasks, build.spare = build.tasks + build.spare, []
+        models = [_as_model(task) for task in build.tasks]  # planned as model runs
+        tasks = [models[i] for i in anytime_order(models, build.data.y.size)]
         ceiling = build.budget.max_memory if build.executor.local_memory else None
-        planned = plan_build(
-            tasks, build.data, build.budget.left(), max_memory=ceiling, **_plan_options(build)
-        )
-        build.tasks, build.notes = planned.tasks, planned.notes
+        planned = plan_build(tasks, build.data, build.budget.left(), max_memory=ceiling, **options)
+        build.tasks, build.notes = [_in_tier(task) for task in planned.tasks], planned.notes
         for section, run, why in planned.left_out:
+            section, _ = _in_tier((section, run))
             build.stores[section].write_failure(run, "left_out", why, 0.0)
-        _tell_runs(build.contexts["families"], planned)
+        for section in MODEL_SECTIONS:
+            if section in build.contexts:
+                _tell_runs(build.contexts[section], planned)
         if planned.table is not None:
             build.writer.write_plan(planned.table)
     build.pace = Pace.of(planned)
+
+
+def _as_model(task: tuple) -> tuple:
+    """A spare-tier task as the planner estimates it: a run of the section ``families``."""
+    section, run = task
+    return ("families", run) if section == SPARE else task
+
+
+def _in_tier(task: tuple) -> tuple:
+    """A planned task back in its own section: a spare-tier run in ``spare``."""
+    section, run = task
+    return (SPARE, run) if section == "families" and run.tier == SPARE else task
 
 
 def _run(build: BuildContext) -> None:
