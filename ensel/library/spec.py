@@ -28,7 +28,8 @@ is built under a ``time_limit`` and on tables of at least N rows, and not otherw
 default spec's tier was measured to pay from 10,000 rows: docs/decisions.md). A top-level
 ``strong_first_rows: N`` has a build under a ``time_limit`` on a table of at least N rows plan
 its runs strong first, by each family's expected gain per second
-(:func:`ensel.library.planning.schedule.gain_order`), instead of round robin over the families.
+(:func:`ensel.library.planning.schedule.gain_order`), instead of round robin over the families,
+the spare tier's runs in the same plan.
 
 An entry's ``min_rows: N`` builds its runs only on tables of at least N rows
 (:meth:`LibrarySpec.for_rows`; the default spec's LightGBM with extra-trees splits), leaving
