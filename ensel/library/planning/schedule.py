@@ -90,9 +90,9 @@ def gain_order(tasks: Sequence[tuple[str, Any]], seconds: Sequence[float]) -> li
     second: ``seconds[i]`` is task ``i``'s estimated seconds (all its fits). A family's prior
     (:func:`~ensel.library.planning.gain.expected_gain`) is what its runs together are expected
     to add, so within its queue (a family; its runs on an engineered view, or setting one of
-    its optional parameters, form queues of their own), cheapest first,
-    the ``k``-th run is expected to add ``prior / k`` in its seconds: the first runs of
-    several strong families come before one family's fourth. The runs of strong families
+    its optional parameters, form queues of their own), cheapest first, the ``k``-th run is
+    expected to add ``prior / k`` in its seconds: the first runs of several strong families
+    come before one family's fourth. The runs of strong families
     (:func:`~ensel.library.planning.gain.is_strong`) go first in that order; the runs of
     another kind (detectors) follow once every strong queue has started, in spec order; then
     the other families' runs in the same order, those their families defer on large data
