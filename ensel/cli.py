@@ -77,8 +77,8 @@ def _fit_arguments(commands) -> None:
     fit.add_argument(
         "--cv",
         default="auto",
-        help="'auto' (K folds on small tables, a held-out hillclimb set on large ones), folds "
-        "of embedded cross-validation, or 'none'",
+        help="'auto' (5 folds at every size: every run bagged), folds of embedded "
+        "cross-validation, or 'none' (a held-out hillclimb split)",
     )
     fit.add_argument("--drop", nargs="*", default=[], help="columns to leave out (ids, leaks)")
     fit.add_argument("--groups", help="column whose rows must stay in one fold (e.g. a person id)")

@@ -41,10 +41,10 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         §4.3.5 finds RMS and MXE competitive proxies for every target metric; MXE also
         rewards calibrated probabilities (docs/decisions.md compares the targets).
     cv : int >= 2, "auto" or None, default="auto"
-        ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) on a small table, one
-        held-out hillclimb set of a few thousand rows on a large one (members fitted once on
-        the rest; see docs/library.md, "cv='auto'"); an integer K: K folds; None holds out a
-        hillclimb split of a fifth of the rows.
+        ``"auto"``: 5 folds of embedded cross-validation (§4.3.4) at every size, so that
+        every member is bagged and selection weighs every row out of fold (see
+        docs/library.md, "cv='auto'"); an integer K: K folds; None holds out a hillclimb split
+        of a fifth of the rows.
     strategy : {"es", "modsel", "bayesavg"}, default="es"
         Ensemble selection, the best member, or Bayesian model averaging, as compared in
         §4.3.2.

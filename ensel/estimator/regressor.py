@@ -35,8 +35,8 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         ``func(y_true, y_pred) -> float`` (maximised unless it has
         ``greater_is_better=False``; see :func:`ensel.metrics.make_metric`).
     cv : int >= 2, "auto" or None, default="auto"
-        As for :class:`EnsembleSelectionClassifier` (``"auto"``: 5 folds on a small table,
-        one held-out hillclimb set on a large one), with plain (or grouped with ``groups``)
+        As for :class:`EnsembleSelectionClassifier` (``"auto"``: 5 folds at every size),
+        with plain (or grouped with ``groups``)
         K folds: there are no classes to stratify by.
     strategy : {"es", "modsel", "bayesavg"}, default="es"
         Ensemble selection, the best member, or Bayesian model averaging with a Gaussian

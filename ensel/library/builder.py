@@ -104,8 +104,8 @@ def build_library(
 
     ``cv=K``: every member is K siblings and its hillclimb predictions are out-of-fold (§4.3.4);
     ``cv=None``: a stratified ``hillclimb_fraction`` of the rows is held out; ``cv="auto"``
-    (the default): 5 folds on a small table, a held-out hillclimb set of a few thousand rows on
-    a large one (:func:`ensel.library.data.training.resolve_cv`; docs/library.md). A spec with
+    (the default): 5 folds at every size, so that every run is bagged and selection weighs
+    every row (:func:`ensel.library.data.training.resolve_cv`; docs/library.md). A spec with
     ``task: regression`` (``"regression"``, ``"tiny_regression"``) builds regressors for a real
     ``y`` with plain (unstratified) folds; its detectors that need class labels are skipped.
     ``groups`` keeps rows of one group (one person in panel data) in one fold. ``store``: a
@@ -143,7 +143,7 @@ def build_library(
     started = time.monotonic()
     validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
     random_state = as_seed(random_state)
-    library_spec = load_spec(spec)
+    library_spec = load_spec(spec).for_rows(n_rows(X))  # runs for large tables only left out
     grow_spec = _grow_spec(grow, random_state, library_spec, time_limit)
     limit = run_time_limit if run_time_limit is not None else library_spec.run_time_limit
     choice = _choose_cv(X, y, cv, hillclimb_fraction, library_spec.task)
@@ -313,21 +313,40 @@ def _collect(build: BuildContext) -> None:
 def _plan(build: BuildContext) -> None:
     """The plan stage, under a time budget: the runs in an anytime order, then those the
     planner expects to end in time (the others recorded ``left_out``), on the subsample and
-    under the cap it chose for each."""
+    under the cap it chose for each. A plan strong first (the spec's ``strong_first_rows``)
+    takes the spare tier's runs into the same plan, so that its strong runs go before the
+    main tier's weak ones (a later tier's strong runs would otherwise wait behind them)."""
     planned = None
     if build.budget.timed:
-        tasks = [build.tasks[i] for i in anytime_order(build.tasks, build.data.y.size)]
+        options = _plan_options(build)
+        if options.get("strong_first") and build.spare:
+            build.tasks, build.spare = build.tasks + build.spare, []
+        models = [_as_model(task) for task in build.tasks]  # planned as model runs
+        tasks = [models[i] for i in anytime_order(models, build.data.y.size)]
         ceiling = build.budget.max_memory if build.executor.local_memory else None
-        planned = plan_build(
-            tasks, build.data, build.budget.left(), max_memory=ceiling, **_plan_options(build)
-        )
-        build.tasks, build.notes = planned.tasks, planned.notes
+        planned = plan_build(tasks, build.data, build.budget.left(), max_memory=ceiling, **options)
+        build.tasks, build.notes = [_in_tier(task) for task in planned.tasks], planned.notes
         for section, run, why in planned.left_out:
+            section, _ = _in_tier((section, run))
             build.stores[section].write_failure(run, "left_out", why, 0.0)
-        _tell_runs(build.contexts["families"], planned)
+        for section in MODEL_SECTIONS:
+            if section in build.contexts:
+                _tell_runs(build.contexts[section], planned)
         if planned.table is not None:
             build.writer.write_plan(planned.table)
     build.pace = Pace.of(planned)
+
+
+def _as_model(task: tuple) -> tuple:
+    """A spare-tier task as the planner estimates it: a run of the section ``families``."""
+    section, run = task
+    return ("families", run) if section == SPARE else task
+
+
+def _in_tier(task: tuple) -> tuple:
+    """A planned task back in its own section: a spare-tier run in ``spare``."""
+    section, run = task
+    return (SPARE, run) if section == "families" and run.tier == SPARE else task
 
 
 def _run(build: BuildContext) -> None:
@@ -400,9 +419,13 @@ def _consolidate(build: BuildContext, order: list[str]) -> None:
 
 
 def _plan_options(build: BuildContext) -> dict:
-    """What a plan needs of the executor: the runs it runs at once and the seconds it lets one
-    run take."""
-    return {"n_workers": build.executor.slots, "run_limit": build.executor.time_limit}
+    """What a plan needs of the executor and the spec: the runs it runs at once, the seconds it
+    lets one run take, and whether the runs go strong first (the spec's ``strong_first_rows``,
+    on a table that large)."""
+    options = {"n_workers": build.executor.slots, "run_limit": build.executor.time_limit}
+    if build.spec.strong_first(build.data.y.size):
+        options["strong_first"] = True
+    return options
 
 
 def _tell_runs(context: dict, planned) -> None:

@@ -25,7 +25,15 @@ without a
 ``time_limit`` they are built like any other runs. Their members carry ``tier == "spare"`` in
 ``Library.members``. A top-level ``spare_min_rows: N`` makes the tier spare-time work only: it
 is built under a ``time_limit`` and on tables of at least N rows, and not otherwise (the
-default spec's tier was measured to pay from 10,000 rows: docs/decisions.md).
+default spec's tier was measured to pay from 10,000 rows: docs/decisions.md). A top-level
+``strong_first_rows: N`` has a build under a ``time_limit`` on a table of at least N rows plan
+its runs strong first, by each family's expected gain per second
+(:func:`ensel.library.planning.schedule.gain_order`), instead of round robin over the families,
+the spare tier's runs in the same plan.
+
+An entry's ``min_rows: N`` builds its runs only on tables of at least N rows
+(:meth:`LibrarySpec.for_rows`; the default spec's LightGBM with extra-trees splits), leaving
+every other run, and its id, as it is on smaller tables.
 
 A regression spec says ``task: regression``; its families are the regressors registered beside
 each algorithm's classifier (by the same plain names), it has no calibration variants, and an
@@ -77,7 +85,17 @@ SPARE = "spare"
 CALIBRATIONS = ("none", "platt", "isotonic")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("qmc", "random")
-ENTRY_KEYS = ("family", "params", "stages", "calibration", "view", "samples", "sampler", "target")
+ENTRY_KEYS = (
+    "family",
+    "params",
+    "stages",
+    "calibration",
+    "view",
+    "samples",
+    "sampler",
+    "target",
+    "min_rows",
+)
 TOP_KEYS = (
     "name",
     "description",
@@ -85,6 +103,7 @@ TOP_KEYS = (
     "run_time_limit",
     "task",
     "spare_min_rows",
+    "strong_first_rows",
 )
 """Top-level keys about the spec itself; every other key is a section of runs (see kinds.py)."""
 TASKS = ("classification", "regression")
@@ -109,6 +128,9 @@ class RunSpec:
     tier: str = field(default="main", compare=False)
     """``"main"`` or ``"spare"`` (the spec section it came from); not part of the run's
     identity: the same run in both tiers is one run."""
+    min_rows: int | None = field(default=None, compare=False)
+    """Where set, the run is built only on tables of at least this many rows (the entry's
+    ``min_rows``); not part of the run's identity."""
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -142,6 +164,13 @@ class LibrarySpec:
     task: str = "classification"
     spare_min_rows: int | None = None
     """Where set, the spare tier is built only under a time budget and from this many rows."""
+    strong_first_rows: int | None = None
+    """Where set, a build under a time budget of this many rows or more plans its runs strong
+    first, by expected gain per second (:func:`~ensel.library.planning.schedule.gain_order`)."""
+
+    def strong_first(self, rows: int) -> bool:
+        """Whether a budgeted build of ``rows`` rows plans its runs strong first."""
+        return self.strong_first_rows is not None and rows >= self.strong_first_rows
 
     def section(self, name: str) -> tuple:
         """The run specs of section ``name`` (empty if the spec has no such section)."""
@@ -157,6 +186,15 @@ class LibrarySpec:
         """The spare-time tier (the ``spare`` section), without the runs ``families`` has."""
         main = {r.run_id for r in self.runs}
         return tuple(r for r in self.section(SPARE) if r.run_id not in main)
+
+    def for_rows(self, rows: int) -> LibrarySpec:
+        """The spec a build on ``rows`` rows takes: without the runs whose ``min_rows`` it
+        does not reach (every other run, and its id, as it is)."""
+        sections = tuple(
+            (name, tuple(r for r in runs if (getattr(r, "min_rows", None) or 0) <= rows))
+            for name, runs in self.sections
+        )
+        return replace(self, sections=sections)
 
     def spare_for(self, rows: int, budgeted: bool) -> tuple[RunSpec, ...]:
         """The spare tier a build of ``rows`` rows fits: :attr:`spare`, or none where the spec
@@ -238,6 +276,10 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
         raise SpecError(f"{source}: key 'spare_min_rows' must be a whole number of rows (>= 0)")
     if spare_min_rows is not None and SPARE not in doc:
         raise SpecError(f"{source}: key 'spare_min_rows' applies to a 'spare' section; add one")
+    strong_first_rows = doc.get("strong_first_rows")
+    whole = isinstance(strong_first_rows, int) and not isinstance(strong_first_rows, bool)
+    if strong_first_rows is not None and not (whole and strong_first_rows >= 0):
+        raise SpecError(f"{source}: key 'strong_first_rows' must be a whole number of rows (>= 0)")
     order = ["families", *(k for k in sections if k != "families")]
     return LibrarySpec(
         name=str(doc.get("name", Path(source).stem)),
@@ -246,6 +288,7 @@ def _parse(doc: dict, source: str) -> LibrarySpec:
         source=source,
         task=task,
         spare_min_rows=spare_min_rows,
+        strong_first_rows=strong_first_rows,
     )
 
 
@@ -287,12 +330,13 @@ def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> 
     params = entry.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError(f"{where}: key 'params' must be a mapping of parameter names to values")
-    bad = sorted(set(params) - set(family.params))
+    bad = sorted(set(params) - set(family.params) - set(family.optional))
     if bad:
         raise SpecError(
             f"{where}: key 'params' has unknown parameter(s) {bad}; "
-            f"{family.name} accepts {sorted(family.params)}"
+            f"{family.name} accepts {sorted({*family.params, *family.optional})}"
         )
+    min_rows = _min_rows(entry.get("min_rows"), where)
     view = entry.get("view", family.view)
     if view not in VIEWS:
         raise SpecError(f"{where}: key 'view' is {view!r}; allowed: {list(VIEWS)}")
@@ -314,6 +358,9 @@ def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> 
         full = dict(family.params)
         full.update(zip(names, combo, strict=True))
         full.update(draw)
+        for name, default in family.optional.items():  # held only where not the default
+            if full.get(name, default) == default:
+                full.pop(name, None)
         if family.validate is not None:
             try:
                 family.validate(full, stages)
@@ -321,10 +368,19 @@ def _expand(entry: Any, where: str, seed: int, task: str = "classification") -> 
                 raise SpecError(f"{where}: {exc}") from None
         if target not in (None, "none"):  # absent means none: ids of plain runs stay short
             full["target"] = target
+        params_ = tuple(sorted(full.items()))
         runs.append(
-            RunSpec(family.name, tuple(sorted(full.items())), view, stages, calibrations, task)
+            RunSpec(family.name, params_, view, stages, calibrations, task, min_rows=min_rows)
         )
     return runs
+
+
+def _min_rows(min_rows: Any, where: str) -> int | None:
+    """An entry's ``min_rows``: None, or a whole number of rows (>= 0)."""
+    whole = isinstance(min_rows, int) and not isinstance(min_rows, bool)
+    if min_rows is not None and not (whole and min_rows >= 0):
+        raise SpecError(f"{where}: key 'min_rows' must be a whole number of rows (>= 0)")
+    return min_rows
 
 
 def _targets(target: Any, task: str, where: str) -> list[str | None]:

@@ -43,20 +43,8 @@ __all__ = [
 HOLDOUT = -1
 """Fold id of rows used only for training when a hillclimb split is held out (``cv=None``)."""
 AUTO_FOLDS = 5
-"""Folds of embedded cross-validation that ``cv="auto"`` uses on a small table."""
-AUTO_SWITCH_ROWS = 20_000
-"""From this many rows ``cv="auto"`` holds out one hillclimb set instead of K folds: selection
-stopped gaining past about 5,000 hillclimb rows (docs/decisions.md, "cv='auto' on large tables";
-docs/library.md), so from here the held-out set leaves each member about the rows a fold
-sibling of 5-fold CV trains on, for one fit instead of five."""
-AUTO_HILLCLIMB = (0.1, 5_000, 10_000)
-"""``(fraction, floor, cap)`` of the held-out hillclimb set of ``cv="auto"``: a tenth of the
-rows, at least 5,000 (where selection stopped gaining) and at most 10,000."""
-AUTO_MIN_CLASS_ROWS = 200
-"""Fewest rows of its rarest class the held-out set of ``cv="auto"`` must hold; a table whose
-rarest class is too rare for that keeps K folds (every row is then out-of-fold)."""
-AUTO_MAX_HOLDOUT = 0.25
-"""Largest share of the rows ``cv="auto"`` holds out."""
+"""Folds of embedded cross-validation that ``cv="auto"`` uses, on a table of any size (see
+:func:`resolve_cv` for why five on a large table too)."""
 
 
 @dataclass(frozen=True)
@@ -73,49 +61,38 @@ class CVChoice:
         return n_rows if self.cv is not None else max(1, int(self.hillclimb_fraction * n_rows))
 
 
-def auto_hillclimb_rows(n_rows: int) -> int:
-    """Rows of the held-out hillclimb set ``cv="auto"`` takes from ``n_rows`` rows:
-    ``min(max(fraction * n, floor), cap)`` with ``AUTO_HILLCLIMB``."""
-    fraction, floor, cap = AUTO_HILLCLIMB
-    return int(min(max(fraction * n_rows, floor), cap))
-
-
 def resolve_cv(
     cv, n_rows: int, y=None, *, hillclimb_fraction: float = 0.2, task: str = "classification"
 ) -> CVChoice:
-    """``cv`` as the builder uses it. An integer K or None stand (None with
-    ``hillclimb_fraction``); ``"auto"`` gives ``AUTO_FOLDS`` folds below ``AUTO_SWITCH_ROWS``
-    rows, and from there a held-out hillclimb set of ``auto_hillclimb_rows`` rows, unless its
-    rarest class would hold fewer than ``AUTO_MIN_CLASS_ROWS`` rows even at
-    ``AUTO_MAX_HOLDOUT`` of the table (then K folds). ``y``: the labels (classes are counted
-    for classification)."""
+    """``cv`` as the builder uses it. An integer K or None stand (None: a held-out hillclimb
+    set of ``hillclimb_fraction``, an explicit choice); ``"auto"`` gives ``AUTO_FOLDS``
+    stratified folds at every size (fewer where the rarest class has 2-4 rows: as many as it
+    has rows). ``y``: the labels (classes are counted for classification).
+
+    Every run is then bagged: each of its K fold siblings trains on (K-1)/K of the rows, every
+    row is scored out of fold, and the test-time prediction is the average of the siblings, so
+    selection hillclimbs on all the rows' out-of-fold predictions. A large table gets folds
+    too, not one held-out set: a held-out set leaves its rows out of every member and gives
+    selection only a few thousand rows to weigh the members on, while bagged members train on
+    every row and selection sees them all. The choice is one for the whole build, not per run:
+    selection needs one common row set, and mixing bagged runs with held-out ones would
+    restrict it to the held-out rows. Five folds on a large table as on a small one: each
+    sibling trains on 80% of the rows, and more folds cost proportionally more fits (eight:
+    1.6 times the fits of five) out of a budget that on a large table is already short of
+    fitting the strong runs once each, while ten folds measured no better than five on the
+    small tables (docs/decisions.md, "Spare time")."""
     if isinstance(cv, str):
         if cv != "auto":
             raise ValueError(f"cv={cv!r}: use 'auto', an integer >= 2, or None")
     else:
         return CVChoice(cv, hillclimb_fraction, "as given")
-    if n_rows < AUTO_SWITCH_ROWS:
-        folds, why = AUTO_FOLDS, f"{n_rows} rows < {AUTO_SWITCH_ROWS}: K folds"
-        if task != "regression" and y is not None:  # stratified: no more folds than rarest rows
-            counts = pd.Series(np.ravel(np.asarray(y, dtype=object))).value_counts()
-            rarest = int(counts.min()) if counts.size else 0  # no rows: prepare says so
-            if 2 <= rarest < folds:
-                folds, why = rarest, f"{why}, as many as the rarest class has rows ({rarest})"
-        return CVChoice(folds, hillclimb_fraction, why)
-    rows = auto_hillclimb_rows(n_rows)
-    if task != "regression" and y is not None:
-        labels = pd.Series(np.ravel(np.asarray(y, dtype=object)))
-        rarest = labels.value_counts(dropna=False).min() / max(len(labels), 1)
-        needed = int(np.ceil(AUTO_MIN_CLASS_ROWS / rarest))
-        if needed > AUTO_MAX_HOLDOUT * n_rows:
-            return CVChoice(
-                AUTO_FOLDS,
-                hillclimb_fraction,
-                f"rarest class {rarest:.2%} of {n_rows} rows: a held-out set would hold too few "
-                "of it, K folds",
-            )
-        rows = max(rows, needed)
-    return CVChoice(None, rows / n_rows, f"{n_rows} rows: {rows} held out for hillclimbing")
+    folds, why = AUTO_FOLDS, f"{n_rows} rows: K folds"
+    if task != "regression" and y is not None:  # stratified: no more folds than rarest rows
+        counts = pd.Series(np.ravel(np.asarray(y, dtype=object))).value_counts()
+        rarest = int(counts.min()) if counts.size else 0  # no rows: prepare says so
+        if 2 <= rarest < folds:
+            folds, why = rarest, f"{why}, as many as the rarest class has rows ({rarest})"
+    return CVChoice(folds, hillclimb_fraction, why)
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,10 @@ class Family:
     traits: FamilyTraits = field(default_factory=FamilyTraits)
     """What the engines read of the family: rank, cost model, search space (see
     :class:`~ensel.library.families._traits.FamilyTraits`)."""
+    optional: Mapping[str, Any] = field(default_factory=dict)
+    """Parameters a spec may set beyond ``params`` (name -> default): a run holds one only
+    where it is set to another value than its default, so that the runs that leave it at
+    its default keep their ids (and seeds); the fit function reads it with that default."""
 
     @property
     def stops_in_time(self) -> bool:

@@ -173,7 +173,8 @@ def _xgboost_options(params: dict, rounds: int, random_state: int) -> dict:
 
 def _lightgbm_options(params: dict, rounds: int, random_state: int) -> dict:
     """LightGBM's options both tasks read from their parameters: bagging redrawn every round,
-    one thread, deterministic row-wise histograms."""
+    one thread, deterministic row-wise histograms; ``extra_trees`` (optional, default off):
+    each split's threshold drawn at random per feature, as AutoGluon's LightGBMXT."""
     return {
         "n_estimators": rounds,
         "num_leaves": params["num_leaves"],
@@ -188,6 +189,7 @@ def _lightgbm_options(params: dict, rounds: int, random_state: int) -> dict:
         "random_state": random_state % (2**31 - 1),  # LightGBM seeds are C ints
         "deterministic": True,
         "force_row_wise": True,
+        **({"extra_trees": True} if params.get("extra_trees", False) else {}),
     }
 
 
@@ -374,13 +376,15 @@ def register_boosting(
     classifier_params: dict[str, Any],
     test_params: dict[str, Any],
     traits: FamilyTraits,
+    optional: dict[str, Any] | None = None,
 ) -> None:
     """Register the classifier and the regressor of one boosting library: both on the native
     view with missing values learned per split, staged by round, seeded, the grid ``params``
     shared (the classifier adds ``classifier_params``; it alone splits categories natively),
-    with the same ``traits``."""
+    with the same ``traits`` and ``optional`` parameters (:attr:`Family.optional`)."""
     common = {
         "traits": traits,
+        "optional": dict(optional or {}),
         "view": "native",
         "native_missing": True,
         "stages": "boosting rounds",
@@ -460,6 +464,7 @@ register_boosting(
     },
     classifier_params={"reg_alpha": 0.0, "min_split_gain": 0.0},
     test_params={"num_leaves": 7, "learning_rate": 0.3, "subsample": 0.8},
+    optional={"extra_trees": False},
     traits=FamilyTraits(
         rank=0,
         relative_cost=boosting_relative_cost,

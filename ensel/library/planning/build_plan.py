@@ -279,13 +279,16 @@ def plan_build(
     planner=None,
     max_memory: float | None = None,
     run_limit: float | None = None,
+    strong_first: bool = False,
 ) -> BuildPlan:
     """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
     ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
     :func:`~ensel.library.planning.run_plan.plan_library`).
     Each run is fitted once per sibling (``data.n_siblings``). The runs left out by the
     schedule's end are queued after the others, on standby (see the module docstring);
-    ``run_limit``: the seconds the executor lets one run take (None: no limit)."""
+    ``run_limit``: the seconds the executor lets one run take (None: no limit);
+    ``strong_first``: the planner orders the runs strong first, by expected gain per second
+    (passed only where set, so that a planner without the option plans as before)."""
     planner = planner or plan_library
     # a family registered without a cost model is not planned: it runs after the planned ones
     unplanned = [
@@ -311,6 +314,7 @@ def plan_build(
         run_limit=run_limit,
         estimators=_estimators(tasks),
         view_seconds=view_seconds(tasks, data),
+        **({"strong_first": True} if strong_first else {}),
     )
     n_rows = len(data.y)
     out = BuildPlan([*plan.kept, *unplanned, *plan.standby], table=plan.frame(), seconds=seconds)

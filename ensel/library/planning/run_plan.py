@@ -2,8 +2,9 @@
 which to train on a subsample, which to leave out, before any run starts.
 
 The runs are taken in the anytime order (:func:`ensel.library.planning.schedule.anytime_order`:
-round
-robin over families, strongest first, each family's cheapest runs first), and each run's fit
+round robin over families, strongest first, each family's cheapest runs first), or on a large
+table strong first (:func:`ensel.library.planning.schedule.gain_order`: by expected gain per
+estimated second, the families that earn little weight there in the time left), and each run's fit
 time and memory are estimated from the table's shape
 (:func:`ensel.library.planning.estimate.estimate_run`).
 A list schedule over ``n_workers`` keeps a run only when it ends before the budget, so no run is
@@ -31,7 +32,7 @@ import pandas as pd
 
 from ..families import get_family, traits_of
 from .estimate import estimate_run
-from .schedule import anytime_order
+from .schedule import anytime_order, gain_order
 
 __all__ = [
     "MIN_SUBSAMPLE",
@@ -151,6 +152,7 @@ def plan_library(
     run_limit: float | None = None,
     estimators: Mapping[str, Callable] | None = None,
     view_seconds: Mapping[tuple[str, bool], tuple[float, float]] | None = None,
+    strong_first: bool = False,
 ) -> RunPlan:
     """Plan a build of ``runs`` (run specs, or the builder's ``(section, run spec)`` pairs) on
     a table of ``n_rows`` rows and ``n_cols`` columns (``view_width``: its standardized view's
@@ -167,26 +169,30 @@ def plan_library(
     -> ``estimate(run, n_rows, n_cols, n_held, n_fits)``, seconds or None (see
     :class:`~ensel.library.kinds.Kind`). ``view_seconds``: ``(view, native_missing)`` ->
     ``(seconds per call, seconds per row)`` of its view on this table
-    (:func:`~ensel.library.planning.build_plan.view_seconds` times them): each fit pays two calls
-    (fitted
-    on the training rows, applied to the held ones) and the rows of both, beside the
-    family's own fit (the cost constants leave the view out). See the module
-    docstring."""
+    (:func:`~ensel.library.planning.build_plan.view_seconds` times them): each fit pays two
+    calls (fitted on the training rows, applied to the held ones) and the rows of both, beside
+    the family's own fit (the cost constants leave the view out). ``strong_first``: the runs
+    in :func:`~ensel.library.planning.schedule.gain_order` (strong families first, by
+    expected gain per estimated second) instead of the anytime order, and no share of the
+    budget kept for the learners quadratic in the rows: they get what the other runs leave.
+    See the module docstring."""
     if budget_seconds <= 0 or n_workers < 1 or n_fits_per_run < 1:
         raise ValueError(
             f"plan_library: budget_seconds={budget_seconds}, n_workers={n_workers}, "
             f"n_fits_per_run={n_fits_per_run}; give a positive budget and at least one of each"
         )
     tasks = [r if isinstance(r, tuple) else ("families", r) for r in runs]
-    order = anytime_order(tasks, n_rows)
     per_worker_memory = None if max_memory_bytes is None else max_memory_bytes / n_workers
     costing = _Costing(
         n_rows, n_cols, n_classes, n_fits_per_run, n_held, view_width, task, view_seconds or {}
     )
+    cap = budget_seconds if run_limit is None else min(run_limit, budget_seconds)
+    order = _order(tasks, costing, cap if strong_first else None)
     quadratic = [i for i in order if tasks[i][0] == "families" and _quadratic(tasks[i][1])]
     is_quadratic = set(quadratic)
     main = [i for i in order if i not in is_quadratic]
-    horizon = budget_seconds * (1.0 - quadratic_share) if quadratic else budget_seconds
+    share = 0.0 if strong_first else quadratic_share
+    horizon = budget_seconds * (1.0 - share) if quadratic else budget_seconds
     workers = [(0.0, w) for w in range(n_workers)]  # (free at, worker)
     heapq.heapify(workers)
     limits = _Limits(horizon, run_limit, per_worker_memory)
@@ -194,21 +200,34 @@ def plan_library(
     for i in main:
         planned[i] = _plan_main_run(*tasks[i], costing, workers, limits, estimators or {})
     # quadratic learners: what the budget has left, shared equally
+    quadratic_runs = [(i, *tasks[i]) for i in quadratic]
+    left = sorted(workers)
     planned.update(
-        _plan_quadratic(
-            [(i, *tasks[i]) for i in quadratic],
-            costing,
-            sorted(workers),
-            budget_seconds,
-            limits,
-            min_subsample,
-        )
+        _plan_quadratic(quadratic_runs, costing, left, budget_seconds, limits, min_subsample)
     )
     ordered = [planned[i] for i in order]
     ordered = [p for p in ordered if p.decision != LEFT_OUT] + [
         p for p in ordered if p.decision == LEFT_OUT
     ]
     return RunPlan(tuple(ordered), float(budget_seconds), int(n_workers))
+
+
+def _order(tasks: list, costing: _Costing, cap: float | None) -> list[int]:
+    """The order to plan ``tasks`` in: the anytime order where ``cap`` is None, else strong
+    first by expected gain per estimated second, each family run's seconds on all the rows (at
+    most ``cap``, the most one run may take, for a family that stops adding stages in time: it
+    is planned capped there)."""
+    if cap is None:
+        return anytime_order(tasks, costing.n_rows)
+    seconds = []
+    for section, run in tasks:
+        if section != "families":
+            seconds.append(0.0)
+            continue
+        full = costing.cost(run, costing.n_rows)[0]
+        in_time = get_family(run.family, run.task).stops_in_time
+        seconds.append(min(full, cap) if in_time else full)
+    return gain_order(tasks, seconds)
 
 
 def _left(section, run, seconds, peak, note, standby=False, in_time=False) -> PlannedRun:

@@ -30,6 +30,7 @@ ENGINES = (
     "planning.predict_work",
     "planning.cost",
     "planning.grow",
+    "planning.gain",
     "builder",
     "execution.runs",
 )
