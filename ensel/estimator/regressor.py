@@ -95,7 +95,7 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
     levels : {1, 2}, default=1
         1: select among the library's members. 2 (needs K folds: ``cv=K``, or ``"auto"``
         where it chooses K folds): also build a second level, a few strong learners
-        (LightGBM, CatBoost where installed, a random forest) on the features plus the
+        (LightGBM, a random forest) on the features plus the
         out-of-fold predictions of the strongest level-one runs, over the same folds, and
         select among the members of both levels together; it takes a fifth of
         ``time_limit`` (see :mod:`ensel.estimator.levels`; ``budget_.level_two`` says what
