@@ -161,11 +161,11 @@ class EnsembleSelection:
         per prediction) would exceed it, ``P`` (a memory-mapped ``Library.predictions``, say)
         is read a block of members at a time instead; the result is the same.
     max_cost : float >= 0 or None, default=None
-        A predict-cost budget (None: no budget). ``fit`` then takes ``cost`` (a
+        A predict-cost limit (None: no limit). ``fit`` then takes ``cost`` (a
         :class:`PredictCost`, or per-member costs) and each greedy step picks the best
         candidate that keeps the ensemble within ``max_cost`` (sorted initialisation stops
         at the longest prefix that fits). A member whose work is already paid for (its run
-        is in the ensemble) costs only what it adds. Bags share one budget: items paid by an
+        is in the ensemble) costs only what it adds. Bags share one limit: items paid by an
         earlier bag are free to the later ones, so the averaged ensemble stays within it.
     random_state : int, RandomState or None, default=None
         Seed for the bags (scikit-learn's ``check_random_state``).
@@ -256,7 +256,7 @@ class EnsembleSelection:
 
         # exact scoring reads this much of P at a time (the rank metrics' temporaries take
         # about twenty times as much)
-        chunk_bytes = CHUNK_BYTES if block_rows is None else max(1, self._budget // 32)
+        chunk_bytes = CHUNK_BYTES if block_rows is None else max(1, self._memory_limit // 32)
         self.member_scores_ = exact_scorer(metric, P, y, chunk_bytes)(np.zeros(P.shape[1:]), 0)
         gain = _gain(metric, self.member_scores_)
         by_score = np.argsort(-gain, kind="stable")
@@ -285,13 +285,13 @@ class EnsembleSelection:
         for b in range(self.n_bags):
             members = np.sort(rng.choice(pool, bag_size, replace=False)) if bagged else pool
             rows = rows_of(members)
-            budget = None
+            limit = None
             if self.max_cost is not None:
-                budget = _Budget(cost.needs[members], cost.item_cost, paid, self.max_cost)
+                limit = _CostLimit(cost.needs[members], cost.item_cost, paid, self.max_cost)
             run = self._hillclimb(
-                metric, rows, y_work, gain[members], scorer_of, chunk_bytes, budget
+                metric, rows, y_work, gain[members], scorer_of, chunk_bytes, limit
             )
-            if run.counts.sum():  # else no member of this bag fits the budget: it abstains
+            if run.counts.sum():  # else no member of this bag fits the cost limit: it abstains
                 bag_weights[b, members] = run.counts / run.counts.sum()
             if paid is not None:
                 paid |= cost.needs[members[run.counts > 0]].any(axis=0)
@@ -378,10 +378,10 @@ class EnsembleSelection:
         gain: np.ndarray,
         scorer_of: Callable,
         chunk_bytes: int,
-        budget: _Budget | None = None,
+        limit: _CostLimit | None = None,
     ) -> _Run:
         """Forward selection over the rows of P; returns the best prefix (§4.1 step 4). With a
-        ``budget`` only candidates that keep the ensemble within it take part."""
+        predict-cost ``limit`` only candidates that keep the ensemble within it take part."""
         n = len(P)
         counts = np.zeros(n, dtype=np.int64)
         S = np.zeros(P.shape[1:])
@@ -390,8 +390,8 @@ class EnsembleSelection:
         initialised = False
         if self.sorted_init:
             best_first = np.argsort(-gain, kind="stable")[: min(self.max_init, n)]
-            if budget is not None:
-                best_first = best_first[: budget.fitting_prefix(best_first)]
+            if limit is not None:
+                best_first = best_first[: limit.fitting_prefix(best_first)]
             if best_first.size:
                 init_scores = _prefix_scores(metric, P, y, best_first, chunk_bytes)
                 k = int(np.argmax(_gain(metric, init_scores))) + 1
@@ -400,15 +400,15 @@ class EnsembleSelection:
                     S = S + row  # the same sequential sum as the prefix scores'
                 curve.append(float(init_scores[k - 1]))
                 initialised = True
-                if budget is not None:
-                    budget.add(best_first[:k])
+                if limit is not None:
+                    limit.add(best_first[:k])
         init_counts = counts.copy()
         scorer = scorer_of(metric, P, y)
         picks: list[int] = []
         for _ in range(self.n_iter):
             available = None if self.replacement else counts == 0
-            if budget is not None:
-                fits = budget.fits()
+            if limit is not None:
+                fits = limit.fits()
                 available = fits if available is None else available & fits
             if available is not None and not available.any():
                 break
@@ -421,11 +421,11 @@ class EnsembleSelection:
             S = S + P[j]
             k += 1
             picks.append(j)
-            if budget is not None:
-                budget.add([j])
+            if limit is not None:
+                limit.add([j])
             curve.append(float(scores[j]))  # the score of the ensemble just formed
         trajectory = np.asarray(curve)
-        if not trajectory.size:  # nothing fits the budget
+        if not trajectory.size:  # nothing fits the cost limit
             return _Run(counts=counts, trajectory=trajectory, order=np.zeros(0, dtype=np.int64))
         best = int(np.argmax(_gain(metric, trajectory)))
         start = 1 if initialised else 0  # the first entry of the curve is the initial ensemble
@@ -445,7 +445,7 @@ class EnsembleSelection:
 
     def _check_inputs(self, P, y) -> tuple[np.ndarray, np.ndarray, int | None]:
         """``(P, y, block_rows)``: P as float64 in memory and ``block_rows`` None, or, where
-        its copies would exceed the memory budget, P as given (memory-mapped, say) and the
+        its copies would exceed ``memory_budget``, P as given (memory-mapped, say) and the
         members to read at a time."""
         P = P if isinstance(P, np.ndarray) and P.dtype.kind == "f" else np.asarray(P, float)
         self._task_ = resolve_metric(self.metric).task
@@ -459,9 +459,9 @@ class EnsembleSelection:
         if P.shape[0] == 0:
             raise ValueError("the library is empty: P has no members; build at least one model")
         self._ndim_, self._tail_ = P.ndim, P.shape[2:]
-        budget = self.memory_budget if self.memory_budget is not None else _default_budget()
-        self._budget = budget
-        streamed = P.size * COPY_BYTES > budget
+        memory = self.memory_budget if self.memory_budget is not None else _default_memory()
+        self._memory_limit = memory
+        streamed = P.size * COPY_BYTES > memory
         if not streamed:
             P = np.asarray(P, dtype=np.float64)
         P, n_classes = positive_class_layout(P, name="P")
@@ -472,7 +472,7 @@ class EnsembleSelection:
                 "they must describe the same hillclimb cases"
             )
         row = int(np.prod(P.shape[1:]))
-        block_rows = max(1, budget // (BLOCK_COPIES * 4 * row)) if streamed else None
+        block_rows = max(1, memory // (BLOCK_COPIES * 4 * row)) if streamed else None
         for start in range(0, len(P), block_rows or len(P)):
             check_probabilities(np.asarray(P[start : start + (block_rows or len(P))]), name="P")
         if len(np.unique(y)) < 2:
@@ -492,9 +492,9 @@ class EnsembleSelection:
         if P.shape[0] == 0:
             raise ValueError("the library is empty: P has no members; build at least one model")
         self._ndim_, self._tail_ = 2, ()
-        budget = self.memory_budget if self.memory_budget is not None else _default_budget()
-        self._budget = budget
-        streamed = P.size * COPY_BYTES > budget
+        memory = self.memory_budget if self.memory_budget is not None else _default_memory()
+        self._memory_limit = memory
+        streamed = P.size * COPY_BYTES > memory
         if not streamed:
             P = np.asarray(P, dtype=np.float64)
         y = check_targets(y, name="y")
@@ -503,20 +503,21 @@ class EnsembleSelection:
                 f"P has {P.shape[1]} samples per member but y has {len(y)} targets; "
                 "they must describe the same hillclimb cases"
             )
-        block_rows = max(1, budget // (BLOCK_COPIES * 4 * P.shape[1])) if streamed else None
+        block_rows = max(1, memory // (BLOCK_COPIES * 4 * P.shape[1])) if streamed else None
         for start in range(0, len(P), block_rows or len(P)):
             check_predictions(np.asarray(P[start : start + (block_rows or len(P))]), name="P")
         return P, y, block_rows
 
 
-class _Budget:
-    """The items one hillclimb has paid for (with those of earlier bags) against a limit."""
+class _CostLimit:
+    """The predict-cost items one hillclimb has paid for (with those of earlier bags)
+    against ``max_cost``."""
 
     def __init__(self, needs: np.ndarray, item_cost: np.ndarray, paid: np.ndarray, limit: float):
         self.needs = needs
         self.item_cost = item_cost
         self.paid = paid.copy()
-        self.limit = limit * (1 + 1e-9)  # a member that exactly fills the budget fits
+        self.limit = limit * (1 + 1e-9)  # a member that exactly fills the limit fits
 
     def spent(self) -> float:
         return float(self.item_cost[self.paid].sum())
@@ -587,7 +588,7 @@ def _prefix_scores(
     return scores
 
 
-def _default_budget() -> int:
+def _default_memory() -> int:
     """Half the memory available now (psutil where installed, else half the physical memory)."""
     try:
         import psutil

@@ -87,6 +87,7 @@ BOTH = {
     "random_state": [("seed", "'random_state' parameter"), (-1, "'random_state' parameter")],
     "verbose": [("loud", "'verbose' parameter")],
     "exportable": [("yes", "'exportable' parameter")],
+    "levels": [(3, "'levels' parameter"), ("two", "'levels' parameter")],
 }
 CLASSIFIER_ONLY = {
     "calibrate": [("sometimes", "'calibrate' parameter")],

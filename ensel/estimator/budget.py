@@ -11,7 +11,7 @@ import numpy as np
 from ..strategies import STRATEGIES
 
 __all__ = [
-    "build_seconds",
+    "after_build",
     "fit_reserve",
     "plan_summary",
     "selection_seconds",
@@ -108,15 +108,15 @@ def selection_within(
     return out, report
 
 
-def build_seconds(
-    time_limit: float, n_members: int, n_rows: int, n_classes: int, options: dict, spent: float
+def after_build(
+    time_limit: float, n_members: int, n_rows: int, n_classes: int, options: dict
 ) -> float:
-    """The seconds the library build may take: ``time_limit`` less what ``fit`` has ``spent``
-    and the reserve for what follows the build (``fit_reserve``, with selection estimated for
-    ``n_members`` members on ``n_rows`` hillclimb rows at ``SELECTION_SPEED``)."""
+    """The seconds of ``time_limit`` the library build leaves for what follows it
+    (``fit_reserve``, with selection estimated for ``n_members`` members on ``n_rows``
+    hillclimb rows at ``SELECTION_SPEED``): the build may take what the fit's budget has left
+    less this."""
     units = selection_units(n_members, n_rows, n_classes, options)
-    reserve = fit_reserve(time_limit, selection_seconds(units, options, SELECTION_SPEED))
-    return max(time_limit - reserve - spent, 1.0)
+    return fit_reserve(time_limit, selection_seconds(units, options, SELECTION_SPEED))
 
 
 def plan_summary(plan) -> dict:

@@ -36,6 +36,10 @@ class BudgetReport:
     exportable : with ``exportable=True`` (with or without ``time_limit``), what selecting
         among the members ``to_onnx`` can express cost on the hillclimb rows: ``members``
         (exportable), ``of`` (all), ``score_all`` and ``score_exportable``.
+    level_two : with ``levels=2`` (with or without ``time_limit``), the second level:
+        ``seconds`` (its build), ``runs`` and ``members`` (built), ``members_with_weight``
+        and ``weight`` (their share of the ensemble), ``inputs`` (the level-one members whose
+        out-of-fold predictions it was given).
     """
 
     selection_seconds_estimated: float | None = None
@@ -54,6 +58,7 @@ class BudgetReport:
     unused_seconds: float | None = None
     unused_reason: str | None = None
     exportable: dict | None = None
+    level_two: dict | None = None
 
     @classmethod
     def of_selection(cls, report: dict) -> BudgetReport:

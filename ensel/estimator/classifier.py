@@ -145,6 +145,15 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         see docs/deploy.md), under the same options and predict budget. What that cost on
         the hillclimb rows is in ``budget_.exportable`` (``score_all``,
         ``score_exportable``, and the members left: ``members`` of ``of``).
+    levels : {1, 2}, default=1
+        1: select among the library's members. 2 (needs K folds: ``cv=K``, or ``"auto"``
+        where it chooses K folds): also build a second level, a few strong learners
+        (LightGBM, CatBoost where installed, a random forest) on the features plus the
+        out-of-fold predictions of the strongest level-one runs, over the same folds, and
+        select among the members of both levels together; it takes a fifth of
+        ``time_limit`` (see :mod:`ensel.estimator.levels`; ``budget_.level_two`` says what
+        it built and what weight it got). Not with ``refit="full"``, ``exportable=True``,
+        a number for ``max_predict_ms``, or a library given built.
 
     Attributes
     ----------
@@ -236,6 +245,7 @@ class EnsembleSelectionClassifier(ClassifierMixin, EnsembleSelectionBase):
         random_state: int = 0,
         verbose: int = 0,
         exportable: bool = False,
+        levels: int = 1,
     ) -> None:
         self._keep_parameters(locals())
 
