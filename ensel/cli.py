@@ -335,7 +335,7 @@ def _fit_model(args: argparse.Namespace, task: str, X, y, groups, cv, client):
         max_predict_ms=args.max_predict_ms,
         random_state=args.seed,
         verbose=1,
-        exportable=getattr(args, "exportable", False),
+        exportable=args.exportable,
     ).fit(X, y, groups=groups)
 
 

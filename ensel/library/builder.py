@@ -150,7 +150,7 @@ def build_library(
     ceiling = resolve_max_memory(max_memory)
     budget = Budget.of(time_limit, limit, max_memory=ceiling, started=started)
     _check_rows_fit(X, ceiling, n_workers(n_jobs) if backend != "dask" else 1)
-    executor = make_executor(n_jobs, budget.run_limit, backend, client)
+    executor = make_executor(_jobs_for(n_jobs, backend, X), budget.run_limit, backend, client)
     try:
         data = _prepare(X, y, groups, choice, random_state, library_spec.task, executor, budget)
         build = BuildContext(
@@ -539,6 +539,21 @@ def _fit_task(task: tuple, inputs: RunInputs):
     does that work, not the client)."""
     section, run = task
     return inputs.fits[section](run, inputs.data, inputs.contexts[section], inputs.random_state)
+
+
+IN_PROCESS_ROWS = 200
+"""Below this many rows, ``n_jobs < 0`` (every available CPU, not a number of workers the
+caller chose) builds in this process: each run takes milliseconds there, and starting a worker
+process (a Python with the fitting stack imported) takes about a second."""
+
+
+def _jobs_for(n_jobs, backend: str, X) -> int | None:
+    """``n_jobs`` as the local executor takes it: 1 on a table of fewer than
+    ``IN_PROCESS_ROWS`` rows where ``n_jobs`` asks for every CPU (the runs and their
+    predictions are the same in this process and in workers: each run is seeded alone)."""
+    if backend == "local" and n_jobs is not None and n_jobs < 0 and n_rows(X) < IN_PROCESS_ROWS:
+        return 1
+    return n_jobs
 
 
 def _run_all(

@@ -191,7 +191,7 @@ class LibrarySpec:
         """The spec a build on ``rows`` rows takes: without the runs whose ``min_rows`` it
         does not reach (every other run, and its id, as it is)."""
         sections = tuple(
-            (name, tuple(r for r in runs if (getattr(r, "min_rows", None) or 0) <= rows))
+            (name, tuple(r for r in runs if (r.min_rows or 0) <= rows))
             for name, runs in self.sections
         )
         return replace(self, sections=sections)

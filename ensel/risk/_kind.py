@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,10 @@ class DetectorSpec:
     view: str = "raw"
     stages: None = None
     calibrations: tuple[str, ...] = ("none",)
+    tier: str = field(default="main", compare=False)
+    """A detector is built in the main tier (a field every run of a spec has)."""
+    min_rows: None = field(default=None, compare=False)
+    """Detectors are built on tables of any size (a field every run of a spec has)."""
 
     @property
     def param_dict(self) -> dict[str, Any]:

@@ -299,7 +299,7 @@ def view_key(kind: str, view, n_siblings: int, k: int, own_rows: str | None = No
     missing values, the sibling (fold) it was fitted for, and ``own_rows``: the run id of a run
     trained on its own subsample of the fold (its view saw other rows: other levels, other
     missing-value indicators, so it is never shared)."""
-    return (kind, getattr(view, "native_missing", None), n_siblings, k, own_rows)
+    return (kind, view.native_missing, n_siblings, k, own_rows)
 
 
 def predict_stages(family_run, X: np.ndarray, stages: list[int]) -> dict[str, np.ndarray]:

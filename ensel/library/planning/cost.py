@@ -68,7 +68,7 @@ def structural_predict_ms(
     stages asked. Deterministic: no timing."""
     work = predict_work(family, family_run, params, stages, width, outputs, skips_stages, task=task)
     own = traits_of(family, task).cost.constants.get("predict")
-    kind = getattr(view, "kind", "native")
+    kind = view.kind
     if f"view/{kind}" not in cost_constants()["predict"]:
         kind = VIEW_RATE_OF.get(kind, kind)
     return {

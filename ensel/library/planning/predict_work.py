@@ -65,11 +65,6 @@ def predict_work(
 def view_work(view: Any, width: int) -> tuple[float, float]:
     """``(calls, units)`` per row of transforming a row: every input column is read, every
     output column (one-hot levels, missing indicators) written."""
-    columns = getattr(view, "columns", None)
-    n_in = (
-        len(getattr(columns, "numeric", ())) + len(getattr(columns, "categorical", ()))
-        if columns is not None
-        else width
-    )
-    n_cat = len(getattr(columns, "categorical", ())) if columns is not None else 0
-    return float(1 + n_cat), float(n_in + width)
+    columns = view.columns
+    n_cat = len(columns.categorical)
+    return float(1 + n_cat), float(len(columns.numeric) + n_cat + width)

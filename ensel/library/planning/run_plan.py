@@ -116,8 +116,8 @@ class RunPlan:
         return pd.DataFrame(
             [
                 {
-                    "run": getattr(p.run, "run_id", str(p.run)),
-                    "family": getattr(p.run, "family", p.section),
+                    "run": p.run.run_id,
+                    "family": p.run.family,
                     "pace": pace_group(p.section, p.run),
                     "decision": p.decision,
                     "rows": p.rows,
@@ -350,7 +350,7 @@ def _plan_main_run(
     n_rows = costing.n_rows
     if section == "families":
         seconds, peak = costing.cost(run, n_rows)
-        in_time = get_family(run.family, getattr(run, "task", "classification")).stops_in_time
+        in_time = get_family(run.family, run.task).stops_in_time
     else:
         estimate = estimators.get(section)
         args = (run, n_rows, costing.n_cols, costing.held_of(n_rows), costing.n_fits)
@@ -410,7 +410,7 @@ def pace_group(section: str, run) -> str:
     its learners quadratic in the rows apart. The cost model errs per work model (kernel SVMs
     on subsamples and linear SVMs err in opposite directions), so a linear SVM paced by the
     kernel ones would be cut at the deadline."""
-    family = getattr(run, "family", section)
+    family = run.family
     return f"{family} (quadratic)" if section == "families" and _quadratic(run) else family
 
 

@@ -374,7 +374,7 @@ def _record(
         "fit_seconds": round(seconds, 3),
         "predict_ms": dict(costs or {}) or None,
     }
-    tier = getattr(run, "tier", "main")
+    tier = run.tier
     if tier != "main":  # main runs' records stay as they were
         record["tier"] = tier
     return record
