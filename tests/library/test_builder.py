@@ -555,3 +555,24 @@ def test_budget_order_is_round_robin_over_families_strongest_and_cheapest_first(
     small = [tasks[i] for i in anytime_order(tasks, n_rows=500)]
     groups = {name(t) for t in small}  # on small data they take their turn in the first round
     assert min(i for i, t in enumerate(small) if deferred(t)) < len(groups)
+
+
+@pytest.mark.parametrize(
+    ("rows", "n_jobs", "expected"),
+    [(60, -1, 1), (60, 2, 2), (60, None, None), (builder_module.IN_PROCESS_ROWS, -1, -1)],
+)
+def test_every_cpu_on_a_tiny_table_builds_in_this_process(monkeypatch, rows, n_jobs, expected):
+    """``n_jobs < 0`` below ``IN_PROCESS_ROWS`` rows asks the local backend for one worker (this
+    process); a number of workers the caller chose, and larger tables, are left as given."""
+    asked = []
+    real = builder_module.make_executor
+
+    def recording(jobs, *args, **kwargs):
+        asked.append(jobs)
+        return real(1, *args, **kwargs)  # build in this process whatever was asked
+
+    monkeypatch.setattr(builder_module, "make_executor", recording)
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    spec = {"families": [{"family": "logreg"}]}
+    build_library(X.iloc[:rows], y.iloc[:rows], spec=spec, cv=2, n_jobs=n_jobs, verbose=0)
+    assert asked == [expected]
