@@ -109,6 +109,31 @@ def test_every_exporting_family_when_all_members_are_kept(tmp_path, n_classes):
     assert clf.to_onnx(tmp_path / "all.onnx", held) <= TOLERANCE
 
 
+def test_binary_file_on_a_held_out_split_holds_only_nodes_it_reads(tmp_path):
+    """cv=None: one sibling per run and five cross-fitted calibrators on it, each reading the
+    same positive column; the file agrees with predict_proba and every node's output is read
+    (the two-class pairs whose positive column members read directly are dropped)."""
+    import onnx
+
+    X, y, _ = _table(2, n=400)
+    clf = EnsembleSelectionClassifier(
+        library={"name": "x", "families": EXPORTING},
+        cv=None,
+        calibrate=False,
+        n_jobs=1,
+        store=tmp_path / "store",
+    ).fit(X, y)
+    _keep_every_member(clf, tmp_path / "store")
+    assert {"platt", "isotonic"} <= set(clf.members_["calibration"])
+    held = _with_unseen(_table(2, n=80, seed=3)[0])
+    assert clf.to_onnx(tmp_path / "held.onnx", held) <= TOLERANCE
+    graph = onnx.load(tmp_path / "held.onnx").graph
+    read = {name for node in graph.node for name in node.input}
+    read |= {o.name for o in graph.output}
+    unread = [o for node in graph.node for o in node.output if o not in read]
+    assert unread == []
+
+
 def _keep_every_member(estimator, store) -> None:
     """Give every member of the library in ``store`` an equal weight."""
     from ensel.library import Library

@@ -43,6 +43,24 @@ class Graph:
         self.nodes.append(self.helper.make_node(op, inputs, [out], domain=domain, **attrs))
         return out
 
+    def pair(self, p: str, stem: str) -> str:
+        """The two-class probabilities ``(1 - p, p)`` of the ``(n, 1)`` positive column ``p``;
+        :meth:`positive` of the result is ``p`` itself, so a binary ensemble that needs only
+        the positive column reads it without a ``Gather`` (the pair is then left unused and
+        :meth:`model` drops it)."""
+        one = self.const(np.float64(1.0))
+        out = self.node("Concat", [self.node("Sub", [one, p]), p], stem, axis=1)
+        self.cache[("positive", out)] = p
+        return out
+
+    def positive(self, proba: str) -> str:
+        """The ``(n, 1)`` positive column of the two-class probabilities ``proba``."""
+        key = ("positive", proba)
+        if key not in self.cache:
+            pick = self.const(np.array([1], np.int64))
+            self.cache[key] = self.node("Gather", [proba, pick], "positive", axis=1)
+        return self.cache[key]
+
     def embed(self, model, feeds: dict[str, str]) -> list[str]:
         """Copy ``model``'s graph in: its inputs read the values named in ``feeds`` (its input
         name -> a name here); returns the names of its outputs, in order."""
@@ -62,7 +80,8 @@ class Graph:
         """The finished, checked ONNX model."""
         onnx = optional("onnx", "exporting an ensemble to ONNX")
         helper = self.helper
-        graph = helper.make_graph(self.nodes, "ensel_ensemble", inputs, outputs, self.inits)
+        nodes, inits = _live(self.nodes, self.inits, [o.name for o in outputs])
+        graph = helper.make_graph(nodes, "ensel_ensemble", inputs, outputs, inits)
         model = helper.make_model(
             graph,
             opset_imports=[
@@ -74,3 +93,19 @@ class Graph:
         )
         onnx.checker.check_model(model, full_check=True)
         return model
+
+
+def _live(nodes: list, inits: list, outputs: list[str]) -> tuple[list, list]:
+    """The nodes (in their order) and initializers that ``outputs`` depend on: a part may
+    write values that a later part reads differently (a two-class pair whose positive column
+    is read directly), and every node left in the file costs a service time on each call."""
+    needed, kept = set(outputs), []
+    for node in reversed(nodes):
+        if not needed.intersection(node.output):
+            continue
+        kept.append(node)
+        needed.update(node.input)
+        for attr in node.attribute:  # a node with a subgraph reads names inside it too
+            for sub in [attr.g, *attr.graphs] if attr.HasField("g") or attr.graphs else []:
+                needed.update(name for inner in sub.node for name in inner.input)
+    return kept[::-1], [t for t in inits if t.name in needed]

@@ -1,7 +1,12 @@
 """The whole fitted ensemble as one ONNX graph: the views of every fold sibling, each selected
 member (its siblings averaged as ``FittedMembers`` does, each through its group's calibrator
 where the member is calibrated), the weighted average in the library's layout (binary: the
-positive class, clipped to [0, 1]), and the estimator's final Platt step if it has one."""
+positive class, clipped to [0, 1]), and the estimator's final Platt step if it has one.
+
+A service pays onnxruntime a few microseconds per node on every call, whatever the rows, so
+a binary ensemble is written with as few nodes as it needs: each member's siblings' positive
+columns side by side, their calibrators applied side by side, and the whole average one
+``MatMul``; nodes no output reads are left out of the file."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from ...compress.export import _class_tensor, _plain
 from ...library.execution.runs import TargetTransformRun, view_key
 from . import adaboost, boosted, hist, svm  # noqa: F401 - register these families' converters
 from ._graph import Graph
-from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator
+from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator, side_by_side
 from .catboost import NUMERIC_ONLY
 from .members import CONVERTERS, VARIANTS, convert
 from .naive_bayes import why_not_params
@@ -84,8 +89,6 @@ def build(estimator, risk: bool = False):
     regression = fm.task == "regression"
     n_out = 1 if regression else fm.classes.size
     g = Graph()
-    outputs = [_member(g, fm.runs[fm.run_of[i]], fm.offsets[i], n_out, fm.task)
-               for i in range(len(fm.ids))]  # fmt: skip
     columns = columns_of(estimator)
     inputs = []
     if columns.numeric:
@@ -95,6 +98,13 @@ def build(estimator, risk: bool = False):
         inputs.append(helper.make_tensor_value_info(
             CATEGORICAL, TensorProto.STRING, ["n", len(columns.categorical)]))  # fmt: skip
     weights = np.asarray(estimator.weights_, dtype=np.float64)
+    binary = not regression and fm.classes.size == 2
+    outputs = [
+        (_positive_member if binary else _member)(
+            g, fm.runs[fm.run_of[i]], fm.offsets[i], n_out, fm.task
+        )
+        for i in range(len(fm.ids))
+    ]
     if regression:
         total = _weighted(g, weights, outputs)
         flat = g.const(np.array([-1], np.int64))
@@ -120,8 +130,9 @@ def build(estimator, risk: bool = False):
     return model
 
 
-def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
-    """One member: its stage of every sibling, calibrated per group where it is, averaged."""
+def _raw(g: Graph, fitted, offset: int, n_out: int, task: str) -> tuple[list[str], str, int]:
+    """``(outputs, calibration, stage)`` of one member: its stage of every fold sibling,
+    uncalibrated, each on its sibling's view."""
     s_idx, method = fitted.member_keys[offset]
     family = fitted.run.family
     variant = method if method in VARIANTS.get((family, task), ()) else "none"
@@ -130,6 +141,12 @@ def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
         key = view_key(fitted.run.view, view, len(fitted.siblings), k, fitted.own_rows)
         matrix = view_matrix(g, view, key)
         raw.append(convert(g, family, task, family_run, matrix, s_idx, n_out, variant))
+    return raw, method, s_idx
+
+
+def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
+    """One member: its stage of every sibling, calibrated per group where it is, averaged."""
+    raw, method, s_idx = _raw(g, fitted, offset, n_out, task)
     if method in CALIBRATORS:
         cals = fitted.calibrators[(s_idx, method)]
         parts = [
@@ -144,6 +161,31 @@ def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
     return g.node("Div", [total, g.const(np.float64(len(parts)))], "member")
 
 
+def _positive_member(g: Graph, fitted, offset: int, n_out: int, task: str) -> tuple[str, int]:
+    """One member of a binary ensemble as ``(columns, k)``: its siblings' (calibrated)
+    positive-class columns side by side, ``(n, k)``, whose mean is the member's positive
+    probability. One block per member, so that the average of the whole ensemble is one
+    ``MatMul``: a service pays per node, not per sibling."""
+    raw, method, s_idx = _raw(g, fitted, offset, n_out, task)
+    columns = _side_by_side(g, [g.positive(r) for r in raw])
+    if method not in CALIBRATORS:
+        return columns, len(raw)
+    cals = fitted.calibrators[(s_idx, method)]
+    order = [fitted.sibling_of_group[group] for group in range(len(cals))]
+    if order != list(range(len(raw))):
+        columns = g.node("Gather", [columns, g.const(np.array(order, np.int64))], axis=1)
+    return side_by_side(g, [cal.calibrators_[1] for cal in cals], columns), len(cals)
+
+
+def _side_by_side(g: Graph, columns: list[str]) -> str:
+    """``(n, 1)`` columns as one ``(n, k)`` matrix, written once per set of columns."""
+    key = ("side_by_side", tuple(columns))
+    if key not in g.cache:
+        one = len(columns) == 1
+        g.cache[key] = columns[0] if one else g.node("Concat", columns, "siblings", axis=1)
+    return g.cache[key]
+
+
 def _weighted(g: Graph, weights: np.ndarray, outputs: list[str]) -> str:
     pairs = zip(weights, outputs, strict=True)
     terms = [g.node("Mul", [out, g.const(np.float64(w))]) for w, out in pairs]
@@ -156,13 +198,14 @@ def _classes(g: Graph, estimator, weights, outputs, classes) -> list:
     from onnx import TensorProto, helper
 
     zero, one = g.const(np.float64(0.0)), g.const(np.float64(1.0))
-    if classes.size == 2:
-        pick = g.const(np.array(1, np.int64))
-        positive = [g.node("Gather", [out, pick], "positive", axis=1) for out in outputs]
-        p = g.node("Clip", [_weighted(g, weights, positive), zero, one])
-        axis = g.const(np.array([1], np.int64))
-        parts = [g.node("Unsqueeze", [v, axis]) for v in (g.node("Sub", [one, p]), p)]
-        proba = g.node("Concat", parts, "proba", axis=1)
+    if classes.size == 2:  # outputs: (columns, k) per member (_positive_member)
+        blocks = [block for block, _ in outputs]
+        scale = np.concatenate(
+            [np.full(k, w / k) for w, (_, k) in zip(weights, outputs, strict=True)]
+        )
+        columns = blocks[0] if len(blocks) == 1 else g.node("Concat", blocks, "members", axis=1)
+        p = g.node("MatMul", [columns, g.const(scale[:, None])])
+        proba = g.pair(g.node("Clip", [p, zero, one]), "proba")
     else:
         proba = g.node("Clip", [_weighted(g, weights, outputs), zero, one], "proba")
     if estimator.calibrator_ is not None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...calibration import ColumnCalibrator, IsotonicCalibrator, PlattCalibrator
 
-__all__ = ["EXPORTABLE_CALIBRATIONS", "column_calibrator"]
+__all__ = ["EXPORTABLE_CALIBRATIONS", "column_calibrator", "side_by_side"]
 
 EXPORTABLE_CALIBRATIONS = frozenset({"none", "platt", "isotonic"})
 """Member calibrations this module writes (a family's own variants, such as boosting's
@@ -37,6 +37,32 @@ def column_calibrator(g, cal: ColumnCalibrator, proba: str) -> str:
     safe = g.node("Where", [positive, total, g.const(np.float64(1.0))])
     shares = g.node("Div", [out, safe])
     return g.node("Where", [positive, shares, g.const(np.float64(1.0 / n_classes))], "calibrated")
+
+
+def side_by_side(g, cals: list, f: str) -> str:
+    """Calibrator ``cals[j]`` (one class column's, all of one kind) on column ``j`` of the
+    double ``(n, G)`` scores ``f``, in one set of nodes for all ``G`` columns: a binary member's
+    cross-fitted calibrators, one per group, cost a service the nodes of one."""
+    if all(isinstance(cal, PlattCalibrator) for cal in cals):
+        a = np.array([-cal.a_ for cal in cals])  # sigmoid(-(a f + b)) = sigmoid(-a f - b), exact
+        b = np.array([-cal.b_ for cal in cals])
+        return g.node("Sigmoid", [g.node("Add", [g.node("Mul", [f, g.const(a)]), g.const(b)])])
+    if all(isinstance(cal, IsotonicCalibrator) for cal in cals):
+        from onnx import TensorProto
+
+        sizes = np.array([cal.values_.size for cal in cals])
+        upper = np.full((len(cals), sizes.max()), np.inf)  # a padded end is never below f
+        for j, cal in enumerate(cals):
+            upper[j, : cal.upper_.size] = cal.upper_
+        column = g.node("Unsqueeze", [f, g.const(np.array([2], np.int64))])  # (n, G, 1)
+        below = g.node("Cast", [g.node("Less", [g.const(upper), column])], to=TensorProto.INT64)
+        idx = g.node("ReduceSum", [below, g.const(np.array([2], np.int64))], keepdims=0)
+        idx = g.node("Min", [idx, g.const(sizes - 1)])
+        idx = g.node("Add", [idx, g.const(np.concatenate([[0], np.cumsum(sizes)[:-1]]))])
+        values = np.concatenate([cal.values_ for cal in cals]).astype(np.float64)
+        return g.node("Gather", [g.const(values), idx], "isotonic", axis=0)
+    kinds = sorted({type(cal).__name__ for cal in cals})
+    raise ValueError(f"calibrators {kinds} side by side have no ONNX graph")
 
 
 def _one(g, cal, f: str) -> str:

@@ -88,8 +88,7 @@ def margin_proba(g, z: str, binary: bool, run) -> str:
     (two classes) or the softmax of one per class, widened to every class of the library
     (``run.classes`` seen by the run, of ``run.n_classes``)."""
     if binary:
-        p = g.node("Sigmoid", [z])
-        proba = g.node("Concat", [g.node("Sub", [g.const(np.float64(1.0)), p]), p], axis=1)
+        proba = g.pair(g.node("Sigmoid", [z]), "concat")
     else:
         proba = g.node("Softmax", [z], axis=1)
     return _widen(g, proba, np.asarray(run.classes, dtype=int), run.n_classes)
@@ -126,8 +125,7 @@ def _mlp(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     z = g.node("Add", [g.node("MatMul", [hidden, g.const(w2.T.copy())]), g.const(b2)])
     if run.n_classes != 2:
         return g.node("Softmax", [z], "mlp", axis=1)
-    p = g.node("Sigmoid", [z])
-    return g.node("Concat", [g.node("Sub", [g.const(np.float64(1.0)), p]), p], "mlp", axis=1)
+    return g.pair(g.node("Sigmoid", [z]), "mlp")
 
 
 @register("tree", "bagged_trees", "random_forest", "extra_trees")

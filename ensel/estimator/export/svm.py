@@ -87,7 +87,7 @@ def _min_max(g, scores: str, low: np.ndarray, high: np.ndarray) -> str:
     one = g.const(np.float64(1.0))
     p = g.node("Clip", [scaled, g.const(np.float64(0.0)), one])
     if low.size == 1:
-        return g.node("Concat", [g.node("Sub", [one, p]), p], "scores", axis=1)
+        return g.pair(p, "scores")
     total = g.node("ReduceSum", [p, g.const(np.array([1], np.int64))], keepdims=1)
     positive = g.node("Greater", [total, g.const(np.float64(0.0))])
     shares = g.node("Div", [p, g.node("Where", [positive, total, one])])
