@@ -30,7 +30,7 @@ EXPORTING = [
     {"family": "random_forest", "params": {"max_features": [2]}, "stages": [4, 8]},
     {"family": "extra_trees", "params": {"max_features": 0.5}, "stages": [4]},
     {"family": "bagged_trees", "params": {"max_depth": 4}, "stages": [3]},
-    {"family": "mlp", "params": {"hidden": 4, "activation": ["sigmoid", "tanh"]}, "stages": [2]},
+    {"family": "mlp", "params": {"hidden": 4, "activation": ["sigmoid", "tanh"]}, "stages": [2, 4]},
     {
         "family": "svm",
         "params": {"kernel": ["linear", "rbf", "poly2"], "C": 1.0, "width": 0.05},

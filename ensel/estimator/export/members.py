@@ -116,16 +116,37 @@ def _linear(g, run, matrix: str, stage: int, n_outputs: int) -> str:
 @register("mlp")
 def _mlp(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     """ensel's numpy net (``neural._MLPRun``), in double: one hidden layer, a sigmoid output
-    unit for two classes, a softmax for more."""
-    w1, b1, w2, b2 = (np.asarray(a, dtype=np.float64) for a in run.snapshots[stage])
-    if not all(np.isfinite(a).all() for a in (w1, b1, w2, b2)):
+    unit for two classes, a softmax for more. Two classes: every stage of the run in one net
+    (the stages' hidden layers side by side, each output unit reading its own block), whose
+    output column ``stage`` is this stage's, so a run's stages cost the nodes of one."""
+    snapshots = [[np.asarray(a, dtype=np.float64) for a in snap] for snap in run.snapshots]
+    if not all(np.isfinite(a).all() for a in snapshots[stage]):
         raise ValueError("a diverged net (non-finite weights) has no ONNX graph")
+    finite = all(np.isfinite(a).all() for snap in snapshots for a in snap)
+    if run.n_classes != 2:
+        return _net(g, run, matrix, *snapshots[stage], "Softmax")
+    if not finite:  # the stages that diverged stay out of the file
+        return g.pair(g.node("Sigmoid", [_net(g, run, matrix, *snapshots[stage], None)]), "mlp")
+    key = ("mlp stages", id(run), matrix)
+    if key not in g.cache:
+        w1, b1 = (np.concatenate([snap[i] for snap in snapshots]) for i in (0, 1))
+        hidden = snapshots[0][0].shape[0]
+        w2 = np.zeros((len(snapshots), hidden * len(snapshots)))  # block j: stage j's unit
+        for j, snap in enumerate(snapshots):
+            w2[j, j * hidden : (j + 1) * hidden] = snap[2][0]
+        b2 = np.concatenate([snap[3] for snap in snapshots])
+        g.cache[key] = g.node("Sigmoid", [_net(g, run, matrix, w1, b1, w2, b2, None)])
+    column = g.const(np.array([stage], np.int64))
+    return g.pair(g.node("Gather", [g.cache[key], column], axis=1), "mlp")
+
+
+def _net(g, run, matrix: str, w1, b1, w2, b2, output: str | None) -> str:
+    """The net's margins (``output`` None), or ``output`` of them (``"Softmax"``); weights in
+    torch's ``(out, in)`` layout."""
     pre = g.node("Add", [g.node("MatMul", [matrix, g.const(w1.T.copy())]), g.const(b1)])
     hidden = g.node("Sigmoid" if run.activation == "sigmoid" else "Tanh", [pre], "hidden")
     z = g.node("Add", [g.node("MatMul", [hidden, g.const(w2.T.copy())]), g.const(b2)])
-    if run.n_classes != 2:
-        return g.node("Softmax", [z], "mlp", axis=1)
-    return g.pair(g.node("Sigmoid", [z]), "mlp")
+    return z if output is None else g.node(output, [z], "mlp", axis=1)
 
 
 @register("tree", "bagged_trees", "random_forest", "extra_trees")
