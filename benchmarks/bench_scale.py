@@ -38,6 +38,7 @@ import json
 import os
 import pickle
 import platform
+import shutil
 import sys
 import tempfile
 import threading
@@ -201,22 +202,28 @@ def run_ensel(
 ) -> dict:
     from ensel import EnsembleSelectionClassifier
 
-    store = os.environ.get("ENSEL_SCALE_STORE")  # keep the library there, to read its plan
-    clf = EnsembleSelectionClassifier(
-        time_limit=budget, n_jobs=n_jobs, random_state=seed, store=store, max_memory=max_memory
-    )
-    with PeakMemory() as memory:
-        start = time.perf_counter()
-        clf.fit(X, y, groups=y.attrs.get("groups"))
-        fit_seconds = time.perf_counter() - start
-    proba, us = _predict_us(lambda X: clf.predict_proba(X)[:, 1], X_test)
+    keep = os.environ.get("ENSEL_SCALE_STORE")  # keep the library there, to read its plan
+    with tempfile.TemporaryDirectory(prefix="ensel-scale-", dir=keep) as store:
+        clf = EnsembleSelectionClassifier(
+            time_limit=budget, n_jobs=n_jobs, random_state=seed, store=store, max_memory=max_memory
+        )
+        with PeakMemory() as memory:
+            start = time.perf_counter()
+            clf.fit(X, y, groups=y.attrs.get("groups"))
+            fit_seconds = time.perf_counter() - start
+        proba, us = _predict_us(lambda X: clf.predict_proba(X)[:, 1], X_test)
+        saved_mb = _saved_mb(clf.save)
+        unbudgeted = _without_predict_budget(store, X, y, X_test, y_test, seed)
+        if keep:
+            shutil.copytree(store, Path(keep) / f"{len(X)}-{budget:g}-{seed}", dirs_exist_ok=True)
     not_finished = clf.budget_.runs_not_finished or {}
     plan = clf.budget_.plan or {}
     return {
         **({"max_memory": max_memory} if max_memory is not None else {}),
+        "without_predict_budget": unbudgeted,
         "fit_seconds": fit_seconds,
         "peak_mb": memory.peak,
-        "saved_mb": _saved_mb(clf.save),
+        "saved_mb": saved_mb,
         "predict_us_per_row": us,
         **_scores(y_test, proba),
         "runs_finished": clf.budget_.runs_ok,
@@ -236,6 +243,24 @@ def run_ensel(
             key=lambda kv: -kv[1],
         ),
     }
+
+
+def _without_predict_budget(store, X, y, X_test, y_test, seed: int) -> dict:
+    """The library the fit built (in ``store``) selected again with ``max_predict_ms=None``
+    (the predict budget off) under ``time_limit=WITHOUT_BUDGET_SECONDS`` (selection alone: the
+    library is built): its test scores, members with weight and predict microseconds per row.
+    What the predict budget costs or saves at this size."""
+    from ensel import EnsembleSelectionClassifier
+
+    clf = EnsembleSelectionClassifier(
+        library=store, max_predict_ms=None, time_limit=WITHOUT_BUDGET_SECONDS, random_state=seed
+    ).fit(X, y, groups=y.attrs.get("groups"))
+    proba, us = _predict_us(lambda X: clf.predict_proba(X)[:, 1], X_test)
+    return {**_scores(y_test, proba), "predict_us_per_row": us,
+            "members_with_weight": int((clf.members_["weight"] > 0).sum())}  # fmt: skip
+
+
+WITHOUT_BUDGET_SECONDS = 60.0
 
 
 def run_lightgbm(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
