@@ -8,7 +8,7 @@ categorical columns, a few missing values) at a few sizes, and records
   work its fitted structure counts (``predict_work``): ``ms = calls x ms_per_call + units x
   ms_per_unit``, fitted by non-negative least squares per family, and the same per view kind;
 * detectors: the CPU seconds of a detector's fit and its scoring against the rows it trains
-  on and the rows it scores (``ensel.risk._kind.detector_seconds``), so that a build under a
+  on and the rows it scores (``ensel.risk.detector_runs.detector_seconds``), so that a build under a
   time budget plans its detectors with its models;
 * fit: the CPU seconds of the fit (the family's own: its view's matrices are made before the
   clock starts, since a build times each view on its own table, ``planned.view_seconds``)
@@ -300,11 +300,11 @@ QUICK_DETECTOR_GRID = ((200, 400), (400, 400), (200, 800), (400, 800))
 
 
 def calibrate_detectors(grid) -> dict:
-    """Per detector, ``detector_seconds``'s constants (``ensel.risk._kind``): NNLS of the CPU
-    seconds of a fit plus the scoring against ``[1, d n_train, d n_scored, d n_train
+    """Per detector, ``detector_seconds``'s constants (``ensel.risk.detector_runs``): NNLS of
+    the CPU seconds of a fit plus the scoring against ``[1, d n_train, d n_scored, d n_train
     n_scored]``, relative errors weighted equally."""
     from ensel.risk._base import DETECTORS, load_all
-    from ensel.risk._kind import detector_seconds
+    from ensel.risk.detector_runs import detector_seconds
 
     load_all()
     out = {}

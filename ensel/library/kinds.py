@@ -5,10 +5,10 @@ The builder knows no model and no detector. Each top-level section of a spec (``
 specs and fits one run into a :class:`PackedRun` of hillclimb predictions and pickled fitted
 siblings; the builder schedules the runs, stores them and resumes them alike.
 
-A package registers its kinds from a module named ``_kind`` (models from
-``ensel.library._kind``, extrapolation-risk detectors from ``ensel.risk._kind``). Kinds are
-found by that convention the first time a spec names a section no loaded kind handles, so the
-library never imports the layers that plug into it.
+The kinds are registered by the modules named in ``KIND_MODULES`` (models from
+``ensel.library.model_runs``, extrapolation-risk detectors from ``ensel.risk.detector_runs``),
+imported by name the first time a spec names a section no loaded kind handles, so the library
+never imports the layers that plug into it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import importlib
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,8 +36,8 @@ __all__ = [
     "run_seed",
 ]
 
-KIND_MODULE = "_kind"
-"""Name of the module through which a package of ensel registers its kinds."""
+KIND_MODULES = ("ensel.library.model_runs", "ensel.risk.detector_runs")
+"""The modules that register ensel's kinds of run (imported on first need)."""
 
 
 class RunLike(Protocol):
@@ -123,7 +122,7 @@ def register_kind(kind: Kind) -> Kind:
 
 
 def kinds() -> dict[str, Kind]:
-    """Every kind of run, by spec section (loading the packages' ``_kind`` modules once)."""
+    """Every kind of run, by spec section (importing ``KIND_MODULES`` once)."""
     _discover()
     return dict(_KINDS)
 
@@ -142,11 +141,9 @@ def get_kind(section: str) -> Kind:
 
 @functools.cache
 def _discover() -> None:
-    """Import ``<package>._kind`` for every package of ensel that has one (once)."""
-    root = Path(__file__).resolve().parents[1]
-    top = __name__.split(".")[0]
-    for path in sorted(root.glob(f"*/{KIND_MODULE}.py")):
-        importlib.import_module(f"{top}.{path.parent.name}.{KIND_MODULE}")
+    """Import every module of ``KIND_MODULES`` (once)."""
+    for module in KIND_MODULES:
+        importlib.import_module(module)
 
 
 def prediction_dtype(task: str | None) -> type[np.floating]:

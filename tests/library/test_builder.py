@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_iris
 
-import ensel.library._kind as models_kind
 import ensel.library.builder as builder_module
 import ensel.library.execution.runs as runs_module
+import ensel.library.model_runs as models_kind
 from ensel.calibration import ColumnCalibrator
 from ensel.errors import StoreError
 from ensel.library import Library, build_library

@@ -175,8 +175,8 @@ def test_combined_risk_standalone_ranks_far_points_above_near_ones():
 
 def test_a_detector_run_is_estimated_from_its_training_cap_and_the_rows_it_scores():
     from ensel.library.planning.cost import cost_constants
-    from ensel.risk._kind import DetectorSpec, detector_seconds, estimate_detector_run
     from ensel.risk.combined import DETECTOR_ROWS
+    from ensel.risk.detector_runs import DetectorSpec, detector_seconds, estimate_detector_run
 
     kde = DetectorSpec("kde", ())
     at = estimate_detector_run(kde, 10 * DETECTOR_ROWS, 12, 10_000, 1)

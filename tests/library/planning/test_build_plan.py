@@ -395,7 +395,7 @@ def test_a_run_under_a_time_limit_gives_its_fits_a_time_cap(monkeypatch):
 
 
 def test_a_run_the_plan_capped_is_fitted_under_its_cap(monkeypatch):
-    from ensel.library import _kind
+    from ensel.library import model_runs as _kind
     from ensel.library.spec import load_spec
 
     seen = []
@@ -421,7 +421,7 @@ def test_a_run_the_plan_capped_is_fitted_under_its_cap(monkeypatch):
 
 
 def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeypatch):
-    from ensel.library import _kind
+    from ensel.library import model_runs as _kind
     from ensel.library.planning.budget import MAX_RUN_SHARE
 
     real = build_plan.plan_library
@@ -455,7 +455,7 @@ def test_a_budgeted_build_fits_the_runs_its_plan_capped_under_their_caps(monkeyp
 
 @pytest.mark.slow
 def test_a_budgeted_build_tells_its_runs_the_deadline(monkeypatch):
-    from ensel.library import _kind
+    from ensel.library import model_runs as _kind
 
     seen = []
     fit_run = _kind.fit_run
