@@ -127,9 +127,11 @@ def case(dataset: str, seed: int, time_limit: float | None, quick: bool, peers=(
             predict = onnx_predictor(tmp / file, "probabilities")
             inputs = [feeds(columns, r) for r in rows]
             row.update(timings(name, predict, feeds(columns, frame), inputs))
+        row["onnx_nodes"] = _nodes(tmp / "ensemble.onnx")
         for name in ("ensemble.onnx", "model.pkl", "mimic.onnx"):
             row[f"{name.replace('.', '_')}_bytes"] = (tmp / name).stat().st_size
     row["onnx_over_saved"] = row["ensemble_onnx_bytes"] / row["model_pkl_bytes"]
+    row["members_with_weight"] = int((clf.members_["weight"] > 0).sum())
     if "autogluon" in peers:
         row.update(_autogluon(data, X_train, X_test, y.iloc[train], time_limit, seed))
     return {**row, **provenance()}
@@ -150,6 +152,58 @@ def _autogluon(data, X_train, X_test, y_train, time_limit: float, seed: int) -> 
             "autogluon_p99_ms": result.info.get("single_p99_ms"),
             "autogluon_fit_seconds": result.fit_seconds,
             "autogluon_model_mb": result.model_mb}  # fmt: skip
+
+
+def _nodes(path: Path) -> int:
+    """Nodes of an ONNX file's graph (onnxruntime pays a few microseconds per node a call)."""
+    import onnx
+
+    return len(onnx.load(str(path)).graph.node)
+
+
+def report_block(results: Path = RESULTS) -> dict[str, str]:
+    """docs/deploy.md's measured table: the latest full row of each table, and the targets
+    (file within 1e-5 of ``predict_proba``, ONNX single-row p99 <= 1 ms, Python p99 <= 10 ms,
+    file <= 2x the saved model) met on how many tables."""
+    import pandas as pd
+
+    from benchmarks._report import markdown_table
+
+    if not results.exists():
+        return {}
+    rows = pd.read_json(results, lines=True)
+    rows = rows[~rows["quick"]].sort_values("utc").groupby("dataset", sort=False).tail(1)
+    if rows.empty:
+        return {}
+
+    def pair(r, name: str, digits: int) -> str:
+        p50, p99 = r.get(f"{name}_p50_ms"), r.get(f"{name}_p99_ms")
+        return "-" if pd.isna(p99) else f"{p50:.{digits}f} / {p99:.{digits}f} ms"
+
+    records = rows.to_dict("records")
+    table = pd.DataFrame([{
+        "table (test rows)": f"{r['dataset']} ({r['test_rows']:,})",
+        "largest difference": f"{r['max_abs_diff']:.1g}",
+        "Python p50 / p99": pair(r, "python", 1),
+        "ONNX p50 / p99": pair(r, "onnx", 2),
+        "mimic ONNX p99": f"{r['mimic_onnx_p99_ms']:.2f} ms",
+        "AutoGluon p50 / p99": pair(r, "autogluon", 0),
+        "batch µs/row Python / ONNX / AutoGluon": " / ".join(
+            "-" if pd.isna(r.get(f"{k}_batch_us_per_row")) else
+            f"{r[f'{k}_batch_us_per_row']:.0f}" for k in ("python", "onnx", "autogluon")),
+        "hillclimb score all / exportable": "{score_all:.4f} / {score_exportable:.4f}".format(
+            **r["exportable"]),
+        "nodes": "-" if pd.isna(r.get("onnx_nodes")) else f"{r['onnx_nodes']:.0f}",
+        "file / saved model": f"{r['onnx_over_saved']:.2f}",
+    } for r in records])  # fmt: skip
+    met = {
+        "file within 1e-5 of predict_proba": (rows["max_abs_diff"] <= 1e-5).sum(),
+        "ONNX p99 <= 1 ms": (rows["onnx_p99_ms"] <= 1.0).sum(),
+        "Python p99 <= 10 ms": (rows["python_p99_ms"] <= 10.0).sum(),
+        "file <= 2x the saved model": (rows["onnx_over_saved"] <= 2.0).sum(),
+    }
+    verdict = "; ".join(f"{k}: {v} of {len(rows)}" for k, v in met.items())
+    return {"deploy-measured": markdown_table(table, index=False) + f"\n\nTargets met: {verdict}."}
 
 
 def main(argv=None) -> None:

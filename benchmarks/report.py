@@ -330,12 +330,13 @@ def main(argv=None) -> None:
     parser.add_argument("--root", type=Path, default=ROOT, help="where docs/ and README are")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    from benchmarks import _plots
+    from benchmarks import _plots, bench_deploy
 
     rows, scale = automl_rows(args.results), scale_rows(args.results)
-    pages = [args.root / PAGE, args.root / "README.md"]
+    pages = [args.root / PAGE, args.root / "README.md", args.root / "docs" / "deploy.md"]
     generated = {**blocks(rows, scale), **selection_block(args.results)}
-    for name, body in {**generated, **real_large_block(args.results)}.items():
+    deploy = bench_deploy.report_block(args.results / "deploy.jsonl")
+    for name, body in {**generated, **real_large_block(args.results), **deploy}.items():
         if not any([write_generated(page, name, body) for page in pages]):
             raise SystemExit(f"no block <!-- generated: {name} --> in {pages}")
     _plots.write_all(rows, scale, args.root / "docs" / "img")

@@ -16,6 +16,7 @@ pytest.importorskip("matplotlib")
 def copy(tmp_path) -> Path:
     (tmp_path / "docs").mkdir()
     shutil.copy(ROOT / "docs" / "results.md", tmp_path / "docs" / "results.md")
+    shutil.copy(ROOT / "docs" / "deploy.md", tmp_path / "docs" / "deploy.md")
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     return tmp_path
 
@@ -30,6 +31,7 @@ def test_the_committed_page_is_what_the_rows_give_and_a_rerun_changes_nothing(co
     first = _snapshot(copy)
     assert first["docs/results.md"] == (ROOT / "docs" / "results.md").read_bytes()
     assert first["README.md"] == (ROOT / "README.md").read_bytes()
+    assert first["docs/deploy.md"] == (ROOT / "docs" / "deploy.md").read_bytes()
     for name in ("automl_differences", "accuracy_budget", "cost_rows"):
         assert first[f"docs/img/{name}.svg"] == (ROOT / "docs" / "img" / f"{name}.svg").read_bytes()
     report.main(["--root", str(copy)])
