@@ -226,6 +226,9 @@ def real_large_block(results: Path = RESULTS) -> dict[str, str]:
         top = ", ".join(f"{f} {w:.2f}" for f, w in list(fams)[:3])
         lgbm = f"{by.loc['lightgbm'].auc:.4f}" if "lightgbm" in by.index else "-"
         unused = e.get("unused_seconds", np.nan)
+        off = r[r.tool == "ensel"].get("without_predict_budget", pd.Series([None])).iloc[-1]
+        off = (f"{off['auc'] - e.auc:+.4f} / {e.logloss - off['logloss']:+.4f}"
+               if isinstance(off, dict) else "-")  # fmt: skip
         out.append({
             "table": table, "rows": f"{int(e.rows):,}", "budget s": f"{budget:g}",
             "AUC ensel / AG": f"{e.auc:.4f} / {a.auc:.4f}", "Δ AUC": f"{d_auc:+.4f}",
@@ -235,6 +238,7 @@ def real_large_block(results: Path = RESULTS) -> dict[str, str]:
             "fit s ensel (unused) / AG":
                 f"{e.fit_seconds:.0f} ({unused:.0f}) / {a.fit_seconds:.0f}",
             "ensel members; top families": f"{e.get('members_with_weight', np.nan):.0f}; {top}",
+            "predict budget off: Δ AUC / Δ log loss": off,
             "peak GB ensel / AG": f"{e.peak_mb / 1024:.2f} / {a.peak_mb / 1024:.2f}",
             "saved MB ensel / AG": f"{e.saved_mb:.0f} / {a.saved_mb:.0f}",
             "µs/row ensel / AG": f"{e.predict_us_per_row:.0f} / {a.predict_us_per_row:.0f}",
