@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..._imports import optional
+from ...library.families._regression import SingleRun
 
 __all__ = ["CONVERTERS", "VARIANTS", "convert", "register"]
 
@@ -106,7 +107,7 @@ def _widen(g, proba: str, classes: np.ndarray, n_classes: int) -> str:
 @register("linear", task="regression")
 def _linear(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     """Least squares or ridge (skl2onnx), one column; a standardised target is refused."""
-    if getattr(run, "scale", None) is not None:
+    if run.scale is not None:
         raise ValueError("a linear run on a standardised target has no converter")
     converted = _skl2onnx(run.model, run.model.n_features_in_)
     (out,) = g.embed(converted, {"X": matrix})
@@ -159,10 +160,11 @@ def _trees(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     Python computes, not its float rounding."""
     from onnx import TensorProto
 
-    trees = [run.model] if hasattr(run, "model") else run.trees  # one regression tree
-    size = 1 if hasattr(run, "model") else min(run.stages[stage], len(trees))
-    if getattr(run, "scale", None) is not None:
+    single = isinstance(run, SingleRun)  # one regression tree
+    if single and run.scale is not None:
         raise ValueError("a tree on a standardised target has no converter")
+    trees = [run.model] if single else run.trees
+    size = 1 if single else min(run.stages[stage], len(trees))
     leaves = [_leaf_table(t, n_outputs) for t in trees[:size]]
     ids = g.node("TreeEnsembleRegressor", [float32(g, matrix)], "leaves", domain="ai.onnx.ml",
                  **_ensemble_attributes([tree for tree, _ in leaves]))  # fmt: skip
