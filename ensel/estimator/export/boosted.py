@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...library.families._base import ConstantRun
+from ...library.families.gbdt import _CategoricalRun
 from .members import margin_proba, register
 
 __all__: list[str] = []
@@ -245,9 +247,9 @@ def _boosted_margins(g, run, matrix: str, rounds: int, per_round: int, columns) 
 def _boosted(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     """Stage ``stage`` of a boosted classifier: its rounds' margins squashed, normalised and
     widened to every class (``gbdt._BoostedRun.predict``)."""
-    columns = list(getattr(run, "columns", []))
-    run = getattr(run, "inner", run)
-    if not hasattr(run, "kind"):
+    columns = list(run.columns) if isinstance(run, _CategoricalRun) else []
+    run = run.inner if isinstance(run, _CategoricalRun) else run
+    if isinstance(run, ConstantRun):
         raise ValueError("a boosted run that saw one class has no converter")
     s = run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
     per_round = 1 if run.classes.size == 2 else run.classes.size

@@ -14,6 +14,7 @@ import tempfile
 
 import numpy as np
 
+from ...library.families._base import ConstantRun
 from .members import float32, margin_proba, register
 
 __all__ = ["NUMERIC_ONLY"]
@@ -55,7 +56,7 @@ def _splits(trees: list[dict], nan_bits: dict[int, float]):
 def _catboost(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     from onnx import TensorProto
 
-    if not hasattr(run, "model"):
+    if isinstance(run, ConstantRun):
         raise ValueError("a catboost run that saw one class has no converter")
     if run.columns:
         raise ValueError("a catboost run on categorical columns has no converter")

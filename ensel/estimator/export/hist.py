@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...library.families._base import ConstantRun
 from .boosted import _derived, _Forest, _margins
 from .members import margin_proba, register
 
@@ -87,7 +88,7 @@ def _hist_margins(g, model, matrix: str, iterations: int) -> tuple[str, int]:
 @register("hist_gbdt")
 def _hist(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     """Stage ``stage`` of a HistGradientBoostingClassifier (``hist_gbdt._HistRun``)."""
-    if not hasattr(run, "model"):
+    if isinstance(run, ConstantRun):
         raise ValueError("a hist_gbdt run that saw one class has no converter")
     model = run.model
     z, per_round = _hist_margins(g, model, matrix, run.stages[stage])
