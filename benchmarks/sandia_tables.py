@@ -219,7 +219,8 @@ def _fmt(mean: float, se: float) -> str:
 
 
 def provenance_line(rows: pd.DataFrame) -> str:
-    """Rows, commits, machine and processes of the run, and its sizes."""
+    """Rows, machine and processes of the run, and its sizes (each row records its commit;
+    the page names none)."""
 
     def values(col: str) -> str:
         if col not in rows:
@@ -239,8 +240,8 @@ def provenance_line(rows: pd.DataFrame) -> str:
             "line-search points in 5-D and 10-D"
         )
     return (
-        f"Ours: {len(rows)} rows of `paper_risk.jsonl` (commit {values('commit')}, machine "
-        f"{values('host')}, {values('n_jobs')} processes){size_text}."
+        f"Ours: {len(rows)} rows of `paper_risk.jsonl` (machine {values('host')}, "
+        f"{values('n_jobs')} processes){size_text}."
     )
 
 
