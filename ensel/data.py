@@ -336,7 +336,11 @@ def numbers_from_text(name: str, values: pd.Series, stacklevel: int = 3) -> np.n
 def warn_unseen(name: str, values: pd.Series, known, stacklevel: int = 3) -> None:
     """Warn when a categorical column holds categories never seen in training (``known``;
     ``stacklevel`` as ``warnings.warn``'s here)."""
-    unseen = sorted(set(values[values.notna()].astype(str)) - set(known))
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        used = values.cat.categories[np.unique(values.cat.codes[values.cat.codes >= 0])]
+    else:
+        used = pd.unique(values.to_numpy())  # each distinct value once, not each cell
+    unseen = sorted({str(v) for v in used if not pd.isna(v)} - set(known))
     if unseen:
         warnings.warn(
             f"column {name!r} has categories never seen in training: {unseen[:5]}; "
@@ -429,6 +433,15 @@ class Table:
         return self._numeric[key]
 
 
+def as_categorical(values: pd.Series) -> pd.Series:
+    """``values`` as a pandas Categorical of the values it holds (missing cells missing), in
+    the order they first appear: what ``astype("category")`` holds but for the order of the
+    categories, which the views do not read, at a third of its cost on a few rows."""
+    codes, uniques = pd.factorize(values.to_numpy(), use_na_sentinel=True)
+    categorical = pd.Categorical.from_codes(codes, pd.Index(uniques))
+    return pd.Series(categorical, index=values.index, name=values.name)
+
+
 def read_table(frame: pd.DataFrame, schema: Schema, categories: dict[str, list[str]]) -> Table:
     """The :class:`Table` of ``frame`` (of schema ``schema``, planned with ``categories``):
     the values and the warnings of :func:`check_columns` of :func:`as_frame`, each column read
@@ -454,7 +467,7 @@ def read_table(frame: pd.DataFrame, schema: Schema, categories: dict[str, list[s
         values = time_as_number(values) if schema.reads[col] == "time" else values
         warn_unseen(col, values, known, stacklevel=5)
         if not isinstance(values.dtype, pd.CategoricalDtype):  # once, not once per view
-            values = values.astype("category")
+            values = as_categorical(values)
         cells[col] = values
     return Table(len(frame), block, schema.numeric, cells)
 

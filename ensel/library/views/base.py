@@ -64,8 +64,11 @@ class View:
     levels: list = field(default_factory=list)  # per categorical column: kept levels (one-hot)
     pooled: list = field(default_factory=list)  # per categorical column: has an "other" column
     missing_level: list = field(default_factory=list)  # per column: missing has its own column
+    # made on first use from the above: per categorical column, each level's position
+    _positions: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def fit(self, X: pd.DataFrame) -> View:
+        self._positions = None
         numeric = _numeric(X, self.columns)
         if numeric.shape[1]:
             missing = np.isnan(numeric)
@@ -125,14 +128,14 @@ class View:
         rows = np.arange(n)
         for j, name in enumerate(categorical):
             if self.kind == "native":
-                known = pd.Index([str(c) for c in self.columns.categories[j]], dtype=object)
-                codes, absent = _level_index(X[name], known)
+                positions = self.positions(j)
+                codes, absent = _level_index(X[name], positions)
                 column = codes.astype(np.float64)
-                column[absent] = np.nan if self.native_missing else len(known)
+                column[absent] = np.nan if self.native_missing else len(positions)
                 out[:, at] = column
             else:
                 kept = self.levels[j]
-                codes, absent = _level_index(X[name], pd.Index(kept, dtype=object))
+                codes, absent = _level_index(X[name], self.positions(j))
                 hot = out[:, at : at + widths[j]]
                 inside = codes >= 0
                 hot[rows[inside], codes[inside]] = 1.0
@@ -145,6 +148,18 @@ class View:
             out[:, at:] = missing[:, indicators]
         return out
 
+    def positions(self, j: int) -> dict[str, int]:
+        """Each level of categorical column ``j`` (as text) -> its code (native views: the
+        training categories) or its one-hot column (the kept levels), made once per view: a
+        call on a few rows would otherwise spend most of its time building these."""
+        if self._positions is None:
+            self._positions = {}
+        if j not in self._positions:
+            native = self.kind == "native"
+            levels = self.columns.categories[j] if native else self.levels[j]
+            self._positions[j] = {str(level): i for i, level in enumerate(levels)}
+        return self._positions[j]
+
 
 def _categories(col: pd.Series) -> tuple[np.ndarray, list[str]] | None:
     """A categorical column's codes (-1: missing) and its categories as strings; None for a
@@ -155,18 +170,20 @@ def _categories(col: pd.Series) -> tuple[np.ndarray, list[str]] | None:
     return col.cat.codes.to_numpy(), [str(c) for c in col.cat.categories]
 
 
-def _level_index(col: pd.Series, levels: pd.Index) -> tuple[np.ndarray, np.ndarray]:
-    """Each cell's position in ``levels`` (strings; -1 where it is not one of them) and
-    whether the cell is missing."""
+def _level_index(col: pd.Series, positions: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's position (``positions``: level text -> position; -1 where it is not one of
+    them) and whether the cell is missing. A categorical column is looked up once per category,
+    not per row."""
     coded = _categories(col)
     if coded is None:
         text = _text(col)
+        levels = pd.Index(list(positions), dtype=object)
         return levels.get_indexer(text), text.isna().to_numpy()
     codes, categories = coded
     absent = codes < 0
     if not categories:
         return np.full(len(codes), -1), absent
-    lookup = levels.get_indexer(categories)
+    lookup = np.fromiter((positions.get(c, -1) for c in categories), np.int64, len(categories))
     return np.where(absent, -1, lookup[codes]), absent
 
 
