@@ -177,6 +177,16 @@ def load_results(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def append_row(path: Path, row: dict) -> None:
+    """Append ``row`` to the JSON-lines file ``path`` and sync it to disk, so that a run stopped
+    at any moment keeps every row it finished (the resumable suites skip those)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fh.write(json.dumps(row, default=str) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def measured_rows(results: Path, measure) -> list[dict]:
     """``measure()``'s rows, each appended to the JSON-lines file ``results`` with the peak
     memory of the call and the provenance (commit, versions, machine, load); returns them
@@ -221,7 +231,6 @@ def run_pending(path: Path, datasets, seeds, done: set, run, label) -> None:
             if (dataset, seed) in done:
                 continue
             for row in run(dataset, seed):
-                with open(path, "a") as fh:
-                    fh.write(json.dumps(row, default=str) + "\n")
+                append_row(path, row)
                 print(dataset, seed, label(row), f"AUC {row['auc']:.4f}",
                       f"LL {row['logloss']:.4f}", flush=True)  # fmt: skip

@@ -59,7 +59,6 @@ left it nothing to fit at a load average of 12), into a temporary file.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -73,6 +72,7 @@ from benchmarks._peers import classification_scores
 from benchmarks._predict_timing import warm_predict
 from benchmarks._record import (
     PeakMemory,
+    append_row,
     git_commit,
     load_average,
     load_results,
@@ -469,8 +469,7 @@ def run_plan(plan, paths: list[Path]) -> None:
                 "started_utc": started,
             }
             traceback.print_exc()
-        with open(path, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_row(path, row)
         print(
             f"{name} seed {seed} {config} {budget:g}s: {time.perf_counter() - t:.0f} s wall, "
             + (f"AUC {row['auc']:.4f} LL {row['logloss']:.4f}" if "auc" in row else row["error"]),

@@ -24,16 +24,14 @@ so results do not depend on the machine's load.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 
 import numpy as np
 
+from benchmarks._record import append_row, git_commit, load_results, utc_now
 from benchmarks._report import ROOT
 from ensel.bayesnet import edit_distance, select_tasks
 from ensel.bayesnet._dag import TaskDag
@@ -345,42 +343,16 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
 
 
 # --------------------------------------------------------------------------- io
-def _done(path) -> set:
-    if not path.exists():
-        return set()
-    keys = set()
-    for line in path.read_text().splitlines():
-        if line.strip():
-            keys.add(json.loads(line)["key"])
-    return keys
-
-
-def _append(path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fh.write(json.dumps(record) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _meta(commit: str | None = None) -> dict:
-    """Commit (read once when the run starts: the code it imported), date, load, versions."""
-    try:
-        commit = (
-            commit
-            or subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-            ).stdout.strip()
-        )
-    except OSError:
-        commit = "unknown"
+def _meta(commit: str) -> dict:
+    """What a cell's row records about its run: the commit (read once when the run starts: the
+    code it imported), the date, the load, the versions the search depends on, the machine."""
     import numpy
     import pgmpy
     import scipy
 
     return {
         "commit": commit,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": utc_now(),
         "load": [round(x, 1) for x in os.getloadavg()],
         "python": platform.python_version(),
         "numpy": numpy.__version__,
@@ -468,7 +440,7 @@ def _load(path) -> list[dict]:
     picks δ among the multitask penalties of the grid (δ > 0) by validation likelihood, and
     "MTL-<Prior>+0" also lets it pick δ = 0 (single-task learning on 95% of the rows), the
     choice recorded when the cell ran."""
-    records = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    records = load_results(path)
     for r in records:
         for prior in PRIORS:
             rows = [x for x in r.get("sweep", []) if x["prior"] == prior]
@@ -798,10 +770,27 @@ def report(path) -> None:
         doc.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
 
 
+def quick(bases: dict, smoke: bool = False) -> None:
+    """A small end-to-end check of both kinds of cell, printed and never written: one
+    INSURANCE cell (every learner) and one task-selection cell; ``smoke`` shrinks the rows and
+    the search so that a test runs it in seconds."""
+    rows, test_rows, integrate = (100, 200, 1_000) if smoke else (150, 2_000, 10_000)
+    search = Search(0, 5, 0, 2) if smoke else Search(1, 20, 0, 5)
+    cell = Cell("quick", "INSURANCE", 0.05, rows, 0, search, test_rows, integrate)
+    res = run_cell(cell, bases, grid=(0.99, 1.0))
+    for m, r in res["methods"].items():
+        print(f"{m:12s} edit {r['edit']:6.2f}  KL {r['kl']:.4f}  δ {r.get('delta', '')}")
+    search = Search(0, 5, 0, 2) if smoke else Search(0, 10, 0, 5)
+    sel = Cell("quick", "ALARM-COMP-SELECT", 0.0, rows, 0, search, test_rows)
+    out = run_selection(sel, bases, ns=(0, 2), grid=(0.999,))
+    print("selection", out["stl"], out["fig211"], out["rankings"]["direct"][:4])
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=sorted(PARTS), default="fig25")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="the quick check, smaller: tests")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--tabu", type=int, default=100)
@@ -823,30 +812,14 @@ def main(argv=None) -> None:
         report(path)
         return
     bases = {"ALARM": load_network("alarm"), "INSURANCE": load_network("insurance")}
-    if args.quick:
-        cell = Cell("quick", "INSURANCE", 0.05, 150, 0, Search(1, 20, 0, 5), 2_000, 10_000)
-        res = run_cell(cell, bases, grid=(0.99, 1.0))
-        for m, r in res["methods"].items():
-            print(f"{m:12s} edit {r['edit']:6.2f}  KL {r['kl']:.4f}  δ {r.get('delta', '')}")
-        sel = Cell("quick", "ALARM-COMP-SELECT", 0.0, 150, 0, Search(0, 10, 0, 5), 2_000)
-        out = run_selection(sel, bases, ns=(0, 2), grid=(0.999,))
-        print("selection", out["stl"], out["fig211"], out["rankings"]["direct"][:4])
+    if args.quick or args.smoke:
+        quick(bases, smoke=args.smoke)
         return
     search = Search(args.restarts, args.tabu, args.mt_restarts, args.mt_tabu)
-    done = _done(path)
-    cells = [
-        c
-        for c in cells_of(args.part, args.trials, search, args.test_rows, args)
-        if c.key() not in done
-    ]
-    commit = _meta()["commit"]
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "ensel", "benchmarks/bench_bayesnet.py"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    commit += "+dirty" if dirty else ""
+    done = {r["key"] for r in load_results(path)}
+    cells = cells_of(args.part, args.trials, search, args.test_rows, args)
+    cells = [c for c in cells if c.key() not in done]
+    commit = git_commit()
     print(f"{len(cells)} cells to run ({len(done)} already in {path})", flush=True)
     for cell in cells:
         start = time.time()
@@ -856,7 +829,7 @@ def main(argv=None) -> None:
             priors = tuple(args.priors) if args.part == "fig25" else ("paired",)
             res = run_cell(cell, bases, priors=priors, grid=tuple(args.grid))
         res["meta"] = _meta(commit)
-        _append(path, res)
+        append_row(path, res)
         brief = {m: round(r["edit"], 1) for m, r in res.get("methods", {}).items()}
         print(f"{cell.key()} {brief} ({time.time() - start:.0f} s)", flush=True)
 

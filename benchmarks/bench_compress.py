@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import pickle
 import tempfile
@@ -39,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
-from benchmarks._record import PeakMemory, load_results, provenance, quick_results
+from benchmarks._record import PeakMemory, append_row, load_results, provenance, quick_results
 from benchmarks._report import ROOT, markdown_table, median_seconds
 from ensel import EnsembleSelectionClassifier
 from ensel.compress import fit_mimic, label, munge
@@ -259,9 +258,7 @@ def run(args, path: Path) -> None:
             built[name] = Problem(name, args)
         row = measure(built[name], hidden, n_pseudo, args.epochs, args.costs)
         row["seconds"] = round(time.perf_counter() - start, 1)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as fh:
-            fh.write(json.dumps(row, default=str) + "\n")
+        append_row(path, row)
         rms = row["scores"]["MIMIC"]["rms"]
         print(f"{name} hidden={hidden} n_pseudo={n_pseudo}: RMSE {rms:.4f}, "
               f"{row['seconds']:.0f} s", flush=True)  # fmt: skip

@@ -15,6 +15,8 @@ in rows per second, and the runs each fit built and did not. Targets: the client
 most 1 GB while fitting 1M rows from parquet; dask scoring throughput within 20% of the
 in-memory path's on the same 2 cores.
 --quick: 8,000 rows, the tiny spec, a 240 s budget; it prints the table and writes nothing.
+--smoke: the quick mode on 1,000 rows, 2 folds and no budget (a budgeted fit fills its budget),
+for the test that runs this code path in seconds.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def runs_of(model) -> dict:
     at the deadline, left out by the plan, failed)."""
     return {
         "runs_built": model.budget_.runs_ok,
-        "runs_not_built": sum(model.budget_.runs_not_finished.values()),
+        "runs_not_built": sum((model.budget_.runs_not_finished or {}).values()),
     }
 
 
@@ -131,6 +133,7 @@ def dask_blocks(path: Path, features: list[str], n_rows: int, args) -> tuple[lis
                 backend="dask",
                 client=client,
                 time_limit=args.time_limit,
+                cv=args.cv,
                 random_state=0,
                 verbose=0,
             ).fit(str(path), "label")
@@ -154,7 +157,12 @@ def in_memory_blocks(path: Path, features: list[str], n_rows: int, args, model) 
     y = frame.pop("label")
     with Phase({}) as fit:
         local = EnsembleSelectionClassifier(
-            library=args.spec, n_jobs=2, time_limit=args.time_limit, random_state=0, verbose=0
+            library=args.spec,
+            n_jobs=2,
+            time_limit=args.time_limit,
+            cv=args.cv,
+            random_state=0,
+            verbose=0,
         ).fit(frame, y)
     rows = [{**fit.row("fit in memory (local pool, 2 processes)", n_rows), **runs_of(local)}]
     model.n_jobs = 2
@@ -199,14 +207,18 @@ def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="1,000 rows, no budget, for tests")
     parser.add_argument("--rows", type=int, nargs="+", help="default 1,000,000 (quick 8,000)")
     parser.add_argument("--time-limit", type=float, help="seconds a fit (default 300, quick 240)")
     parser.add_argument("--spec", help="library spec (default `default`, quick `tiny`)")
     parser.add_argument("--autogluon", action="store_true", help="add AutoGluon's predict")
     parser.add_argument("--workdir", type=Path, default=None, help="where the tables go")
     args = parser.parse_args(argv)
-    args.rows = args.rows or ([8_000] if args.quick else [1_000_000])
-    args.time_limit = args.time_limit or (240.0 if args.quick else 300.0)
+    args.quick = args.quick or args.smoke
+    args.rows = args.rows or ([1_000] if args.smoke else [8_000] if args.quick else [1_000_000])
+    args.cv = 2 if args.smoke else "auto"
+    if not args.smoke:
+        args.time_limit = args.time_limit or (240.0 if args.quick else 300.0)
     args.spec = args.spec or ("tiny" if args.quick else "default")
     rows = []
     base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-", dir=args.workdir))
@@ -236,7 +248,8 @@ def main(argv=None) -> None:
         machine_line(command),
         f"commit {git_commit()}; {versions()}",
         "",
-        f"Spec `{args.spec}`, time budget {args.time_limit:g} s per fit, cv='auto' (5 folds "
+        f"Spec `{args.spec}`, time budget {args.time_limit or 0:g} s per fit (0: none), "
+        f"cv={args.cv!r} ('auto': 5 folds "
         "below 20,000 rows, else a held-out hillclimb set). Peaks are resident memory in MiB "
         "of the client process alone and of each worker process; a fit's runs are those "
         "built and those not (not started, cut at the deadline, left out by the plan, failed).",

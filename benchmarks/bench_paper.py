@@ -30,7 +30,6 @@ Participation (262 test rows) the F-score scale spans 0.04 (best constant 0.628,
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import tempfile
@@ -49,7 +48,7 @@ from benchmarks._paper_libraries import (
     sibling_predictions,
     table_4_4,
 )
-from benchmarks._record import ROOT, PeakMemory, load_results, provenance, quick_results
+from benchmarks._record import ROOT, PeakMemory, append_row, load_results, provenance, quick_results
 from ensel.library import build_library
 from ensel.metrics import (
     LIFT_FRACTION,
@@ -133,9 +132,7 @@ def _append(path: Path, name, fold, spec, n_folds, got, peak_mb) -> None:
         "dataset": name, "fold": fold, "spec": spec, "folds": n_folds, "scores": scores,
         "peak_mb": round(peak_mb, 1), "machine": machine(), **provenance(),
     }  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(row) + "\n")
+    append_row(path, row)
 
 
 def rows_from_results(results: list[dict]) -> list[dict]:

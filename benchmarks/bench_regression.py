@@ -22,7 +22,6 @@ regression block of docs/results.md with the pairs that ran.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
-from benchmarks._record import load_results
+from benchmarks._record import append_row, load_results
 from benchmarks._report import ROOT, machine_line, write_section
 from ensel import EnsembleSelectionRegressor
 from ensel.library import Library
@@ -200,8 +199,7 @@ def main(argv=None) -> None:
             record.update(run_peers(X_tr, X_te, y_tr, y_te, seed, time_limit, autogluon))
             record["load_average"] = os.getloadavg()[0]
             loads.append(record["load_average"])
-            with open(path, "a") as fh:
-                fh.write(json.dumps(record) + "\n")
+            append_row(path, record)
             results.append(record)
             line = "  ".join(f"{k} {record[k]['rmse']:.4g}" for k in MODELS if k in record)
             print(f"{name} seed {seed}: RMSE {line}", flush=True)

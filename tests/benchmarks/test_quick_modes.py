@@ -76,3 +76,25 @@ def test_regression_quick_fits_ensel_and_its_peers_(tmp_path, monkeypatch):
     (record,) = [json.loads(x) for x in (tmp_path / "cache" / "results-quick.jsonl").open()]
     assert record["dataset"] == "diabetes" and record["ensel"]["rmse"] > 0
     assert record["hgb"]["rmse"] > 0 and record["best_member"]["rmse"] > 0
+
+
+@pytest.mark.slow
+def test_dask_data_smoke_fits_from_parquet_and_scores_every_row(capsys):
+    from benchmarks import bench_dask_data
+
+    bench_dask_data.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "| 1000 | fit from parquet (dask, 2 workers) |" in out
+    assert "| 1000 | score in memory (2 threads) |" in out
+    assert "client peak while fitting from parquet" in out
+
+
+@pytest.mark.slow
+def test_bayesnet_smoke_learns_every_method_and_selects_tasks(capsys):
+    from benchmarks import bench_bayesnet
+
+    bench_bayesnet.main(["--smoke"])
+    out = capsys.readouterr().out
+    for method in ("STL", "IDENTICAL", "POOLED", "MTL-Paired", "MTL-Edit"):
+        assert f"{method} " in out
+    assert "selection" in out
