@@ -87,14 +87,3 @@ def test_dask_data_smoke_fits_from_parquet_and_scores_every_row(capsys):
     assert "| 1000 | fit from parquet (dask, 2 workers) |" in out
     assert "| 1000 | score in memory (2 threads) |" in out
     assert "client peak while fitting from parquet" in out
-
-
-@pytest.mark.slow
-def test_bayesnet_smoke_learns_every_method_and_selects_tasks(capsys):
-    from benchmarks import bench_bayesnet
-
-    bench_bayesnet.main(["--smoke"])
-    out = capsys.readouterr().out
-    for method in ("STL", "IDENTICAL", "POOLED", "MTL-Paired", "MTL-Edit"):
-        assert f"{method} " in out
-    assert "selection" in out
