@@ -5,6 +5,7 @@ all its descendants, e.g. joblib workers or AutoGluon's ray workers) sampled in 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -170,18 +171,27 @@ class PeakMemory:
         self.stop()
 
 
+def open_results(path: Path, mode: str = "r"):
+    """A JSON-lines results file opened as text; gzip-compressed where its name ends in
+    ``.gz`` (a suite of thousands of rows stays small in git; appending adds a gzip member,
+    which readers take as one stream)."""
+    return gzip.open(path, mode + "t") if path.suffix == ".gz" else open(path, mode)
+
+
 def load_results(path: Path) -> list[dict]:
-    """The rows of a JSON-lines results file (none where it does not exist yet)."""
+    """The rows of a JSON-lines results file, plain or ``.gz`` (none where it does not exist
+    yet)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    with open_results(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def append_row(path: Path, row: dict) -> None:
     """Append ``row`` to the JSON-lines file ``path`` and sync it to disk, so that a run stopped
     at any moment keeps every row it finished (the resumable suites skip those)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
+    with open_results(path, "a") as fh:
         fh.write(json.dumps(row, default=str) + "\n")
         fh.flush()
         os.fsync(fh.fileno())

@@ -9,7 +9,7 @@ real data (§4.2, AUC), and its fit and predict time on 4,000 x 10 data.
 ``--paper`` runs the report's sizes (``PAPER``: 20 problems per setting, 4,000 training rows in
 5-D and 10-D, 3,000 line-search points, a 114 x 114 grid in 2-D, 5 x 2-fold cross-validation on
 real data); ``--results`` appends every per-problem row, with its provenance, to a JSON-lines
-file (paper_risk.jsonl by convention).
+file (paper_risk.jsonl.gz by convention).
 
 Every registered detector runs with its default parameters (``random_state`` set; ``bounds`` the
 known support [-10, 10]^d on synthetic data, as the report's box risk uses, the training range
@@ -39,7 +39,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from benchmarks import risk_problems as rp
-from benchmarks._record import provenance
+from benchmarks._record import open_results, provenance
 from benchmarks._report import machine_line, median_seconds, write_section
 
 SECTION = "## Extrapolation risk (Sandia protocol)"
@@ -134,7 +134,7 @@ def append_rows(path: Path, frame: pd.DataFrame, part: str, sizes: Sizes) -> Non
     part of the suite it came from, the sizes and the run's provenance."""
     extra = {"part": part, "sizes": asdict(sizes), "machine": platform.machine(), **provenance()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
+    with open_results(path, "a") as f:
         for row in frame.to_dict("records"):
             clean = {
                 k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()

@@ -201,7 +201,7 @@ BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
     "fspt": lambda: fspt_blocks(RESULTS / "paper_fspt.jsonl"),
     "openset": lambda: openset_blocks(RESULTS / "paper_openset_digits.jsonl"),
     "compression": lambda: compression_blocks(RESULTS / "paper_compression.jsonl"),
-    "sandia": lambda: sandia_tables.blocks(load_results(RESULTS / "paper_risk.jsonl")),
+    "sandia": lambda: sandia_tables.blocks(load_results(RESULTS / "paper_risk.jsonl.gz")),
 }
 
 

@@ -240,7 +240,7 @@ def provenance_line(rows: pd.DataFrame) -> str:
             "line-search points in 5-D and 10-D"
         )
     return (
-        f"Ours: {len(rows)} rows of `paper_risk.jsonl` (machine {values('host')}, "
+        f"Ours: {len(rows)} rows of `paper_risk.jsonl.gz` (machine {values('host')}, "
         f"{values('n_jobs')} processes){size_text}."
     )
 
@@ -249,8 +249,8 @@ def blocks(rows: list[dict]) -> dict[str, str]:
     """The generated blocks ``sandia-table-2`` and ``sandia-table-3`` from bench_risk's rows."""
     if not rows:
         missing = (
-            "No rows yet in `paper_risk.jsonl`: run `python -m benchmarks.bench_risk --paper "
-            "--results benchmarks/results/paper_risk.jsonl`."
+            "No rows yet in `paper_risk.jsonl.gz`: run `python -m benchmarks.bench_risk --paper "
+            "--results benchmarks/results/paper_risk.jsonl.gz`."
         )
         return {f"sandia-{name}": missing for name in TABLES}
     frame = pd.DataFrame(rows)

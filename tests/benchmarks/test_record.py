@@ -100,3 +100,16 @@ def test_provenance_says_when_in_utc():
     stamp = datetime.fromisoformat(provenance()["utc"])
     assert stamp.tzinfo is not None and stamp.utcoffset().total_seconds() == 0
     assert before <= stamp <= datetime.now(UTC)
+
+
+def test_a_gzip_results_file_takes_appended_rows_and_reads_back(tmp_path):
+    import gzip
+
+    from benchmarks._record import append_row, load_results
+
+    path = tmp_path / "rows.jsonl.gz"
+    append_row(path, {"a": 1})
+    append_row(path, {"a": 2})  # a second gzip member
+    assert load_results(path) == [{"a": 1}, {"a": 2}]
+    with gzip.open(path, "rt") as fh:  # compressed on disk, readable by any gzip reader
+        assert fh.read().splitlines() == ['{"a": 1}', '{"a": 2}']

@@ -81,11 +81,11 @@ def test_blocks_hold_provenance_table_and_count():
     blocks = sandia_tables.blocks(_fake_rows())
     assert set(blocks) == {"sandia-table-2", "sandia-table-3"}
     t3 = blocks["sandia-table-3"]
-    assert t3.startswith("Ours: 61 rows of `paper_risk.jsonl` (machine box: 4 cores")
+    assert t3.startswith("Ours: 61 rows of `paper_risk.jsonl.gz` (machine box: 4 cores")
     assert "abc1234" not in t3  # the page names no commit; the rows keep theirs
     assert "| 5-D | chaos_forest | 0.1577 ± " in t3 and t3.count("| no |") == 1
     assert "| 10-D | cert | 0.3094 ± 0.0085 | - | 0 | - | - |" in t3
     assert t3.endswith("Within two standard errors of the report: 2 of 3 cells.")
     assert blocks["sandia-table-2"].endswith("0 of 0 cells.")
     empty = sandia_tables.blocks([])
-    assert all(v.startswith("No rows yet in `paper_risk.jsonl`") for v in empty.values())
+    assert all(v.startswith("No rows yet in `paper_risk.jsonl.gz`") for v in empty.values())
