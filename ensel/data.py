@@ -337,7 +337,8 @@ def warn_unseen(name: str, values: pd.Series, known, stacklevel: int = 3) -> Non
     """Warn when a categorical column holds categories never seen in training (``known``;
     ``stacklevel`` as ``warnings.warn``'s here)."""
     if isinstance(values.dtype, pd.CategoricalDtype):
-        used = values.cat.categories[np.unique(values.cat.codes[values.cat.codes >= 0])]
+        codes = values.cat.codes.to_numpy()
+        used = values.cat.categories[np.unique(codes[codes >= 0])]
     else:
         used = pd.unique(values.to_numpy())  # each distinct value once, not each cell
     unseen = sorted({str(v) for v in used if not pd.isna(v)} - set(known))

@@ -123,12 +123,12 @@ def _mlp(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     snapshots = [[np.asarray(a, dtype=np.float64) for a in snap] for snap in run.snapshots]
     if not all(np.isfinite(a).all() for a in snapshots[stage]):
         raise ValueError("a diverged net (non-finite weights) has no ONNX graph")
-    finite = all(np.isfinite(a).all() for snap in snapshots for a in snap)
     if run.n_classes != 2:
         return _net(g, run, matrix, *snapshots[stage], "Softmax")
-    if not finite:  # the stages that diverged stay out of the file
-        return g.pair(g.node("Sigmoid", [_net(g, run, matrix, *snapshots[stage], None)]), "mlp")
     key = ("mlp stages", id(run), matrix)
+    if key not in g.cache and not all(np.isfinite(a).all() for snap in snapshots for a in snap):
+        # a stage that diverged stays out of the file: this stage alone
+        return g.pair(g.node("Sigmoid", [_net(g, run, matrix, *snapshots[stage], None)]), "mlp")
     if key not in g.cache:
         w1, b1 = (np.concatenate([snap[i] for snap in snapshots]) for i in (0, 1))
         hidden = snapshots[0][0].shape[0]
