@@ -46,15 +46,28 @@ def data():
     return X.iloc[:200], y.iloc[:200]
 
 
-@pytest.fixture(scope="module")
-def client():
+def _two_worker_client():
     """Two worker processes; a run is given up after killing two workers."""
     with (
         local_cluster(2, allowed_failures=1) as cluster,
         distributed.Client(cluster, set_as_default=False) as client,
     ):
         client.register_plugin(RegisterTestFamilies())
+        client.wait_for_workers(2, timeout=120)
         yield client
+
+
+@pytest.fixture(scope="module")
+def client():
+    """The cluster most tests share; tests here kill and restart its workers, and a nanny on a
+    loaded machine may not bring one back, so a test that needs both uses ``two_workers``."""
+    yield from _two_worker_client()
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """A cluster of its own whose two workers no test kills."""
+    yield from _two_worker_client()
 
 
 @pytest.fixture(autouse=True)
@@ -215,11 +228,10 @@ def test_the_end_of_the_budget_stops_every_live_run(client):
     assert {o.status for o in outcomes} == {"budget"}
 
 
-def test_under_a_deadline_each_run_is_asked_about_just_before_it_is_sent(client):
+def test_under_a_deadline_each_run_is_asked_about_just_before_it_is_sent(two_workers):
     """Under a build's deadline the runs go to the cluster as its workers free up and ``skip``
     is asked just before each is sent, as the local pool asks before each start."""
-    client.wait_for_workers(2, timeout=300)
-    executor = DaskExecutor(client)
+    executor = DaskExecutor(two_workers)
     assert executor.slots == 2
     seen: list = []  # outcomes yielded so far
     asked: dict = {}  # task index -> outcomes seen when it was asked about
@@ -240,13 +252,12 @@ def test_under_a_deadline_each_run_is_asked_about_just_before_it_is_sent(client)
 
 @pytest.mark.parametrize("estimate", [0.5, 1e6])
 def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
-    data, client, monkeypatch, tmp_path, estimate
+    data, two_workers, monkeypatch, tmp_path, estimate
 ):
     """As on the local pool, the plan is made for the cluster's workers and a run it put on
     standby starts where the pace of the finished runs says it ends in time: dask once sent
     the plan's runs all at once, planned for one worker and with no standby runs, and a fit
     of 60 s on 2 workers returned after 36 s with 86 runs not started."""
-    client.wait_for_workers(2, timeout=300)
     calls: list = []
     monkeypatch.setattr(build_plan, "plan_library", stand_in_planner(calls, tree_standby=estimate))
     X, y = data
@@ -257,7 +268,7 @@ def test_a_budgeted_dask_build_plans_for_its_workers_and_paces_standby_runs(
         ]
     }
     lib = build_library(
-        X, y, spec=spec, cv=CV, store=tmp_path / "s", backend="dask", client=client,
+        X, y, spec=spec, cv=CV, store=tmp_path / "s", backend="dask", client=two_workers,
         time_limit=120, verbose=0,
     )  # fmt: skip
     plan_options = calls[0][3]
