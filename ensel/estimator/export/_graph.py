@@ -8,9 +8,13 @@ import itertools
 import numpy as np
 
 from ..._imports import optional
-from ...compress.export import ML_OPSET, OPSET
+from ...compress.export import OPSET
 
-__all__ = ["Graph"]
+__all__ = ["ML_OPSET", "Graph"]
+
+ML_OPSET = 5
+"""The ``ai.onnx.ml`` opset of the file: 5 for ``TreeEnsemble`` (compact attributes and
+set-membership splits); the converters' own nodes (skl2onnx's) are valid in it."""
 
 
 class Graph:

@@ -1,15 +1,17 @@
-"""The ``adaboost`` family (``trees._BoostRun``) as graph nodes: each step's tree gives its
-leaf (``ai.onnx.ml.TreeEnsembleRegressor`` on the input rounded to float32, as scikit-learn's
-trees read it), whose class and step weight are gathered in double and summed into the votes
-of every class; the plain output is each class's share of the votes (uniform with no step), the
-``"logistic"`` variant their softmax (``calibration.logistic_correction``, Friedman et al.)."""
+"""The ``adaboost`` family (``trees._BoostRun``) as graph nodes: each step's tree gives its leaf
+(one tree ensemble on the input rounded to float32, as scikit-learn's trees read it:
+:func:`.trees.leaf_sums`), whose class and step weight are gathered in double and summed into
+the votes of every class; the plain output is each class's share of the votes (uniform with no
+step), the ``"logistic"`` variant their softmax (``calibration.logistic_correction``, Friedman
+et al.)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ...library.families._base import tree_values
-from .members import _ensemble_attributes, float32, register
+from .members import register
+from .trees import Forest, leaf_sums, sklearn_tree
 
 __all__: list[str] = []
 
@@ -34,20 +36,12 @@ def _adaboost(g, run, matrix: str, stage: int, n_outputs: int, variant: str = "n
 
 def _votes(g, run, matrix: str, size: int, weights: np.ndarray) -> str:
     """``(n, n_classes)`` double: each class's summed step weight."""
-    from onnx import TensorProto
-
     trees = [getattr(est, "tree_model_", est) for est in run.estimators[:size]]
-    tables = []
+    forest = Forest(run.n_classes, rounded=True)
     for tree, w in zip(trees, weights, strict=True):
         labels = tree.classes_.take(np.argmax(tree_values(tree), axis=1)).astype(int)
         table = np.zeros((tree.tree_.node_count, run.n_classes))
         table[np.arange(labels.size), labels] = w
-        tables.append(table)
-    attrs = _ensemble_attributes([tree.tree_ for tree in trees])
-    ids = g.node("TreeEnsembleRegressor", [float32(g, matrix)], "leaves", domain="ai.onnx.ml",
-                 **attrs)  # fmt: skip
-    ids = g.node("Cast", [ids], "leaves", to=TensorProto.INT64)
-    offsets = np.cumsum([0, *[t.shape[0] for t in tables[:-1]]])
-    rows = g.node("Add", [ids, g.const(offsets[None, :].astype(np.int64))])
-    values = g.node("Gather", [g.const(np.vstack(tables)), rows], "step_votes", axis=0)
-    return g.node("ReduceSum", [values, g.const(np.array([1], np.int64))], "votes", keepdims=0)
+        sklearn_tree(forest, tree.tree_, table)
+    votes = leaf_sums(g, [(matrix, trees[0].tree_.n_features, forest)])  # (n, 1, C)
+    return g.node("Gather", [votes, g.const(np.array(0, np.int64))], "votes", axis=1)

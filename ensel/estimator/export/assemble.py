@@ -21,7 +21,7 @@ from . import adaboost, boosted, hist, svm  # noqa: F401 - register these famili
 from ._graph import Graph
 from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator, side_by_side
 from .catboost import NUMERIC_ONLY
-from .members import CONVERTERS, VARIANTS, convert
+from .members import CONVERTERS, VARIANTS, convert, convert_runs
 from .naive_bayes import why_not_params
 from .risk import risk_output
 from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
@@ -99,6 +99,7 @@ def build(estimator, risk: bool = False):
             CATEGORICAL, TensorProto.STRING, ["n", len(columns.categorical)]))  # fmt: skip
     weights = np.asarray(estimator.weights_, dtype=np.float64)
     binary = not regression and fm.classes.size == 2
+    g.cache["last stages"] = _last_stages(fm)
     outputs = [
         (_positive_member if binary else _member)(
             g, fm.runs[fm.run_of[i]], fm.offsets[i], n_out, fm.task
@@ -130,22 +131,67 @@ def build(estimator, risk: bool = False):
     return model
 
 
+def _last_stages(fm) -> dict[int, int]:
+    """The largest stage index of each fitted run (by ``id``) that the kept members use: the
+    stages of one run share the nodes of that one."""
+    out: dict[int, int] = {}
+    for i in range(len(fm.ids)):
+        fitted = fm.runs[fm.run_of[i]]
+        stage = fitted.member_keys[fm.offsets[i]][0]
+        out[id(fitted)] = max(out.get(id(fitted), stage), stage)
+    return out
+
+
+def _matrices(g: Graph, fitted) -> list[str]:
+    """The view matrix of each fold sibling of ``fitted``."""
+    out = []
+    for k, (view, _) in enumerate(fitted.siblings):
+        key = view_key(fitted.run.view, view, len(fitted.siblings), k, fitted.own_rows)
+        out.append(view_matrix(g, view, key))
+    return out
+
+
+def _variant(fitted, method: str, task: str) -> str:
+    return method if method in VARIANTS.get((fitted.run.family, task), ()) else "none"
+
+
+def _stacked(g: Graph, fitted, offset: int, n_out: int, task: str, positive: bool):
+    """``(stacked, calibration, stage)`` of one member: its stage of every fold sibling in
+    one set of nodes (``members.convert_runs``: ``(n, S)`` positive columns with
+    ``positive``, else ``(n, S, C)``), or None where its family writes siblings one by one."""
+    s_idx, method = fitted.member_keys[offset]
+    if _variant(fitted, method, task) != "none":
+        return None, method, s_idx
+    runs = [family_run for _, family_run in fitted.siblings]
+    last = g.cache["last stages"].get(id(fitted), s_idx)
+    matrices = _matrices(g, fitted)
+    stacked = convert_runs(
+        g, fitted.run.family, task, runs, matrices, s_idx, n_out, positive, max(last, s_idx)
+    )
+    return stacked, method, s_idx
+
+
 def _raw(g: Graph, fitted, offset: int, n_out: int, task: str) -> tuple[list[str], str, int]:
     """``(outputs, calibration, stage)`` of one member: its stage of every fold sibling,
-    uncalibrated, each on its sibling's view."""
-    s_idx, method = fitted.member_keys[offset]
-    family = fitted.run.family
-    variant = method if method in VARIANTS.get((family, task), ()) else "none"
+    uncalibrated, each on its sibling's view (``(n, C)`` each)."""
+    stacked, method, s_idx = _stacked(g, fitted, offset, n_out, task, False)
+    if stacked is not None:
+        pick = [g.const(np.array(k, np.int64)) for k in range(len(fitted.siblings))]
+        return [g.node("Gather", [stacked, k], "sibling", axis=1) for k in pick], method, s_idx
+    variant = _variant(fitted, method, task)
     raw = []
-    for k, (view, family_run) in enumerate(fitted.siblings):
-        key = view_key(fitted.run.view, view, len(fitted.siblings), k, fitted.own_rows)
-        matrix = view_matrix(g, view, key)
-        raw.append(convert(g, family, task, family_run, matrix, s_idx, n_out, variant))
+    for matrix, (_, family_run) in zip(_matrices(g, fitted), fitted.siblings, strict=True):
+        raw.append(convert(g, fitted.run.family, task, family_run, matrix, s_idx, n_out, variant))
     return raw, method, s_idx
 
 
 def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
     """One member: its stage of every sibling, calibrated per group where it is, averaged."""
+    stacked, method, _ = _stacked(g, fitted, offset, n_out, task, False)
+    k = len(fitted.siblings)
+    if stacked is not None and method not in CALIBRATORS:  # the siblings' mean in two nodes
+        total = g.node("ReduceSum", [stacked, g.const(np.array([1], np.int64))], keepdims=0)
+        return g.node("Div", [total, g.const(np.float64(k))], "member")
     raw, method, s_idx = _raw(g, fitted, offset, n_out, task)
     if method in CALIBRATORS:
         cals = fitted.calibrators[(s_idx, method)]
@@ -166,13 +212,16 @@ def _positive_member(g: Graph, fitted, offset: int, n_out: int, task: str) -> tu
     positive-class columns side by side, ``(n, k)``, whose mean is the member's positive
     probability. One block per member, so that the average of the whole ensemble is one
     ``MatMul``: a service pays per node, not per sibling."""
-    raw, method, s_idx = _raw(g, fitted, offset, n_out, task)
-    columns = _side_by_side(g, [g.positive(r) for r in raw])
+    columns, method, s_idx = _stacked(g, fitted, offset, n_out, task, True)
+    if columns is None:
+        raw, method, s_idx = _raw(g, fitted, offset, n_out, task)
+        columns = _side_by_side(g, [g.positive(r) for r in raw])
+    k = len(fitted.siblings)
     if method not in CALIBRATORS:
-        return columns, len(raw)
+        return columns, k
     cals = fitted.calibrators[(s_idx, method)]
     order = [fitted.sibling_of_group[group] for group in range(len(cals))]
-    if order != list(range(len(raw))):
+    if order != list(range(k)):
         columns = g.node("Gather", [columns, g.const(np.array(order, np.int64))], axis=1)
     return side_by_side(g, [cal.calibrators_[1] for cal in cals], columns), len(cals)
 

@@ -1,134 +1,111 @@
-"""The ``xgboost`` and ``lightgbm`` families (``gbdt._BoostedRun``, ``_RoundsRegressionRun``)
-as graph nodes, written from the boosters' own tree records (xgboost's JSON model, LightGBM's
+"""The ``xgboost`` and ``lightgbm`` families (``gbdt._BoostedRun``, ``_RoundsRegressionRun``) as
+graph nodes, written from the boosters' own tree records (xgboost's JSON model, LightGBM's
 ``dump_model``), one stage being the first rounds of the booster.
 
-Each tree is one ``ai.onnx.ml.TreeEnsembleRegressor`` target giving the leaf reached; the leaf
-values are gathered in double and summed per class, then squashed as the library does
-(sigmoid for two classes, softmax for more). The comparisons follow each library: LightGBM
-reads the input in double and sends ``x <= threshold`` left, NaN the way the split's
-missing type says (to 0 where the split saw no missing values); xgboost reads the input as
-float32 and sends ``x < threshold`` left, NaN to the split's default child. A categorical
-split (a set of category codes) becomes a derived column, 1 where the code is in the set, and
-a split on it; a code the view has never seen is missing, as ``gbdt.categorical_codes`` makes it.
-"""
+All fold siblings of a member (and the stages of one run) are one tree ensemble giving each
+tree's leaf (:mod:`.trees`); the leaf values are gathered in double and summed per sibling and
+class, then squashed as the library does (sigmoid for two classes, softmax for more). The
+comparisons follow each library: LightGBM reads the input in double and sends ``x <= threshold``
+left, NaN the way the split's missing type says (to 0 where the split saw no missing values);
+xgboost reads the input as float32 and sends ``x < threshold`` left, NaN to the split's default
+child. A categorical split (a set of category codes) is one ``BRANCH_MEMBER`` node testing the
+set; a code the view has never seen is missing, as ``gbdt.categorical_codes`` makes it.
+(scikit-learn's ``hist_gbdt`` splits, which send a code never seen in fit the missing way, test
+a derived column instead: :func:`_derived`.)"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...library.families._base import ConstantRun
 from ...library.families.gbdt import _CategoricalRun
-from .members import margin_proba, register
+from .members import _widen, register_runs
+from .trees import LEAF, MODES, Forest, leaf_values, stage_sums
 
 __all__: list[str] = []
 
 
-@dataclass
-class _Forest:
-    """The nodes of several trees, flat (``tree`` says whose), the class each tree adds to,
-    and the category sets that derived columns test (column, codes)."""
-
-    tree: list = field(default_factory=list)
-    feature: list = field(default_factory=list)
-    mode: list = field(default_factory=list)
-    threshold: list = field(default_factory=list)
-    yes: list = field(default_factory=list)
-    no: list = field(default_factory=list)
-    missing_yes: list = field(default_factory=list)
-    value: list = field(default_factory=list)
-    sizes: list = field(default_factory=list)
-    klass: list = field(default_factory=list)
-    sets: list = field(default_factory=list)
-
-    def derived(self, width: int, column: int, codes, known=None) -> int:
-        """The feature index of the column "code of ``column`` in ``codes``" (missing where
-        the code is missing or, with ``known``, not among ``known``)."""
-        known = None if known is None else tuple(sorted(float(c) for c in known))
-        key = (column, tuple(sorted(float(c) for c in codes)), known)
-        if key not in self.sets:
-            self.sets.append(key)
-        return width + self.sets.index(key)
-
-    def add(self, t: int, feature, mode, threshold, yes, no, missing, value) -> None:
-        n = len(mode)
-        self.tree += [t] * n
-        for name, values in (("feature", feature), ("mode", mode), ("threshold", threshold),
-                             ("yes", yes), ("no", no), ("missing_yes", missing),
-                             ("value", value)):  # fmt: skip
-            getattr(self, name).extend(values)
-        self.sizes.append(n)
+def _klass_values(value, klass: int, per_round: int) -> np.ndarray:
+    """Per-node rows ``(nodes, per_round)``: ``value`` in column ``klass``."""
+    values = np.zeros((len(value), per_round))
+    values[:, klass] = value
+    return values
 
 
-def _lightgbm_tree(forest: _Forest, t: int, root: dict, width: int) -> None:
-    """One LightGBM tree (``dump_model``'s ``tree_structure``), numbered depth first."""
+def _lightgbm_tree(forest: Forest, root: dict, klass: int) -> None:
+    """One LightGBM tree (``dump_model``'s ``tree_structure``), numbered depth first; a
+    categorical split sends the codes of its set left, NaN and other codes right."""
     rows: list[list] = []
+    members: dict[int, list] = {}
 
     def visit(node: dict) -> int:
         me = len(rows)
         rows.append([])
         if "leaf_value" in node or "split_feature" not in node:
-            rows[me] = [0, "LEAF", 0.0, 0, 0, 0, float(node.get("leaf_value", 0.0))]
+            rows[me] = [0, LEAF, 0.0, 0, 0, 0, float(node.get("leaf_value", 0.0))]
             return me
         j, kind = int(node["split_feature"]), node["missing_type"]
-        if node["decision_type"] == "==":  # in the set goes left; NaN and negatives right
-            codes = [float(c) for c in str(node["threshold"]).split("||")]
-            row = [forest.derived(width, j, codes), "BRANCH_GT", 0.5, None, None, 0, 0.0]
+        if node["decision_type"] == "==":
+            members[me] = [float(c) for c in str(node["threshold"]).split("||")]
+            row = [j, MODES["BRANCH_MEMBER"], 0.0, None, None, 0, 0.0]
         elif kind == "Zero":
             raise ValueError("a LightGBM split with zero as missing has no converter")
         else:
             threshold = float(node["threshold"])
             missing = node["default_left"] if kind == "NaN" else 0.0 <= threshold
-            row = [j, "BRANCH_LEQ", threshold, None, None, int(bool(missing)), 0.0]
+            row = [j, MODES["BRANCH_LEQ"], threshold, None, None, int(bool(missing)), 0.0]
         row[3] = visit(node["left_child"])
         row[4] = visit(node["right_child"])
         rows[me] = row
         return me
 
     visit(root)
-    forest.add(t, *(list(c) for c in zip(*rows, strict=True)))
+    columns = (np.asarray(c) for c in zip(*rows, strict=True))
+    feature, mode, threshold, yes, no, missing, value = columns
+    values = _klass_values(value, klass, forest.n_values)
+    forest.add(feature, mode, threshold, yes, no, missing, values, members)
 
 
-def _xgboost_tree(forest: _Forest, t: int, tree: dict, width: int) -> None:
-    """One xgboost tree of its JSON model: node ``i``'s arrays at position ``i``."""
+def _xgboost_tree(forest: Forest, tree: dict, klass: int) -> None:
+    """One xgboost tree of its JSON model: node ``i``'s arrays at position ``i``; a
+    categorical split sends the codes of its set right."""
     left, right = np.asarray(tree["left_children"]), np.asarray(tree["right_children"])
     leaf = left == -1
     split = np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64)
-    feature = np.asarray(tree["split_indices"]).tolist()
-    mode = ["LEAF" if x else "BRANCH_LT" for x in leaf]
-    threshold = np.where(leaf, 0.0, split).tolist()
-    yes, no = np.where(leaf, 0, left).tolist(), np.where(leaf, 0, right).tolist()
-    missing = np.where(leaf, 0, np.asarray(tree["default_left"])).astype(int).tolist()
-    kinds = tree.get("split_type", [0] * len(mode))
+    mode = np.where(leaf, LEAF, MODES["BRANCH_LT"])
+    yes, no = np.where(leaf, 0, left), np.where(leaf, 0, right)
+    missing = np.where(leaf, 0, np.asarray(tree["default_left"])).astype(int)
+    kinds = np.asarray(tree.get("split_type", [0] * leaf.size))
     segments = dict(zip(tree.get("categories_nodes", []), zip(
         tree.get("categories_segments", []), tree.get("categories_sizes", []), strict=True),
         strict=True))  # fmt: skip
-    for i in np.flatnonzero(np.asarray(kinds) == 1):  # in the set goes right
+    members = {}
+    for i in np.flatnonzero(kinds == 1):  # in the set goes right
         start, size = segments.get(int(i), (0, 0))
-        codes = tree["categories"][start : start + size]
-        feature[i] = forest.derived(width, feature[i], codes)
-        mode[i], threshold[i] = "BRANCH_GT", 0.5
+        members[int(i)] = [float(c) for c in tree["categories"][start : start + size]]
+        mode[i] = MODES["BRANCH_MEMBER"]
         yes[i], no[i] = no[i], yes[i]
         missing[i] = 1 - missing[i]
-    forest.add(t, feature, mode, threshold, yes, no, missing, np.where(leaf, split, 0.0).tolist())
+    feature = np.where(leaf, 0, np.asarray(tree["split_indices"]))
+    values = _klass_values(np.where(leaf, split, 0.0), klass, forest.n_values)
+    forest.add(feature, mode, np.where(leaf, 0.0, split), yes, no, missing, values, members)
 
 
-def _booster_forest(run, width: int, rounds: int, per_round: int) -> _Forest:
+def _booster_forest(run, rounds: int, per_round: int) -> Forest:
     """The first ``rounds`` rounds of ``run``'s booster; tree ``t`` adds to class
-    ``t % per_round``."""
-    forest = _Forest()
+    ``t % per_round``. xgboost reads its input rounded to float32."""
+    forest = Forest(per_round, rounded=run.kind != "lightgbm")
     if run.kind == "lightgbm":
         trees = run.model.booster_.dump_model(num_iteration=rounds)["tree_info"]
         for t, info in enumerate(trees[: rounds * per_round]):
-            _lightgbm_tree(forest, t, info["tree_structure"], width)
+            _lightgbm_tree(forest, info["tree_structure"], t % per_round)
     else:
         model = json.loads(run.model.get_booster().save_raw("json"))
         trees = model["learner"]["gradient_booster"]["model"]["trees"]
         for t, tree in enumerate(trees[: rounds * per_round]):
-            _xgboost_tree(forest, t, tree, width)
-    forest.klass = [t % per_round for t in range(len(forest.sizes))]
+            _xgboost_tree(forest, tree, t % per_round)
     return forest
 
 
@@ -145,17 +122,15 @@ def _base_margin(run, width: int, per_round: int) -> np.ndarray:
     booster = run.model.get_booster()
     matrix = xgboost.DMatrix(row, feature_types=booster.feature_types, enable_categorical=True)
     leaves = booster.predict(matrix, pred_leaf=True, iteration_range=(0, 1)).reshape(-1)
-    forest = _booster_forest(run, width, 1, per_round)
-    offsets = np.cumsum([0, *forest.sizes[:-1]])
-    values = np.asarray(forest.value)[offsets + leaves.astype(int)]
-    return np.asarray(margin, dtype=np.float64).reshape(-1) - values
+    forest = _booster_forest(run, 1, per_round)
+    pairs = enumerate(zip(forest.trees, leaves, strict=True))
+    values = [tree[6][int(leaf), k] for k, (tree, leaf) in pairs]
+    return np.asarray(margin, dtype=np.float64).reshape(-1) - np.asarray(values)
 
 
-def _input(g, run, matrix: str, width: int, columns) -> str:
+def _input(g, matrix: str, width: int, columns) -> str:
     """The matrix as the booster reads it: unseen codes (negative) of the categorical
-    ``columns`` missing; float32 for xgboost."""
-    from onnx import TensorProto
-
+    ``columns`` missing (xgboost's rounding to float32 is the tree ensemble's)."""
     x = matrix
     if columns:
         key = ("unseen", matrix, tuple(columns))
@@ -166,13 +141,10 @@ def _input(g, run, matrix: str, width: int, columns) -> str:
             unseen = g.node("And", [negative, g.const(mask)], "unseen")
             g.cache[key] = g.node("Where", [unseen, g.const(np.float64(np.nan)), matrix])
         x = g.cache[key]
-    if run.kind == "xgboost":
-        rounded = g.node("Cast", [x], "x32", to=TensorProto.FLOAT)
-        x = g.node("Cast", [rounded], "x32", to=TensorProto.DOUBLE)
     return x
 
 
-def _derived(g, x: str, forest: _Forest) -> str:
+def _derived(g, x: str, forest: Forest) -> str:
     """``x`` with one column per category set of ``forest``: 1.0 where the code is in it,
     NaN where it is missing (so the split's missing direction applies)."""
     if not forest.sets:
@@ -199,66 +171,76 @@ def _count_in(g, cell: str, codes) -> str:
     return g.node("ReduceSum", [hit, g.const(np.array([1], np.int64))], keepdims=1)
 
 
-def _margins(g, x: str, forest: _Forest, n_margins: int, base: np.ndarray) -> str:
-    """The summed leaf values per class, ``(n, n_margins)`` double, plus ``base``."""
-    from onnx import TensorProto, numpy_helper
-
-    sizes = np.asarray(forest.sizes)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    local = np.concatenate([np.arange(s) for s in sizes])
-    leaf = np.asarray(forest.mode) == "LEAF"
-    tree = np.asarray(forest.tree)
-    attrs = {
-        "n_targets": len(sizes),
-        "nodes_treeids": forest.tree,
-        "nodes_nodeids": local.tolist(),
-        "nodes_featureids": [int(f) for f in forest.feature],
-        "nodes_modes": forest.mode,
-        "nodes_values_as_tensor": numpy_helper.from_array(np.asarray(forest.threshold, float)),
-        "nodes_truenodeids": [int(v) for v in forest.yes],
-        "nodes_falsenodeids": [int(v) for v in forest.no],
-        "nodes_missing_value_tracks_true": [int(v) for v in forest.missing_yes],
-        "target_treeids": tree[leaf].tolist(),
-        "target_nodeids": local[leaf].tolist(),
-        "target_ids": tree[leaf].tolist(),
-        "target_weights_as_tensor": numpy_helper.from_array(local[leaf].astype(np.float64)),
-        "aggregate_function": "SUM",
-        "post_transform": "NONE",
-    }
-    ids = g.node("TreeEnsembleRegressor", [x], "leaves", domain="ai.onnx.ml", **attrs)
-    ids = g.node("Cast", [ids], "leaves", to=TensorProto.INT64)
-    rows = g.node("Add", [ids, g.const(offsets[None, :].astype(np.int64))])
-    table = np.zeros((leaf.size, n_margins))
-    table[np.arange(leaf.size), np.repeat(forest.klass, sizes)] = forest.value
-    values = g.node("Gather", [g.const(table), rows], "leaf_values", axis=0)  # (n, T, K)
-    total = g.node("ReduceSum", [values, g.const(np.array([1], np.int64))], keepdims=0)
-    return g.node("Add", [total, g.const(base[None, :].astype(np.float64))], "margins")
+def add_base(g, values: tuple, counts: list[int], bases: list) -> str:
+    """The sums of the first ``counts[s]`` trees of each part of ``values``
+    (:func:`.trees.leaf_values`) plus each part's margin ``bases[s]``: ``(n, S)`` with one
+    margin, else ``(n, S, K)``."""
+    base = np.asarray(bases, dtype=np.float64)  # (S, K)
+    flat = base.shape[1] == 1
+    sums = stage_sums(g, values, counts, flat=flat)
+    return g.node("Add", [sums, g.const(base.reshape(1, -1) if flat else base[None])], "margins")
 
 
-def _boosted_margins(g, run, matrix: str, rounds: int, per_round: int, columns) -> str:
-    width = run.model.n_features_in_
-    forest = _booster_forest(run, width, rounds, per_round)
-    base = _base_margin(run, width, per_round)
-    x = _derived(g, _input(g, run, matrix, width, columns), forest)
-    return _margins(g, x, forest, per_round, base)
+def stacked_proba(g, z: str, run, positive: bool) -> str:
+    """Class probabilities of stacked margins ``z`` (:func:`add_base`): the sigmoid of one
+    margin (two classes; ``positive``: the positive column alone, ``(n, S)``) or the softmax
+    of one per class, widened to every class of the library, ``(n, S, C)``."""
+    classes = np.asarray(run.classes, dtype=int)
+    if classes.size > 2:
+        return _widen(g, g.node("Softmax", [z], axis=2), classes, run.n_classes)
+    p = g.node("Sigmoid", [z])
+    if positive:
+        return p
+    axis = g.const(np.array([2], np.int64))
+    q = g.node("Sub", [g.const(np.float64(1.0)), p])
+    pair = [g.node("Unsqueeze", [v, axis]) for v in (q, p)]
+    return _widen(g, g.node("Concat", pair, "proba", axis=2), classes, run.n_classes)
 
 
-@register("xgboost", "lightgbm")
-def _boosted(g, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """Stage ``stage`` of a boosted classifier: its rounds' margins squashed, normalised and
-    widened to every class (``gbdt._BoostedRun.predict``)."""
-    columns = list(run.columns) if isinstance(run, _CategoricalRun) else []
-    run = run.inner if isinstance(run, _CategoricalRun) else run
-    if isinstance(run, ConstantRun):
-        raise ValueError("a boosted run that saw one class has no converter")
-    s = run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
-    per_round = 1 if run.classes.size == 2 else run.classes.size
-    z = _boosted_margins(g, run, matrix, s, per_round, columns)
-    return margin_proba(g, z, per_round == 1, run)
+def _rounds(run, stage: int) -> int:
+    return run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
 
 
-@register("xgboost", "lightgbm", task="regression")
-def _boosted_regression(g, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """Stage ``stage`` of a boosted regressor: the sum of its rounds' leaves, one column."""
-    s = run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
-    return _boosted_margins(g, run, matrix, s, 1, [])
+def _boosted_margins(g, runs, matrices, stage: int, per_round: int, last: int) -> str:
+    """The margins of stage ``stage`` of the boosters ``runs`` (``(run, categorical
+    columns)``), each on its matrix, side by side (:func:`add_base`); their rounds up to
+    stage ``last`` are one tree ensemble."""
+
+    def parts() -> list:
+        return [
+            (_input(g, matrix, run.model.n_features_in_, columns), run.model.n_features_in_,
+             _booster_forest(run, _rounds(run, last), per_round))
+            for (run, columns), matrix in zip(runs, matrices, strict=True)
+        ]  # fmt: skip
+
+    key = ("boosted", tuple(id(run) for run, _ in runs), tuple(matrices), last)
+    counts = [_rounds(run, stage) * per_round for run, _ in runs]
+    bases = [_base_margin(run, run.model.n_features_in_, per_round) for run, _ in runs]
+    return add_base(g, leaf_values(g, key, parts), counts, bases)
+
+
+@register_runs("xgboost", "lightgbm")
+def _boosted(g, runs, matrices, stage: int, n_outputs: int, positive: bool, last: int):
+    """Stage ``stage`` of boosted classifiers (``gbdt._BoostedRun.predict``), the fold
+    siblings side by side, ``(n, S)`` or ``(n, S, C)``; None where they saw different
+    classes."""
+    inner = []
+    for run in runs:
+        columns = list(run.columns) if isinstance(run, _CategoricalRun) else []
+        run = run.inner if isinstance(run, _CategoricalRun) else run
+        if isinstance(run, ConstantRun):
+            raise ValueError("a boosted run that saw one class has no converter")
+        inner.append((run, columns))
+    if len({tuple(run.classes) for run, _ in inner}) > 1:
+        return None
+    first = inner[0][0]
+    per_round = 1 if first.classes.size == 2 else first.classes.size
+    z = _boosted_margins(g, inner, matrices, stage, per_round, last)
+    return stacked_proba(g, z, first, positive)
+
+
+@register_runs("xgboost", "lightgbm", task="regression")
+def _boosted_regression(g, runs, matrices, stage, n_outputs, positive, last) -> str:
+    """Stage ``stage`` of boosted regressors: the sum of their rounds' leaves, ``(n, S, 1)``."""
+    z = _boosted_margins(g, [(run, []) for run in runs], matrices, stage, 1, last)
+    return g.node("Unsqueeze", [z, g.const(np.array([2], np.int64))], "boosted")

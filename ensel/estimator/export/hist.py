@@ -16,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...library.families._base import ConstantRun
-from .boosted import _derived, _Forest, _margins
-from .members import margin_proba, register
+from .boosted import _derived, add_base, stacked_proba
+from .members import register_runs
+from .trees import LEAF, MODES, Forest, leaf_values
 
 __all__: list[str] = []
 
@@ -48,15 +49,12 @@ def _bitset_codes(words: np.ndarray) -> np.ndarray:
     return np.flatnonzero(bits.reshape(-1))
 
 
-def _predictor_tree(forest: _Forest, t: int, predictor, order, known, width: int) -> None:
+def _predictor_tree(forest: Forest, klass: int, predictor, order, known, width: int) -> None:
     nodes = predictor.nodes
     leaf = nodes["is_leaf"].astype(bool)
-    feature = order[nodes["feature_idx"]].tolist()
-    mode = ["LEAF" if x else "BRANCH_LEQ" for x in leaf]
-    threshold = np.where(leaf, 0.0, nodes["num_threshold"]).tolist()
-    left = np.where(leaf, 0, nodes["left"]).astype(int).tolist()
-    right = np.where(leaf, 0, nodes["right"]).astype(int).tolist()
-    missing = np.where(leaf, 0, nodes["missing_go_to_left"]).astype(int).tolist()
+    feature = order[nodes["feature_idx"]]
+    mode = np.where(leaf, LEAF, MODES["BRANCH_LEQ"])
+    threshold = np.where(leaf, 0.0, nodes["num_threshold"])
     for i in np.flatnonzero(~leaf & nodes["is_categorical"].astype(bool)):  # in the set: left
         j = int(nodes["feature_idx"][i])
         words = predictor.raw_left_cat_bitsets[nodes["bitset_idx"][i]]
@@ -64,42 +62,62 @@ def _predictor_tree(forest: _Forest, t: int, predictor, order, known, width: int
         positions = _bitset_codes(words)
         codes = categories[positions[positions < categories.size]]
         feature[i] = forest.derived(width, order[j], codes, known=categories)
-        mode[i], threshold[i] = "BRANCH_GT", 0.5
-    value = np.where(leaf, nodes["value"], 0.0).tolist()
-    forest.add(t, feature, mode, threshold, left, right, missing, value)
+        mode[i], threshold[i] = MODES["BRANCH_GT"], 0.5
+    values = np.zeros((leaf.size, forest.n_values))
+    values[:, klass] = np.where(leaf, nodes["value"], 0.0)
+    left, right = (np.where(leaf, 0, nodes[k]).astype(int) for k in ("left", "right"))
+    missing = np.where(leaf, 0, nodes["missing_go_to_left"]).astype(int)
+    forest.add(feature, mode, threshold, left, right, missing, values)
 
 
-def _hist_margins(g, model, matrix: str, iterations: int) -> tuple[str, int]:
-    """The raw prediction of the first ``iterations`` iterations, ``(n, K)`` double, and K."""
+def _hist_forest(g, model, matrix: str, size: int) -> tuple:
+    """``(matrix with its derived columns, width, forest)`` of the first ``size`` iterations."""
     order, known = _raw_columns(model)
     width = model.n_features_in_
-    forest = _Forest()
-    predictors = model._predictors[: min(iterations, model.n_iter_)]
-    per_round = len(predictors[0])
-    for r, trees in enumerate(predictors):
+    predictors = model._predictors[: min(size, model.n_iter_)]
+    forest = Forest(len(predictors[0]))
+    for trees in predictors:
         for k, predictor in enumerate(trees):
-            _predictor_tree(forest, r * per_round + k, predictor, order, known, width)
-    forest.klass = [t % per_round for t in range(len(forest.sizes))]
-    base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
-    x = _derived(g, matrix, forest)
-    return _margins(g, x, forest, per_round, base), per_round
+            _predictor_tree(forest, k, predictor, order, known, width)
+    return _derived(g, matrix, forest), width + len(forest.sets), forest
 
 
-@register("hist_gbdt")
-def _hist(g, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """Stage ``stage`` of a HistGradientBoostingClassifier (``hist_gbdt._HistRun``)."""
-    if isinstance(run, ConstantRun):
+def _hist_margins(g, runs, matrices, stage: int, last: int) -> str:
+    """The raw predictions of stage ``stage`` of each of ``runs`` on its matrix, side by
+    side: ``(n, S)`` with one per round, else ``(n, S, K)``; their iterations up to stage
+    ``last`` are one tree ensemble."""
+    models = [run.model for run in runs]
+
+    def parts() -> list:
+        return [
+            _hist_forest(g, run.model, matrix, run.stages[last])
+            for run, matrix in zip(runs, matrices, strict=True)
+        ]
+
+    key = ("hist", tuple(id(run) for run in runs), tuple(matrices), last)
+    per_round = [len(m._predictors[0]) for m in models]
+    counts = [min(r.stages[stage], m.n_iter_) * k for r, m, k in zip(runs, models, per_round,
+                                                                   strict=True)]  # fmt: skip
+    bases = [np.asarray(m._baseline_prediction, dtype=np.float64).reshape(-1) for m in models]
+    return add_base(g, leaf_values(g, key, parts), counts, bases)
+
+
+@register_runs("hist_gbdt")
+def _hist(g, runs, matrices, stage: int, n_outputs: int, positive: bool, last: int):
+    """Stage ``stage`` of HistGradientBoostingClassifiers (``hist_gbdt._HistRun``), the fold
+    siblings side by side; None where they saw different classes."""
+    if any(isinstance(run, ConstantRun) for run in runs):
         raise ValueError("a hist_gbdt run that saw one class has no converter")
-    model = run.model
-    z, per_round = _hist_margins(g, model, matrix, run.stages[stage])
-    return margin_proba(g, z, per_round == 1, run)
+    if len({tuple(run.classes) for run in runs}) > 1:
+        return None
+    return stacked_proba(g, _hist_margins(g, runs, matrices, stage, last), runs[0], positive)
 
 
-@register("hist_gbdt", task="regression")
-def _hist_regression(g, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """Stage ``stage`` of a HistGradientBoostingRegressor with an identity link."""
-    model = run.model
-    if model.loss not in IDENTITY_LOSSES:
-        raise ValueError(f"a hist_gbdt regressor with loss {model.loss!r} has no converter")
-    z, _ = _hist_margins(g, model, matrix, run.stages[stage])
-    return z
+@register_runs("hist_gbdt", task="regression")
+def _hist_regression(g, runs, matrices, stage, n_outputs, positive, last) -> str:
+    """Stage ``stage`` of HistGradientBoostingRegressors with an identity link, ``(n, S, 1)``."""
+    for run in runs:
+        if run.model.loss not in IDENTITY_LOSSES:
+            raise ValueError(f"a hist_gbdt regressor with loss {run.model.loss!r} has no converter")
+    z = _hist_margins(g, runs, matrices, stage, last)
+    return g.node("Unsqueeze", [z, g.const(np.array([2], np.int64))], "hist")

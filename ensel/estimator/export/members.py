@@ -22,7 +22,15 @@ import numpy as np
 from ..._imports import optional
 from ...library.families._regression import SingleRun
 
-__all__ = ["CONVERTERS", "VARIANTS", "convert", "register"]
+__all__ = [
+    "CONVERTERS",
+    "RUN_CONVERTERS",
+    "VARIANTS",
+    "convert",
+    "convert_runs",
+    "register",
+    "register_runs",
+]
 
 CONVERTERS: dict[tuple[str, str], Callable] = {}
 """``(family name, task)`` -> ``converter(graph, family_run, matrix, stage_index, n_outputs)``
@@ -30,6 +38,10 @@ returning the name of the stage's double output."""
 VARIANTS: dict[tuple[str, str], frozenset[str]] = {}
 """``(family name, task)`` -> the family's own output variants besides ``"none"`` that its
 converter writes (called with ``variant=``), e.g. boosting's ``"logistic"`` correction."""
+RUN_CONVERTERS: dict[tuple[str, str], Callable] = {}
+"""``(family name, task)`` -> ``converter(graph, family_runs, matrices, stage_index,
+n_outputs, positive, last)``: one stage of all of a member's fold siblings at once (see
+:func:`register_runs`)."""
 
 
 def register(*families: str, task: str = "classification", variants: tuple[str, ...] = ()):
@@ -43,6 +55,44 @@ def register(*families: str, task: str = "classification", variants: tuple[str, 
         return fn
 
     return wrap
+
+
+def register_runs(*families: str, task: str = "classification"):
+    """Register a converter that writes one stage of several fold siblings (each on its own
+    matrix) in one set of nodes, returning double ``(n, S)`` positive-class columns where
+    called with ``positive`` (two classes), else ``(n, S, C)``, or None where these siblings
+    cannot be written together; ``last``, the largest stage of these runs the graph holds,
+    lets the stages of one run share one tree ensemble. It also serves as the family's
+    one-sibling converter."""
+
+    def wrap(fn: Callable) -> Callable:
+        def one(g, run, matrix: str, stage: int, n_outputs: int) -> str:
+            stacked = fn(g, [run], [matrix], stage, n_outputs, False, stage)
+            return g.node("Gather", [stacked, g.const(np.array(0, np.int64))], axis=1)
+
+        for family in families:
+            RUN_CONVERTERS[(family, task)] = fn
+        register(*families, task=task)(one)
+        return fn
+
+    return wrap
+
+
+def convert_runs(
+    g, family: str, task: str, runs: list, matrices: list[str], stage: int, n_outputs: int,
+    positive: bool, last: int,
+) -> str | None:  # fmt: skip
+    """Stage ``stage`` of the fold siblings ``runs`` on ``matrices`` in one set of nodes
+    (:func:`register_runs`; ``last``: the largest stage of these runs the graph holds),
+    written once per set of runs; None where the family has no such converter or these
+    siblings cannot be written together."""
+    if (family, task) not in RUN_CONVERTERS:
+        return None
+    key = ("runs", tuple(id(r) for r in runs), tuple(matrices), stage, positive)
+    if key not in g.cache:
+        fn = RUN_CONVERTERS[(family, task)]
+        g.cache[key] = fn(g, runs, matrices, stage, n_outputs, positive, last)
+    return g.cache[key]
 
 
 def convert(
@@ -150,31 +200,47 @@ def _net(g, run, matrix: str, w1, b1, w2, b2, output: str | None) -> str:
     return z if output is None else g.node(output, [z], "mlp", axis=1)
 
 
-@register("tree", "bagged_trees", "random_forest", "extra_trees")
-@register("tree", "bagged_trees", "random_forest", "extra_trees", task="regression")
-def _trees(g, run, matrix: str, stage: int, n_outputs: int) -> str:
-    """The average of the first ``stages[stage]`` trees' leaf tables (``trees._StagedRun``;
-    for regression ``PrefixRun``, or one tree's value in a ``SingleRun``).
-    The tree ensemble gives each tree's leaf (its node id, exact in float); the leaf values
-    are then gathered from the tables in double, so a calibrator's step sees the very value
-    Python computes, not its float rounding."""
-    from onnx import TensorProto
+@register_runs("tree", "bagged_trees", "random_forest", "extra_trees")
+@register_runs("tree", "bagged_trees", "random_forest", "extra_trees", task="regression")
+def _trees(g, runs, matrices, stage: int, n_outputs: int, positive: bool, last: int) -> str:
+    """The average of the first ``stages[stage]`` trees' leaf tables of each sibling
+    (``trees._StagedRun``; for regression ``PrefixRun``, or one tree's value in a
+    ``SingleRun``), every sibling's trees up to stage ``last`` in one tree ensemble
+    (:mod:`.trees`); ``positive``: the positive column of two classes only."""
+    from .trees import leaf_values, stage_sums
 
-    single = isinstance(run, SingleRun)  # one regression tree
+    def parts() -> list:
+        return [
+            _sklearn_forest(run, matrix, _tree_count(run, last), n_outputs, positive)
+            for run, matrix in zip(runs, matrices, strict=True)
+        ]
+
+    key = ("trees", tuple(id(r) for r in runs), tuple(matrices), last, positive)
+    sizes = [_tree_count(run, stage) for run in runs]
+    sums = stage_sums(g, leaf_values(g, key, parts), sizes, flat=positive)
+    shape = (1, len(sizes)) if positive else (1, len(sizes), 1)
+    return g.node("Div", [sums, g.const(np.asarray(sizes, np.float64).reshape(shape))], "trees")
+
+
+def _tree_count(run, stage: int) -> int:
+    """How many trees stage ``stage`` of a tree run averages."""
+    if isinstance(run, SingleRun):  # one regression tree
+        return 1
+    return min(run.stages[stage], len(run.trees))
+
+
+def _sklearn_forest(run, matrix: str, size: int, n_outputs: int, positive: bool) -> tuple:
+    """``(matrix, width, forest)`` of the first ``size`` trees of a tree run."""
+    from .trees import Forest, sklearn_tree
+
+    single = isinstance(run, SingleRun)
     if single and run.scale is not None:
         raise ValueError("a tree on a standardised target has no converter")
-    trees = [run.model] if single else run.trees
-    size = 1 if single else min(run.stages[stage], len(trees))
-    leaves = [_leaf_table(t, n_outputs) for t in trees[:size]]
-    ids = g.node("TreeEnsembleRegressor", [float32(g, matrix)], "leaves", domain="ai.onnx.ml",
-                 **_ensemble_attributes([tree for tree, _ in leaves]))  # fmt: skip
-    ids = g.node("Cast", [ids], "leaves", to=TensorProto.INT64)
-    offsets = np.cumsum([0] + [tree.node_count for tree, _ in leaves[:-1]])
-    rows = g.node("Add", [ids, g.const(offsets[None, :].astype(np.int64))])
-    table = np.vstack([np.asarray(t, dtype=np.float64) for _, t in leaves])
-    values = g.node("Gather", [g.const(table), rows], "leaf_values", axis=0)  # (n, T, C)
-    total = g.node("ReduceSum", [values, g.const(np.array([1], np.int64))], keepdims=0)
-    return g.node("Div", [total, g.const(np.float64(size))], "trees")
+    forest = Forest(1 if positive else n_outputs, rounded=True)
+    for t in ([run.model] if single else run.trees)[:size]:
+        tree, table = _leaf_table(t, n_outputs)
+        sklearn_tree(forest, tree, table[:, 1:2] if positive else table)
+    return matrix, tree.n_features, forest
 
 
 def float32(g, matrix: str) -> str:
@@ -197,44 +263,3 @@ def _leaf_table(tree, n_outputs: int):
     if hasattr(tree, "tree_"):  # a scikit-learn regression tree: its value
         return tree.tree_, tree_values(tree)
     return tree.tree.tree_, full_proba(tree_values(tree.tree), tree.classes, tree.n_classes)
-
-
-def _ensemble_attributes(trees) -> dict:
-    """The attributes of one ``TreeEnsembleRegressor`` whose target ``t`` is the node id of
-    the leaf tree ``t`` reaches."""
-    from onnx import numpy_helper
-
-    a: dict = {k: [] for k in ("ids", "nodes", "features", "modes", "values", "true", "false",
-                               "missing", "t_tree", "t_node", "t_weight")}  # fmt: skip
-    for t, tree in enumerate(trees):
-        nodes = np.arange(tree.node_count)
-        leaf = tree.children_left == -1
-        a["ids"] += [t] * tree.node_count
-        a["nodes"] += nodes.tolist()
-        a["features"] += np.where(leaf, 0, tree.feature).tolist()
-        a["modes"] += ["LEAF" if x else "BRANCH_LEQ" for x in leaf]
-        a["values"] += np.where(leaf, 0.0, tree.threshold).tolist()
-        a["true"] += np.where(leaf, 0, tree.children_left).tolist()
-        a["false"] += np.where(leaf, 0, tree.children_right).tolist()
-        go_left = getattr(tree, "missing_go_to_left", np.zeros(tree.node_count, np.uint8))
-        a["missing"] += np.where(leaf, 0, go_left).astype(int).tolist()
-        a["t_tree"] += [t] * int(leaf.sum())
-        a["t_node"] += nodes[leaf].tolist()
-        a["t_weight"] += nodes[leaf].astype(np.float64).tolist()
-    return {
-        "n_targets": len(trees),
-        "nodes_treeids": a["ids"],
-        "nodes_nodeids": a["nodes"],
-        "nodes_featureids": a["features"],
-        "nodes_modes": a["modes"],
-        "nodes_values_as_tensor": numpy_helper.from_array(np.asarray(a["values"], np.float64)),
-        "nodes_truenodeids": a["true"],
-        "nodes_falsenodeids": a["false"],
-        "nodes_missing_value_tracks_true": a["missing"],
-        "target_treeids": a["t_tree"],
-        "target_nodeids": a["t_node"],
-        "target_ids": a["t_tree"],
-        "target_weights_as_tensor": numpy_helper.from_array(np.asarray(a["t_weight"])),
-        "aggregate_function": "SUM",
-        "post_transform": "NONE",
-    }

@@ -1,15 +1,15 @@
 """The isolation-forest detector (``risk.peers.IsolationForestRisk``) as graph nodes: the
 detector's encoding of the raw inputs (numeric cells median-imputed and standardised,
 categorical cells mode-imputed and one-hot encoded, scaled), scikit-learn's isolation trees on
-it rounded to float32 (each tree's leaf from ``ai.onnx.ml.TreeEnsembleRegressor``, its path
-length gathered in double), the score ``2 ** (-mean path / c(max_samples))`` clipped to
+it rounded to float32 (each tree's leaf from one tree ensemble, its path length gathered in
+double: :func:`.trees.leaf_sums`), the score ``2 ** (-mean path / c(max_samples))`` clipped to
 [0, 1], and 1 outside the sibling's box."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .members import _ensemble_attributes, float32
+from .trees import Forest, leaf_sums, sklearn_tree
 from .views import CATEGORICAL, NUMERIC
 
 __all__ = ["isolation_sibling"]
@@ -17,24 +17,18 @@ __all__ = ["isolation_sibling"]
 
 def isolation_sibling(g, sibling, columns, outside: str) -> str:
     """One fitted ``IsolationForestRisk``'s risk, double ``(n,)``; ``outside``: its box test."""
-    from onnx import TensorProto
-
     encoded = _encoded(g, sibling, columns)
     model = sibling.model_
     if model._max_features != model.n_features_in_:
         raise ValueError("an isolation forest on a subset of features has no converter")
     trees = [est.tree_ for est in model.estimators_]
-    ids = g.node("TreeEnsembleRegressor", [float32(g, encoded)], "leaves", domain="ai.onnx.ml",
-                 **_ensemble_attributes(trees))  # fmt: skip
-    ids = g.node("Cast", [ids], "leaves", to=TensorProto.INT64)
-    offsets = np.cumsum([0, *[t.node_count for t in trees[:-1]]])
-    rows = g.node("Add", [ids, g.const(offsets[None, :].astype(np.int64))])
-    lengths = np.concatenate([
-        np.asarray(d, np.float64) + np.asarray(a, np.float64) - 1.0
-        for d, a in zip(model._decision_path_lengths, model._average_path_length_per_tree,
-                        strict=True)])  # fmt: skip
-    paths = g.node("Gather", [g.const(lengths), rows], "path", axis=0)  # (n, T)
-    depth = g.node("ReduceSum", [paths, g.const(np.array([1], np.int64))], keepdims=0)
+    forest = Forest(1, rounded=True)
+    for tree, d, a in zip(trees, model._decision_path_lengths,
+                          model._average_path_length_per_tree, strict=True):  # fmt: skip
+        lengths = np.asarray(d, np.float64) + np.asarray(a, np.float64) - 1.0
+        sklearn_tree(forest, tree, lengths[:, None])
+    depth = leaf_sums(g, [(encoded, trees[0].n_features, forest)], flat=True)  # (n, 1)
+    depth = g.node("Reshape", [depth, g.const(np.array([-1], np.int64))], "depth")
     denominator = len(trees) * _average_path_length(model._max_samples)
     if denominator == 0:
         raise ValueError("an isolation forest on one row has no converter")

@@ -1,0 +1,100 @@
+"""The tree-ensemble writer of the exported graph (``estimator.export.trees``): several
+forests, each on its own matrix, as one ``TreeEnsemble`` whose leaf rows are gathered from a
+table of leaves only, summed per forest in double and equal to scikit-learn's sums; float32
+thresholds that a float32 input compares with as with the double ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+from sklearn.tree import DecisionTreeRegressor  # noqa: E402
+
+from ensel.estimator.export._graph import Graph  # noqa: E402
+from ensel.estimator.export.trees import (  # noqa: E402
+    Forest,
+    float32_threshold,
+    leaf_sums,
+    leaf_values,
+    sklearn_tree,
+    stage_sums,
+)
+
+
+def _trees(seed: int, n_trees: int, width: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(200, width))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=200)
+    return [
+        DecisionTreeRegressor(max_depth=4, random_state=t).fit(X[t::2], y[t::2])
+        for t in range(n_trees)
+    ]
+
+
+def _forest(trees) -> Forest:
+    forest = Forest(1, rounded=True)
+    for tree in trees:
+        sklearn_tree(forest, tree.tree_, tree.tree_.value[:, 0, :])
+    return forest
+
+
+def _run(g: Graph, output: str, feeds: dict):
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(k, TensorProto.DOUBLE, ["n", v.shape[1]])
+              for k, v in feeds.items()]  # fmt: skip
+    outputs = [helper.make_tensor_value_info(output, TensorProto.DOUBLE, ["n", "m"])]
+    g.nodes.append(helper.make_node("Identity", [g.nodes[-1].output[0]], [output]))
+    model = g.model(inputs, outputs, "test")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return model, session.run([output], feeds)[0]
+
+
+def test_forests_on_their_own_matrices_are_one_tree_ensemble_summing_each():
+    """Two forests of unequal sizes, on two matrices: one TreeEnsemble, each forest's sum
+    equal to the sum of its trees' predictions, and a table of leaves only (and one zero row
+    for the padding tree)."""
+    rng = np.random.default_rng(1)
+    a, b = _trees(0, 3), _trees(1, 2)
+    xa, xb = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
+    xa[::7, 1] = np.nan
+    g = Graph()
+    leaf_sums(g, [("a", 3, _forest(a)), ("b", 3, _forest(b))], flat=True)
+    model, got = _run(g, "sums", {"a": xa, "b": xb})
+    ops = [node.op_type for node in model.graph.node]
+    assert ops.count("TreeEnsemble") == 1 and "TreeEnsembleRegressor" not in ops
+    expected = np.column_stack([
+        sum(t.predict(xa.astype(np.float32)) for t in a),
+        sum(t.predict(xb.astype(np.float32)) for t in b),
+    ])  # fmt: skip
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    n_leaves = sum(int((t.tree_.children_left == -1).sum()) for t in a + b)
+    tables = [t for t in model.graph.initializer if t.name.startswith("c") and len(t.dims) == 2]
+    assert sorted(tuple(t.dims) for t in tables) == [(n_leaves + 1, 1)]
+
+
+def test_a_stage_sums_a_prefix_of_each_forest_from_the_same_tree_ensemble():
+    rng = np.random.default_rng(2)
+    trees = _trees(3, 4)
+    x = rng.normal(size=(40, 3))
+    g = Graph()
+    values = leaf_values(g, "key", lambda: [("x", 3, _forest(trees))])
+    assert leaf_values(g, "key", lambda: pytest.fail("built twice")) == values
+    stage_sums(g, values, [2], flat=True)
+    model, got = _run(g, "sums", {"x": x})
+    assert [n.op_type for n in model.graph.node].count("TreeEnsemble") == 1
+    expected = sum(t.predict(x.astype(np.float32)) for t in trees[:2])
+    np.testing.assert_allclose(got[:, 0], expected, rtol=0, atol=1e-12)
+
+
+def test_float32_thresholds_compare_as_the_double_ones():
+    rng = np.random.default_rng(4)
+    thresholds = rng.normal(size=2000) * 10.0 ** rng.integers(-3, 4, 2000)
+    rounded = float32_threshold(thresholds)
+    assert rounded.dtype == np.float32
+    near = np.concatenate([rounded, np.nextafter(rounded, np.float32(np.inf))])
+    for x in near.reshape(2, -1):
+        assert np.array_equal(x <= thresholds, x <= rounded)
