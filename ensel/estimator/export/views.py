@@ -35,8 +35,26 @@ def view_matrix(g, view: View, key) -> str:
     if ("view", key) not in g.cache:
         if getattr(view, "kind", None) not in EXPORTABLE_VIEWS or not isinstance(view, View):
             raise ValueError(f"the view {getattr(view, 'kind', view)!r} has no ONNX graph")
-        g.cache[("view", key)] = _write(g, view)
+        content = ("view content", _content(view))
+        if content not in g.cache:
+            g.cache[content] = _write(g, view)
+        g.cache[("view", key)] = g.cache[content]
     return g.cache[("view", key)]
+
+
+def _content(view: View) -> tuple:
+    """What :func:`_write` reads of ``view``: fold siblings' views alike in it (a native view
+    with missing values passed through is the same on every fold) share one matrix, so the
+    siblings' trees read one input."""
+    columns = view.columns
+    out = [view.kind, bool(view.native_missing), tuple(columns.numeric), tuple(columns.categorical),
+           tuple(tuple(str(c) for c in cats) for cats in columns.categories)]  # fmt: skip
+    if not view.native_missing:
+        out += [view.fill.tobytes(), np.asarray(view.indicators).tobytes()]
+    if view.kind == "standardized":
+        out += [view.mean.tobytes(), view.scale.tobytes(), repr(view.levels), repr(view.pooled),
+                repr(view.missing_level)]  # fmt: skip
+    return tuple(out)
 
 
 def _write(g, view: View) -> str:
