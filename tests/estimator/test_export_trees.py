@@ -98,3 +98,24 @@ def test_float32_thresholds_compare_as_the_double_ones():
     near = np.concatenate([rounded, np.nextafter(rounded, np.float32(np.inf))])
     for x in near.reshape(2, -1):
         assert np.array_equal(x <= thresholds, x <= rounded)
+
+
+def test_leaf_rows_past_float32_s_exact_integers_are_read_in_double(monkeypatch):
+    """Where the table has too many rows for float32 leaf rows, the trees read the rounded
+    input in double and give the same sums."""
+    import ensel.estimator.export.trees as trees_module
+
+    rng = np.random.default_rng(5)
+    trees = _trees(6, 3)
+    x = rng.normal(size=(40, 3))
+    monkeypatch.setattr(trees_module, "EXACT_FLOAT", 4)
+    g = Graph()
+    leaf_sums(g, [("x", 3, _forest(trees))], flat=True)
+    model, got = _run(g, "sums", {"x": x})
+    splits = next(
+        a.t for n in model.graph.node if n.op_type == "TreeEnsemble" for a in n.attribute
+        if a.name == "nodes_splits"
+    )  # fmt: skip
+    assert onnx.numpy_helper.to_array(splits).dtype == np.float64
+    expected = sum(t.predict(x.astype(np.float32)) for t in trees)
+    np.testing.assert_allclose(got[:, 0], expected, rtol=0, atol=1e-12)

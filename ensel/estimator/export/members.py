@@ -1,14 +1,16 @@
 """One converter per family, registered by family name and task: each writes one stage of a
 fitted family run (one fold sibling) as graph nodes, from the view's double matrix to the
-run's uncalibrated output, double ``(n, C)`` (regression: ``(n, 1)``).
+run's uncalibrated output, double ``(n, C)`` (regression: ``(n, 1)``). Tree families register
+a converter of all of a member's fold siblings at once instead (:func:`register_runs`), which
+also serves one sibling: their trees are one tree ensemble.
 
 scikit-learn models go through ``skl2onnx`` in double (``DoubleTensorType``), embedded into
-the graph. ensel's trees are written as ``ai.onnx.ml.TreeEnsembleRegressor`` from the fitted
-scikit-learn tree structure with ensel's own leaf tables (smoothed leaf frequencies that
-scikit-learn does not hold, so no converter can emit them): double thresholds compared with
-the input rounded to float32, as scikit-learn's trees read it, and NaN sent the way each
-split learnt (``missing_go_to_left``), so the leaf reached is the one Python reaches; the
-ensemble returns each tree's leaf, whose values are gathered from the tables in double.
+the graph. ensel's trees are written by :mod:`.trees` from the fitted scikit-learn tree
+structure with ensel's own leaf tables (smoothed leaf frequencies that scikit-learn does not
+hold, so no converter can emit them): the input rounded to float32, as scikit-learn's trees
+read it, and NaN sent the way each split learnt (``missing_go_to_left``), so the leaf reached
+is the one Python reaches; the ensemble returns each tree's leaf, whose values are gathered
+from the tables in double.
 
 A family not registered here is not exportable (see :func:`why_not`).
 """
