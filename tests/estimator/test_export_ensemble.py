@@ -407,6 +407,10 @@ def test_catboost_on_numeric_columns_matches_predict_proba(tmp_path, n_classes):
     expected = clf.predict_proba(held)
     got = _run(tmp_path / "c.onnx", held, clf, "probabilities")
     np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
+    import onnx
+
+    ops = [node.op_type for node in onnx.load(tmp_path / "c.onnx").graph.node]
+    assert ops.count("Greater") == 2  # per run: both fold siblings and all three stages
 
 
 def test_catboost_with_categorical_columns_is_not_exportable(tmp_path):

@@ -4,7 +4,8 @@ here: ``NUMERIC_ONLY``). An oblivious tree tests one (feature, border) pair per 
 tests are one ``Greater`` of the input rounded to float32 against the float32 borders (NaN
 taking the bit its feature's missing-value treatment gives), the leaf index of every tree one
 ``MatMul`` of the bits by powers of two, and the leaf values are gathered and summed in double,
-scaled and biased as the model says, then squashed (sigmoid, softmax)."""
+scaled and biased as the model says, then squashed (sigmoid, softmax). A member's fold siblings
+(and the stages of one run) share one set of these nodes, their matrices side by side."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import tempfile
 import numpy as np
 
 from ...library.families._base import ConstantRun
-from .members import float32, margin_proba, register
+from .boosted import stacked_proba
+from .members import float32, register_runs
+from .trees import stage_sums
 
 __all__ = ["NUMERIC_ONLY"]
 
@@ -52,35 +55,81 @@ def _splits(trees: list[dict], nan_bits: dict[int, float]):
     return feature, border, nan, tree, weight
 
 
-@register("catboost")
-def _catboost(g, run, matrix: str, stage: int, n_outputs: int) -> str:
+@register_runs("catboost")
+def _catboost(g, runs, matrices, stage: int, n_outputs: int, positive: bool, last: int):
+    """Stage ``stage`` of CatBoost classifiers, the fold siblings side by side (their trees up
+    to stage ``last`` tested in one set of nodes), ``(n, S)`` or ``(n, S, C)``; None where
+    they saw different classes."""
+    for run in runs:
+        if isinstance(run, ConstantRun):
+            raise ValueError("a catboost run that saw one class has no converter")
+        if run.columns:
+            raise ValueError("a catboost run on categorical columns has no converter")
+    if len({tuple(run.classes) for run in runs}) > 1:
+        return None
+    k = 1 if runs[0].classes.size == 2 else runs[0].classes.size
+    models = [_json_model(run.model) for run in runs]
+    values = _leaf_values(g, runs, matrices, models, last, k)
+    counts = [_rounds(run, stage) for run in runs]
+    sums = stage_sums(g, values, counts, flat=k == 1)
+    pairs = [m.get("scale_and_bias", [1.0, [0.0] * k]) for m in models]
+    scale = np.array([float(scale) for scale, _ in pairs])
+    bias = np.array([np.broadcast_to(np.asarray(b, dtype=np.float64), (k,)) for _, b in pairs])
+    shape = (1, len(runs)) if k == 1 else (1, len(runs), 1)
+    z = g.node("Mul", [sums, g.const(scale.reshape(shape))])
+    z = g.node("Add", [z, g.const(bias.reshape(1, -1) if k == 1 else bias[None])], "margins")
+    return stacked_proba(g, z, runs[0], positive)
+
+
+def _rounds(run, stage: int) -> int:
+    return run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
+
+
+def _leaf_values(g, runs, matrices, models, last: int, k: int) -> tuple[str, int, int]:
+    """``(values, T, K)`` as :func:`.trees.leaf_values` gives them: double ``(n, S, T, K)``,
+    the leaf values of the first trees (up to stage ``last``) of each sibling, every
+    sibling's tests one ``Greater`` and the leaf indices one ``MatMul``."""
     from onnx import TensorProto
 
-    if isinstance(run, ConstantRun):
-        raise ValueError("a catboost run that saw one class has no converter")
-    if run.columns:
-        raise ValueError("a catboost run on categorical columns has no converter")
-    model = _json_model(run.model)
-    s = run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
-    trees = model["oblivious_trees"][:s]
-    info = model["features_info"].get("float_features", [])
-    nan_bits = {f["flat_feature_index"]: float(f.get("nan_value_treatment") == "AsTrue")
-                for f in info}  # fmt: skip
-    feature, border, nan, tree, weight = _splits(trees, nan_bits)
-    x = g.node("Gather", [float32(g, matrix), g.const(np.asarray(feature, np.int64))], axis=1)
-    bits = g.node("Cast", [g.node("Greater", [x, g.const(np.asarray(border)[None, :])])],
+    key = ("catboost", tuple(id(run) for run in runs), tuple(matrices), last)
+    if key in g.cache:
+        return g.cache[key]
+    pairs = zip(runs, models, strict=True)
+    trees = [m["oblivious_trees"][: _rounds(run, last)] for run, m in pairs]
+    n_trees = max(len(t) for t in trees)
+    x, starts = _side_by_side(g, matrices, [run.model.n_features_in_ for run in runs])
+    feature, border, nan, column, weight, tables = [], [], [], [], [], []
+    for s, (model, own) in enumerate(zip(models, trees, strict=True)):
+        info = model["features_info"].get("float_features", [])
+        nan_bits = {f["flat_feature_index"]: float(f.get("nan_value_treatment") == "AsTrue")
+                    for f in info}  # fmt: skip
+        f, b, n, t, w = _splits(own, nan_bits)
+        feature += [j + starts[s] for j in f]
+        border, nan, weight = border + b, nan + n, weight + w
+        column += [s * n_trees + i for i in t]
+        tables += [np.asarray(tree["leaf_values"], dtype=np.float64).reshape(-1, k) for tree in own]
+        tables += [np.zeros((1, k))] * (n_trees - len(own))  # padding: one zero leaf
+    picked = g.node("Gather", [x, g.const(np.asarray(feature, np.int64))], axis=1)
+    bits = g.node("Cast", [g.node("Greater", [picked, g.const(np.asarray(border)[None, :])])],
                   to=TensorProto.DOUBLE)  # fmt: skip
-    bits = g.node("Where", [g.node("IsNaN", [x]), g.const(np.asarray(nan)[None, :]), bits])
-    powers = np.zeros((len(feature), len(trees)))
-    powers[np.arange(len(feature)), tree] = weight
+    bits = g.node("Where", [g.node("IsNaN", [picked]), g.const(np.asarray(nan)[None, :]), bits])
+    powers = np.zeros((len(feature), len(runs) * n_trees))
+    powers[np.arange(len(feature)), column] = weight
     index = g.node("Cast", [g.node("MatMul", [bits, g.const(powers)])], to=TensorProto.INT64)
-    K = 1 if run.classes.size == 2 else run.classes.size
-    tables = [np.asarray(t["leaf_values"], dtype=np.float64).reshape(-1, K) for t in trees]
     offsets = np.cumsum([0, *[t.shape[0] for t in tables[:-1]]])
     rows = g.node("Add", [index, g.const(offsets[None, :].astype(np.int64))])
     values = g.node("Gather", [g.const(np.vstack(tables)), rows], "leaf_values", axis=0)
-    total = g.node("ReduceSum", [values, g.const(np.array([1], np.int64))], keepdims=0)
-    scale, bias = model.get("scale_and_bias", [1.0, [0.0] * K])
-    bias = np.broadcast_to(np.asarray(bias, dtype=np.float64), (K,))
-    z = g.node("Add", [g.node("Mul", [total, g.const(np.float64(scale))]), g.const(bias[None, :])])
-    return margin_proba(g, z, K == 1, run)
+    shape = np.array([0, len(runs), n_trees, k], np.int64)
+    g.cache[key] = (g.node("Reshape", [values, g.const(shape)]), n_trees, k)
+    return g.cache[key]
+
+
+def _side_by_side(g, matrices: list[str], widths: list[int]) -> tuple[str, list[int]]:
+    """The distinct ``matrices`` side by side, rounded to float32 (held in double), and each
+    sibling's first column in it."""
+    names = list(dict.fromkeys(matrices))
+    width = dict(zip(matrices, widths, strict=True))
+    first = dict(zip(names, np.cumsum([0, *[width[m] for m in names[:-1]]]).tolist(),
+                     strict=True))  # fmt: skip
+    x = names[0] if len(names) == 1 else g.node("Concat", names, "siblings_x", axis=1)
+    return float32(g, x), [first[m] for m in matrices]

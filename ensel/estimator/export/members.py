@@ -136,17 +136,6 @@ def _logreg(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     return _widen(g, proba, np.asarray(model.classes_, dtype=int), run.n_classes)
 
 
-def margin_proba(g, z: str, binary: bool, run) -> str:
-    """Class probabilities of a boosted model's margins ``z``: the sigmoid of one margin column
-    (two classes) or the softmax of one per class, widened to every class of the library
-    (``run.classes`` seen by the run, of ``run.n_classes``)."""
-    if binary:
-        proba = g.pair(g.node("Sigmoid", [z]), "concat")
-    else:
-        proba = g.node("Softmax", [z], axis=1)
-    return _widen(g, proba, np.asarray(run.classes, dtype=int), run.n_classes)
-
-
 def _widen(g, proba: str, classes: np.ndarray, n_classes: int) -> str:
     """``(n, len(classes))`` probabilities as ``(n, n_classes)`` (``families.full_proba``)."""
     if classes.size == n_classes:
