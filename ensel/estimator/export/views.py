@@ -70,11 +70,11 @@ def _write(g, view: View) -> str:
             x = g.node("Div", [x, g.const(view.scale[None, :])], "scaled")
         blocks.append(x)
     for j in range(len(columns.categorical)):
-        column = g.node("Gather", [CATEGORICAL, g.const(np.array(j, np.int64))], "cat", axis=1)
         if view.kind == "native":
-            blocks.append(_codes(g, view, j, column))
-        else:
-            blocks.extend(_one_hot(g, view, j, column))
+            blocks.append(_codes(g, view, j))
+            continue
+        column = g.node("Gather", [CATEGORICAL, g.const(np.array(j, np.int64))], "cat", axis=1)
+        blocks.extend(_one_hot(g, view, j, column))
     indicators = view.indicators if not view.native_missing else np.zeros(0, int)
     if indicators.size:
         picked = g.node(
@@ -123,33 +123,24 @@ def _column(g, values: str) -> str:
     return g.node("Unsqueeze", [values, g.const(np.array([1], np.int64))], "col")
 
 
-def _codes(g, view: View, j: int, column: str) -> str:
-    """The native view's code of categorical column ``j``: the category's position among the
-    training categories, -1 unseen, NaN or ``len(known)`` missing."""
+def _codes(g, view: View, j: int) -> str:
+    """The native view's code of categorical column ``j``, ``(n, 1)`` double: the category's
+    position among the training categories, -1 unseen, NaN or ``len(known)`` missing (the
+    empty string, whatever it was in training); one ``LabelEncoder`` on the column."""
     known = [str(c) for c in view.columns.categories[j]]
-    if known:
-        codes = g.node(
-            "LabelEncoder",
-            [column],
-            "codes",
-            domain="ai.onnx.ml",
-            keys_strings=known,
-            values_floats=[float(i) for i in range(len(known))],
-            default_float=-1.0,
-        )
-        codes = g.node("Cast", [codes], "codes", to=_DOUBLE())
-    else:
-        shape = g.node("Shape", [column])
-        codes = g.node("ConstantOfShape", [shape], "codes", value=_tensor(-1.0))
     missing_code = np.nan if view.native_missing else float(len(known))
-    codes = g.node("Where", [_absent(g, j, column), g.const(np.float64(missing_code)), codes])
-    return _column(g, codes)
-
-
-def _tensor(value: float):
-    from onnx import helper
-
-    return helper.make_tensor("v", _DOUBLE(), [1], [value])
+    keys = [(key, float(i)) for i, key in enumerate(known) if key != ""]
+    cell = g.node("Gather", [CATEGORICAL, g.const(np.array([j], np.int64))], "cat", axis=1)
+    codes = g.node(
+        "LabelEncoder",
+        [cell],
+        "codes",
+        domain="ai.onnx.ml",
+        keys_strings=[key for key, _ in keys] + [""],
+        values_floats=[code for _, code in keys] + [missing_code],
+        default_float=-1.0,
+    )
+    return g.node("Cast", [codes], "codes", to=_DOUBLE())
 
 
 def _one_hot(g, view: View, j: int, column: str) -> list[str]:
