@@ -132,6 +132,8 @@ def test_binary_file_on_a_held_out_split_holds_only_nodes_it_reads(tmp_path):
     read |= {o.name for o in graph.output}
     unread = [o for node in graph.node for o in node.output if o not in read]
     assert unread == []
+    platt = [o for node in graph.node for o in node.output if o.startswith("platt_")]
+    assert len(platt) == 1  # every Platt-calibrated member's columns in one Sigmoid
 
 
 def _keep_every_member(estimator, store) -> None:

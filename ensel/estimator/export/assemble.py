@@ -19,7 +19,12 @@ from ...compress.export import _class_tensor, _plain
 from ...library.execution.runs import TargetTransformRun, view_key
 from . import adaboost, boosted, hist, svm  # noqa: F401 - register these families' converters
 from ._graph import Graph
-from .calibration import EXPORTABLE_CALIBRATIONS, column_calibrator, side_by_side
+from .calibration import (
+    EXPORTABLE_CALIBRATIONS,
+    column_calibrator,
+    platt_terms,
+    side_by_side,
+)
 from .catboost import NUMERIC_ONLY
 from .members import CONVERTERS, VARIANTS, convert, convert_runs
 from .naive_bayes import why_not_params
@@ -207,23 +212,28 @@ def _member(g: Graph, fitted, offset: int, n_out: int, task: str) -> str:
     return g.node("Div", [total, g.const(np.float64(len(parts)))], "member")
 
 
-def _positive_member(g: Graph, fitted, offset: int, n_out: int, task: str) -> tuple[str, int]:
-    """One member of a binary ensemble as ``(columns, k)``: its siblings' (calibrated)
-    positive-class columns side by side, ``(n, k)``, whose mean is the member's positive
-    probability. One block per member, so that the average of the whole ensemble is one
-    ``MatMul``: a service pays per node, not per sibling."""
+def _positive_member(g: Graph, fitted, offset: int, n_out: int, task: str) -> tuple:
+    """One member of a binary ensemble as ``(columns, k, platt)``: its siblings' positive-class
+    columns side by side, ``(n, k)``, whose mean (after ``platt``, ``(a, b)`` of
+    ``sigmoid(a f + b)`` per column, where not None) is the member's positive probability.
+    One block per member, and Platt steps left to :func:`_classes`, so that the average of
+    the whole ensemble is a few nodes: a service pays per node, not per sibling."""
     columns, method, s_idx = _stacked(g, fitted, offset, n_out, task, True)
     if columns is None:
         raw, method, s_idx = _raw(g, fitted, offset, n_out, task)
         columns = _side_by_side(g, [g.positive(r) for r in raw])
     k = len(fitted.siblings)
     if method not in CALIBRATORS:
-        return columns, k
+        return columns, k, None
     cals = fitted.calibrators[(s_idx, method)]
     order = [fitted.sibling_of_group[group] for group in range(len(cals))]
     if order != list(range(k)):
         columns = g.node("Gather", [columns, g.const(np.array(order, np.int64))], axis=1)
-    return side_by_side(g, [cal.calibrators_[1] for cal in cals], columns), len(cals)
+    ones = [cal.calibrators_[1] for cal in cals]
+    terms = platt_terms(ones)
+    if terms is not None:
+        return columns, len(cals), terms
+    return side_by_side(g, ones, columns), len(cals), None
 
 
 def _side_by_side(g: Graph, columns: list[str]) -> str:
@@ -247,12 +257,8 @@ def _classes(g: Graph, estimator, weights, outputs, classes) -> list:
     from onnx import TensorProto, helper
 
     zero, one = g.const(np.float64(0.0)), g.const(np.float64(1.0))
-    if classes.size == 2:  # outputs: (columns, k) per member (_positive_member)
-        blocks = [block for block, _ in outputs]
-        scale = np.concatenate(
-            [np.full(k, w / k) for w, (_, k) in zip(weights, outputs, strict=True)]
-        )
-        columns = blocks[0] if len(blocks) == 1 else g.node("Concat", blocks, "members", axis=1)
+    if classes.size == 2:  # outputs: (columns, k, platt) per member (_positive_member)
+        columns, scale = _binary_columns(g, weights, outputs)
         p = g.node("MatMul", [columns, g.const(scale[:, None])])
         proba = g.pair(g.node("Clip", [p, zero, one]), "proba")
     else:
@@ -267,3 +273,24 @@ def _classes(g: Graph, estimator, weights, outputs, classes) -> list:
         helper.make_tensor_value_info("probabilities", TensorProto.DOUBLE, ["n", classes.size]),
         helper.make_tensor_value_info("label", label_type, ["n"]),
     ]
+
+
+def _binary_columns(g: Graph, weights, outputs) -> tuple[str, np.ndarray]:
+    """Every member's (calibrated) columns side by side and each column's weight in the
+    average: the columns of Platt-calibrated members calibrated together (one ``Mul``,
+    ``Add`` and ``Sigmoid``), then the others."""
+    blocks, scales, platt = [], [], []
+    for w, (columns, k, terms) in zip(weights, outputs, strict=True):
+        if terms is None:
+            blocks.append(columns)
+            scales.append(np.full(k, w / k))
+        else:
+            platt.append((columns, np.full(k, w / k), terms))
+    if platt:
+        f = _side_by_side(g, [columns for columns, _, _ in platt])
+        a, b = (np.concatenate([terms[i] for _, _, terms in platt]) for i in (0, 1))
+        z = g.node("Add", [g.node("Mul", [f, g.const(a)]), g.const(b)])
+        blocks.insert(0, g.node("Sigmoid", [z], "platt"))
+        scales.insert(0, np.concatenate([scale for _, scale, _ in platt]))
+    columns = blocks[0] if len(blocks) == 1 else g.node("Concat", blocks, "members", axis=1)
+    return columns, np.concatenate(scales)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...calibration import ColumnCalibrator, IsotonicCalibrator, PlattCalibrator
 
-__all__ = ["EXPORTABLE_CALIBRATIONS", "column_calibrator", "side_by_side"]
+__all__ = ["EXPORTABLE_CALIBRATIONS", "column_calibrator", "platt_terms", "side_by_side"]
 
 EXPORTABLE_CALIBRATIONS = frozenset({"none", "platt", "isotonic"})
 """Member calibrations this module writes (a family's own variants, such as boosting's
@@ -43,9 +43,9 @@ def side_by_side(g, cals: list, f: str) -> str:
     """Calibrator ``cals[j]`` (one class column's, all of one kind) on column ``j`` of the
     double ``(n, G)`` scores ``f``, in one set of nodes for all ``G`` columns: a binary member's
     cross-fitted calibrators, one per group, cost a service the nodes of one."""
-    if all(isinstance(cal, PlattCalibrator) for cal in cals):
-        a = np.array([-cal.a_ for cal in cals])  # sigmoid(-(a f + b)) = sigmoid(-a f - b), exact
-        b = np.array([-cal.b_ for cal in cals])
+    terms = platt_terms(cals)
+    if terms is not None:
+        a, b = terms
         return g.node("Sigmoid", [g.node("Add", [g.node("Mul", [f, g.const(a)]), g.const(b)])])
     if all(isinstance(cal, IsotonicCalibrator) for cal in cals):
         from onnx import TensorProto
@@ -63,6 +63,16 @@ def side_by_side(g, cals: list, f: str) -> str:
         return g.node("Gather", [g.const(values), idx], "isotonic", axis=0)
     kinds = sorted({type(cal).__name__ for cal in cals})
     raise ValueError(f"calibrators {kinds} side by side have no ONNX graph")
+
+
+def platt_terms(cals: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(a, b)`` such that calibrator ``cals[j]`` maps ``f`` to ``sigmoid(a[j] f + b[j])``,
+    where all of ``cals`` are Platt's (else None): columns of several members calibrated
+    this way are one ``Mul``, ``Add`` and ``Sigmoid`` side by side."""
+    if not all(isinstance(cal, PlattCalibrator) for cal in cals):
+        return None
+    # sigmoid(-(a f + b)) = sigmoid(-a f - b), exact
+    return np.array([-cal.a_ for cal in cals]), np.array([-cal.b_ for cal in cals])
 
 
 def _one(g, cal, f: str) -> str:
