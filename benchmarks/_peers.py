@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -441,49 +440,3 @@ def run_hgb(
         cpu_seconds=cpu,
         info={"n_iter": int(model.n_iter_)},
     )
-
-
-PEERS: dict[str, Callable[..., PeerResult]] = {"autogluon": run_autogluon, "hgb": run_hgb}
-
-
-def run_peer(name: str, *args, **kwargs) -> PeerResult:
-    """``PEERS[name](*args, **kwargs)``; unknown names raise a ValueError listing the peers."""
-    if name not in PEERS:
-        raise ValueError(f"unknown peer {name!r}; valid peers: {', '.join(sorted(PEERS))}")
-    return PEERS[name](*args, **kwargs)
-
-
-def main() -> None:
-    """``python -m benchmarks._peers [--time-limit 60]``: install the AutoGluon environment if
-    needed, then fit both peers on Pima (seed 0) and print what each took and scored."""
-    import argparse
-
-    from sklearn.metrics import log_loss, roc_auc_score
-
-    from benchmarks.datasets import train_test
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--num-cpus", type=int, default=2)
-    args = parser.parse_args()
-    X_tr, X_te, y_tr, y_te, _ = train_test("pima", 0)
-    train, test = X_tr.assign(type=y_tr), X_te.assign(type=y_te)
-    print(f"AutoGluon environment: {autogluon_python().parent.parent}")
-    for name, kwargs in (
-        ("hgb", {}),
-        ("autogluon", {"time_limit": args.time_limit, "eval_metric": "log_loss"}),
-    ):
-        got = run_peer(
-            name, train, test, "type", "binary", seed=0, num_cpus=args.num_cpus, **kwargs
-        )
-        print(
-            f"{got.peer}: fit {got.fit_seconds:.1f} s, predict {got.predict_seconds:.3f} s, "
-            f"{got.model_mb:.1f} MB, CPU {got.cpu_seconds:.1f} s, test log loss "
-            f"{log_loss(y_te, got.predictions, labels=got.classes):.4f}, AUC "
-            f"{roc_auc_score(y_te == got.classes[1], got.predictions[:, 1]):.4f}, load average "
-            f"{os.getloadavg()[0]:.1f}; {got.info.get('best_model', '')}"
-        )
-
-
-if __name__ == "__main__":
-    main()

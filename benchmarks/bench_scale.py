@@ -264,13 +264,8 @@ def run_hgb(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict
 
 
 def run_autogluon(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
-    try:
-        from benchmarks._peers import run_autogluon_files
-    except ImportError:
-        raise RuntimeError(
-            "benchmarks._peers has no run_autogluon_files (AutoGluon best_quality with ray in "
-            "its own venv); merge the branch that adds it, or leave autogluon out of --tools"
-        ) from None
+    from benchmarks._peers import run_autogluon_files
+
     with tempfile.TemporaryDirectory(prefix="ensel-scale-ag-") as tmp:
         train, test = Path(tmp) / "train.parquet", Path(tmp) / "test.parquet"
         X.assign(y=y.to_numpy()).to_parquet(train)

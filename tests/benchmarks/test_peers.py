@@ -82,8 +82,6 @@ def test_bad_arguments_say_what_is_wrong():
         _peers.run_hgb(data, data, "y", "ranking")
     with pytest.raises(ValueError, match="target 'label' is not a column of train"):
         _peers.run_hgb(data, data, "label", "binary")
-    with pytest.raises(ValueError, match="unknown peer 'h2o'; valid peers: autogluon, hgb"):
-        _peers.run_peer("h2o")
 
 
 def test_missing_autogluon_env_is_reported_without_installing(tmp_path, monkeypatch):
