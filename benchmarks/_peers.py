@@ -278,24 +278,6 @@ def run_autogluon(
     )
 
 
-@dataclass
-class AutoGluonRun:
-    """What ``run_autogluon_files`` measured: test AUC and log loss
-    (``classification_scores``), fit wall seconds, warm predict microseconds per row, the peak
-    resident memory of AutoGluon's whole process tree in MiB, the model AutoGluon chose, its
-    version, and the rest in ``info``."""
-
-    auc: float
-    logloss: float
-    fit_seconds: float
-    predict_us_per_row: float
-    peak_rss_mb: float
-    best_model: str
-    version: str
-    classes: list[str]
-    info: dict = field(default_factory=dict)
-
-
 def _read_column(path: Path, column: str) -> pd.Series:
     if path.suffix == ".parquet":
         return pd.read_parquet(path, columns=[column])[column]
@@ -313,13 +295,16 @@ def run_autogluon_files(
     num_cpus: int | None = None,
     seed: int = 0,
     verbosity: int = 0,
-) -> AutoGluonRun:
+) -> dict:
     """AutoGluon ``presets`` (best_quality: bagging, stacking, DyStack at its default, ray) fitted
     on the classification table at ``train_path`` and scored on ``test_path`` (each CSV or
     parquet, ``target`` a column of both; categorical columns as the file gives them) within
     ``time_limit`` seconds, in its own venv (``autogluon_python()``). ``num_cpus`` None lets
     AutoGluon use every core, as users run it. The runner reads the files itself, so nothing
-    large passes through this process; only the target columns are read here, to score."""
+    large passes through this process; only the target columns are read here, to score.
+    Returns the runner's record (``fit_seconds``, ``predict_us_per_row``, ``peak_rss_mb``,
+    ``best_model``, ``version``, ``model_mb``, ...) with test ``auc`` and ``logloss``
+    (``classification_scores``) and the ``classes``."""
     paths = [Path(train_path), Path(test_path)]
     for name, path in zip(("train_path", "test_path"), paths, strict=True):
         if path.suffix not in (".csv", ".parquet") or not path.is_file():
@@ -347,17 +332,7 @@ def run_autogluon_files(
         record = _run_job(Path(tmp), job, timeout=3 * time_limit + 1800)
         predictions = np.load(Path(tmp) / "pred.npy")
     scores = classification_scores(_read_column(paths[1], target).astype(str), classes, predictions)
-    return AutoGluonRun(
-        auc=scores["auc"],
-        logloss=scores["logloss"],
-        fit_seconds=record.pop("fit_seconds"),
-        predict_us_per_row=record.pop("predict_us_per_row"),
-        peak_rss_mb=record.pop("peak_rss_mb"),
-        best_model=record.pop("best_model"),
-        version=record.pop("version"),
-        classes=classes,
-        info=record,
-    )
+    return {**record, **scores, "classes": classes}
 
 
 def _hgb_frame(X: pd.DataFrame, levels: dict[str, list] | None = None):

@@ -272,14 +272,14 @@ def run_autogluon(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -
         X_test.assign(y=y_test.to_numpy()).to_parquet(test)
         result = run_autogluon_files(train, test, "y", budget, seed=seed)
     return {
-        "fit_seconds": result.fit_seconds,
-        "peak_mb": result.peak_rss_mb,
-        "saved_mb": result.info.get("model_mb"),
-        "predict_us_per_row": result.predict_us_per_row,
-        "auc": result.auc,
-        "logloss": result.logloss,
-        "best_model": result.best_model,
-        "autogluon_version": result.version,
+        "fit_seconds": result["fit_seconds"],
+        "peak_mb": result["peak_rss_mb"],
+        "saved_mb": result.get("model_mb"),
+        "predict_us_per_row": result["predict_us_per_row"],
+        "auc": result["auc"],
+        "logloss": result["logloss"],
+        "best_model": result["best_model"],
+        "autogluon_version": result["version"],
     }
 
 
