@@ -476,7 +476,19 @@ def _mtl(rs_list) -> str:
     return "MTL-Paired"
 
 
+def _row(cells) -> str:
+    """A markdown table row."""
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def _head(cells) -> list[str]:
+    """A markdown table's header and rule."""
+    return [_row(cells), _row(["---"] * len(cells))]
+
+
 def report_lines(path) -> list[str]:
+    """The chapter's tables from the cells in ``path``: the run's provenance, Fig. 2.5, the
+    penalty sweep, Fig. 2.7, the restarts check and task selection."""
     records = _load(path)
     lines = []
     metas = [r["meta"] for r in records]
@@ -494,142 +506,118 @@ def report_lines(path) -> list[str]:
         ]
     groups = _groups(records, "fig25")
     if groups:
-        lines += [
-            "### Fig. 2.5: edit distance and KL per problem",
-            "",
-            CHAPTER_FIG25,
-            "",
-            "| problem | P_del | rows/task | restarts | trials | "
-            + " | ".join(f"{m} edit" for m in METHODS)
-            + " | MTL - STL | MTL - IDENTICAL | MTL - POOLED |",
-            "| " + " | ".join("---" for _ in range(8 + len(METHODS))) + " |",
-        ]
-        for (prob, p, size, rs, _mt, _grid), rs_list in sorted(groups.items()):
-            m = {
-                k: [r["methods"][k]["edit"] for r in rs_list if k in r["methods"]] for k in METHODS
-            }
-            mtl = m[_mtl(rs_list)]
-            lines.append(
-                f"| {prob} | {p:g} | {size} | {rs} | {len(rs_list)} | "
-                + " | ".join(_ms(m[k]) if m[k] else "-" for k in METHODS)
-                + f" | {_paired(mtl, m['STL'])}"
-                + f" | {_paired(mtl, m['IDENTICAL'])}"
-                + f" | {_paired(mtl, m['POOLED'])} |"
-            )
-        lines += [
-            "",
-            "| problem | P_del | rows/task | "
-            + " | ".join(f"{m} KL" for m in METHODS)
-            + " | MTL - STL | MTL - IDENTICAL | δ chosen |",
-            "| " + " | ".join("---" for _ in range(6 + len(METHODS))) + " |",
-        ]
-        for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
-            m = {k: [r["methods"][k]["kl"] for r in rs_list if k in r["methods"]] for k in METHODS}
-            name = _mtl(rs_list)
-            deltas = [r["methods"][name]["delta"] for r in rs_list]
-            dtxt = ", ".join(f"{1 - d:.0e}" if d < 1 else "1" for d in deltas)
-            lines.append(
-                f"| {prob} | {p:g} | {size} | "
-                + " | ".join(_ms(m[k]) if m[k] else "-" for k in METHODS)
-                + f" | {_paired(m[name], m['STL'])}"
-                + f" | {_paired(m[name], m['IDENTICAL'])} | 1-δ: {dtxt} |"
-            )
-        # the sweep: Figs. 2.2-2.3 and the δ = 1 / training-likelihood checks
-        lines += [
-            "",
-            "### Penalty sweep (Figs. 2.2-2.4) and the δ = 1 check",
-            "",
-            "Edit distance for every δ of the grid (structures learnt on 95% of the rows, as in "
-            "the wrapper; the δ = 1 column is the multitask search's answer to IDENTICAL, whose "
-            "structure on the same 95% is its start), and the number of (trial, δ) results "
-            "whose training BDeu falls below both ends (δ = 0 and δ = 1); the chapter's Figs. "
-            "2.2-2.3 show the gain rising with δ and falling at δ = 1.",
-            "",
-        ]
-        rows = []
-        for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
-            for prior in PRIORS:
-                sw = [[x for x in r["sweep"] if x["prior"] == prior] for r in rs_list]
-                sw = [x for x in sw if x]
-                if not sw:
-                    continue
-                deltas = [x["delta"] for x in sw[0]]
-                cells = []
-                below = 0
-                for i in range(len(deltas)):
-                    cells.append(_ms([x[i]["edit"] for x in sw]))
-                for x in sw:
-                    lo = min(x[0]["train_bdeu"], x[-1]["train_bdeu"])
-                    below += sum(y["train_bdeu"] < lo - 1e-6 for y in x[1:-1])
-                one = [x[-1]["edit"] for x in sw]
-                ident = [r["methods"]["IDENTICAL"]["edit"] for r in rs_list][: len(one)]
-                cells.append(_paired(one, ident) if deltas[-1] == 1.0 else "-")
-                head = " | ".join(
-                    "δ=0" if d == 0 else "δ=1" if d == 1 else f"1-δ={1 - d:.0e}" for d in deltas
-                )
-                rows.append((prob, p, size, prior, head, cells, below, len(sw)))
-        if rows:
-            head = rows[0][4]
-            lines += [
-                f"| problem | P_del | rows/task | prior | trials | {head} | δ=1 - IDENTICAL | "
-                "below both ends |",
-                "| " + " | ".join("---" for _ in range(6 + len(rows[0][5]))) + " |",
-            ]
-            for prob, p, size, prior, _h, cells, below, n in rows:
-                lines.append(
-                    f"| {prob} | {p:g} | {size} | {prior} | {n} | {' | '.join(cells)} | {below} |"
-                )
-    lines += _fig27_lines(records)
-    lines += _restarts_lines(records)
+        lines += [*_fig25_lines(groups), *_sweep_lines(groups)]
+    return [*lines, *_fig27_lines(records), *_restarts_lines(records), *_select_lines(records)]
+
+
+def _fig25_lines(groups) -> list[str]:
+    """Fig. 2.5: edit distance and KL of every method per problem, MTL against the others."""
+    lines = ["### Fig. 2.5: edit distance and KL per problem", "", CHAPTER_FIG25, ""]
+    lines += _head(
+        ["problem", "P_del", "rows/task", "restarts", "trials", *(f"{m} edit" for m in METHODS),
+         "MTL - STL", "MTL - IDENTICAL", "MTL - POOLED"]
+    )  # fmt: skip
+    for (prob, p, size, rs, _mt, _grid), rs_list in sorted(groups.items()):
+        m = {k: [r["methods"][k]["edit"] for r in rs_list if k in r["methods"]] for k in METHODS}
+        mtl = m[_mtl(rs_list)]
+        lines.append(
+            _row([prob, f"{p:g}", size, rs, len(rs_list),
+                  *(_ms(m[k]) if m[k] else "-" for k in METHODS),
+                  *(_paired(mtl, m[k]) for k in ("STL", "IDENTICAL", "POOLED"))])
+        )  # fmt: skip
+    lines += ["", *_head(["problem", "P_del", "rows/task", *(f"{m} KL" for m in METHODS),
+                          "MTL - STL", "MTL - IDENTICAL", "δ chosen"])]  # fmt: skip
+    for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
+        m = {k: [r["methods"][k]["kl"] for r in rs_list if k in r["methods"]] for k in METHODS}
+        name = _mtl(rs_list)
+        deltas = [r["methods"][name]["delta"] for r in rs_list]
+        dtxt = ", ".join(f"{1 - d:.0e}" if d < 1 else "1" for d in deltas)
+        lines.append(
+            _row([prob, f"{p:g}", size, *(_ms(m[k]) if m[k] else "-" for k in METHODS),
+                  _paired(m[name], m["STL"]), _paired(m[name], m["IDENTICAL"]), f"1-δ: {dtxt}"])
+        )  # fmt: skip
+    return lines
+
+
+def _sweep_lines(groups) -> list[str]:
+    """Figs. 2.2-2.4: edit distance for every δ of the grid and the δ = 1 check."""
+    lines = [
+        "",
+        "### Penalty sweep (Figs. 2.2-2.4) and the δ = 1 check",
+        "",
+        "Edit distance for every δ of the grid (structures learnt on 95% of the rows, as in "
+        "the wrapper; the δ = 1 column is the multitask search's answer to IDENTICAL, whose "
+        "structure on the same 95% is its start), and the number of (trial, δ) results "
+        "whose training BDeu falls below both ends (δ = 0 and δ = 1); the chapter's Figs. "
+        "2.2-2.3 show the gain rising with δ and falling at δ = 1.",
+        "",
+    ]
+    rows = []
+    for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
+        for prior in PRIORS:
+            sw = [[x for x in r["sweep"] if x["prior"] == prior] for r in rs_list]
+            sw = [x for x in sw if x]
+            if not sw:
+                continue
+            deltas = [x["delta"] for x in sw[0]]
+            cells = [_ms([x[i]["edit"] for x in sw]) for i in range(len(deltas))]
+            below = 0
+            for x in sw:
+                lo = min(x[0]["train_bdeu"], x[-1]["train_bdeu"])
+                below += sum(y["train_bdeu"] < lo - 1e-6 for y in x[1:-1])
+            one = [x[-1]["edit"] for x in sw]
+            ident = [r["methods"]["IDENTICAL"]["edit"] for r in rs_list][: len(one)]
+            cells.append(_paired(one, ident) if deltas[-1] == 1.0 else "-")
+            head = ["δ=0" if d == 0 else "δ=1" if d == 1 else f"1-δ={1 - d:.0e}" for d in deltas]
+            rows.append((prob, p, size, prior, head, cells, below, len(sw)))
+    if rows:
+        lines += _head(["problem", "P_del", "rows/task", "prior", "trials", *rows[0][4],
+                        "δ=1 - IDENTICAL", "below both ends"])  # fmt: skip
+        for prob, p, size, prior, _h, cells, below, n in rows:
+            lines.append(_row([prob, f"{p:g}", size, prior, n, *cells, below]))
+    return lines
+
+
+def _select_lines(records) -> list[str]:
+    """Task selection (Figs. 2.10-2.12) per rows per task."""
     sel = [r for r in records if r["part"] == "select"]
-    if sel:
-        lines += ["", "### Task selection (Figs. 2.10-2.12)", ""]
-        by_size: dict = {}
-        for r in sel:
-            by_size.setdefault(r["size"], []).append(r)
-        for size, rs in sorted(by_size.items()):
-            ns = sorted({c["N"] for c in rs[0]["curves"]})
-            lines += [
-                f"Fig. 2.10 at {size} rows per task ({len(rs)} trials): principal's KL vs N.",
-                "",
-                "| measure | δ by | " + " | ".join(f"N={n}" for n in ns) + " |",
-                "| " + " | ".join("---" for _ in range(2 + len(ns))) + " |",
-            ]
-            for measure in ("direct", "indirect", "true"):
-                for how in ("valid", "optimal"):
-                    vals = [
-                        _ms(
-                            [
-                                c[how]["kl"]
-                                for r in rs
-                                for c in r["curves"]
-                                if c["measure"] == measure and c["N"] == n
-                            ]
-                        )
-                        for n in ns
-                    ]
-                    lines.append(f"| {measure} | {how} | " + " | ".join(vals) + " |")
-            stl = [r["stl"]["edit"] for r in rs]
-            lines += [
-                "",
-                f"Fig. 2.11 at {size} rows: edit-distance improvement over STL "
-                f"(STL {_ms(stl)} edits): "
-                + "; ".join(
-                    f"{k} {_ms([100 * (1 - r['fig211'][k] / r['stl']['edit']) for r in rs])}%"
-                    for k in ("all_tasks", "task_selection", "two_tasks", "optimal_n")
-                )
-                + ".",
-                "",
-                "Fig. 2.12 (trial 0): direct distance of the fifteen extra tasks, sorted: "
-                + ", ".join(f"{d:.0f}" for d in sorted(rs[0]["direct_distance"]))
-                + "; true distances in the same order: "
-                + ", ".join(
-                    f"{rs[0]['true_distance'][i]:.0f}"
-                    for i in np.argsort(rs[0]["direct_distance"], kind="stable")
-                )
-                + ".",
-                "",
-            ]
+    if not sel:
+        return []
+    lines = ["", "### Task selection (Figs. 2.10-2.12)", ""]
+    by_size: dict = {}
+    for r in sel:
+        by_size.setdefault(r["size"], []).append(r)
+    for size, rs in sorted(by_size.items()):
+        ns = sorted({c["N"] for c in rs[0]["curves"]})
+        lines += [
+            f"Fig. 2.10 at {size} rows per task ({len(rs)} trials): principal's KL vs N.",
+            "",
+            *_head(["measure", "δ by", *(f"N={n}" for n in ns)]),
+        ]
+        for measure in ("direct", "indirect", "true"):
+            for how in ("valid", "optimal"):
+                curves = [c for r in rs for c in r["curves"] if c["measure"] == measure]
+                vals = [_ms([c[how]["kl"] for c in curves if c["N"] == n]) for n in ns]
+                lines.append(_row([measure, how, *vals]))
+        stl = [r["stl"]["edit"] for r in rs]
+        order = np.argsort(rs[0]["direct_distance"], kind="stable")
+        lines += [
+            "",
+            f"Fig. 2.11 at {size} rows: edit-distance improvement over STL "
+            f"(STL {_ms(stl)} edits): "
+            + "; ".join(
+                f"{k} {_ms([100 * (1 - r['fig211'][k] / r['stl']['edit']) for r in rs])}%"
+                for k in ("all_tasks", "task_selection", "two_tasks", "optimal_n")
+            )
+            + ".",
+            "",
+            "Fig. 2.12 (trial 0): direct distance of the fifteen extra tasks, sorted: "
+            + ", ".join(f"{d:.0f}" for d in sorted(rs[0]["direct_distance"]))
+            + "; true distances in the same order: "
+            + ", ".join(f"{rs[0]['true_distance'][i]:.0f}" for i in order)
+            + ".",
+            "",
+        ]
     return lines
 
 
@@ -645,9 +633,21 @@ def _fig27_lines(records) -> list[str]:
         "",
         CHAPTER_FIG27,
         "",
-        "| rows/task | restarts | trials | STL edit | MTL edit | MTL - STL edit | "
-        "STL edit at 2x rows | IDENTICAL edit | STL KL | MTL KL | MTL - STL KL |",
-        "| " + " | ".join("---" for _ in range(11)) + " |",
+        *_head(
+            [
+                "rows/task",
+                "restarts",
+                "trials",
+                "STL edit",
+                "MTL edit",
+                "MTL - STL edit",
+                "STL edit at 2x rows",
+                "IDENTICAL edit",
+                "STL KL",
+                "MTL KL",
+                "MTL - STL KL",
+            ]
+        ),
     ]
     stl_at = {(g[2], g[3]): [r["methods"]["STL"]["edit"] for r in rs] for g, rs in groups.items()}
     for (_prob, _p, size, rs, _mt, _grid), rs_list in sorted(groups.items()):
@@ -656,10 +656,21 @@ def _fig27_lines(records) -> list[str]:
         kl = {k: [r["methods"][k]["kl"] for r in rs_list] for k in ("STL", name)}
         double = stl_at.get((2 * size, rs))
         lines.append(
-            f"| {size} | {rs} | {len(rs_list)} | {_ms(e['STL'])} | {_ms(e[name])} | "
-            f"{_paired(e[name], e['STL'])} | {_ms(double) if double else '-'} | "
-            f"{_ms(e['IDENTICAL'])} | {_ms(kl['STL'])} | {_ms(kl[name])} | "
-            f"{_paired(kl[name], kl['STL'])} |"
+            _row(
+                [
+                    size,
+                    rs,
+                    len(rs_list),
+                    _ms(e["STL"]),
+                    _ms(e[name]),
+                    _paired(e[name], e["STL"]),
+                    _ms(double) if double else "-",
+                    _ms(e["IDENTICAL"]),
+                    _ms(kl["STL"]),
+                    _ms(kl[name]),
+                    _paired(kl[name], kl["STL"]),
+                ]
+            )
         )
     return lines
 
@@ -695,11 +706,7 @@ def _restarts_lines(records) -> list[str]:
             g_hi = [gain(t, hi, base) for t in both]
             cells += [_ms(g_lo), _ms(g_hi), _paired(g_hi, g_lo)]
         stl = [_ms([t[e]["methods"]["STL"]["edit"] for t in both]) for e in (lo, hi)]
-        rows.append(
-            f"| {prob} | {p:g} | {size} | {lo} vs {hi} | {len(both)} | {' | '.join(stl)} | "
-            + " | ".join(cells)
-            + " |"
-        )
+        rows.append(_row([prob, f"{p:g}", size, f"{lo} vs {hi}", len(both), *stl, *cells]))
     if not rows:
         return []
     return [
@@ -710,10 +717,23 @@ def _restarts_lines(records) -> list[str]:
         "every learner; MTL's edit-distance gain over STL and over IDENTICAL at each effort, "
         "and the change in that gain (more restarts minus fewer, paired by trial).",
         "",
-        "| problem | P_del | rows/task | restarts | trials | STL edit (fewer) | STL edit (more) | "
-        "MTL - STL (fewer) | MTL - STL (more) | change | MTL - IDENTICAL (fewer) | "
-        "MTL - IDENTICAL (more) | change |",
-        "| " + " | ".join("---" for _ in range(13)) + " |",
+        *_head(
+            [
+                "problem",
+                "P_del",
+                "rows/task",
+                "restarts",
+                "trials",
+                "STL edit (fewer)",
+                "STL edit (more)",
+                "MTL - STL (fewer)",
+                "MTL - STL (more)",
+                "change",
+                "MTL - IDENTICAL (fewer)",
+                "MTL - IDENTICAL (more)",
+                "change",
+            ]
+        ),
         *rows,
     ]
 
