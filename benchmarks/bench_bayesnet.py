@@ -169,7 +169,20 @@ def run_cell(cell: Cell, bases: dict, priors=PRIORS, grid=GRID) -> dict:
     pnet = DiscreteNetwork.fit(names, states, padj, pooled)
     record("POOLED", [padj] * k, [pnet] * k)
 
-    # multitask: 5% validation per task, structures on the rest, parameters on all rows
+    methods, sweep = _multitask(cell, truth, codes, tests, seed, priors, grid)
+    out["methods"].update(methods)
+    out["sweep"] += sweep
+    return out
+
+
+def _multitask(cell: Cell, truth, codes, tests, seed: int, priors, grid) -> tuple[dict, list]:
+    """Multitask learning with each prior: 5% validation rows per task, structures on the rest,
+    parameters on all rows; δ chosen by validation likelihood over ``(0, *grid)``. The chosen
+    method per prior and every δ's row of the sweep."""
+    s = cell.search
+    names, states, cards, k = truth[0].variables, _states(truth[0]), truth[0].cards, len(truth)
+    present = np.ones(len(names), dtype=bool)
+    methods, sweep = {}, []
     rng = np.random.default_rng([seed, 5])
     train, valid = [], []
     for c in codes:
@@ -213,16 +226,76 @@ def run_cell(cell: Cell, bases: dict, priors=PRIORS, grid=GRID) -> dict:
                 }
             )
         best = max(rows, key=lambda r: (r["valid_ll"], -r["delta"]))
-        out["methods"][f"MTL-{prior.capitalize()}"] = {
+        methods[f"MTL-{prior.capitalize()}"] = {
             "edit": best["edit"],
             "kl": best["kl"],
             "delta": best["delta"],
         }
-        out["sweep"] += rows
-    return out
+        sweep += rows
+    return methods, sweep
 
 
 # --------------------------------------------------------------------------- task selection
+class _Principal:
+    """The principal task's structure learnt with a set of candidate tasks (task selection,
+    §2.4.3): each task's scorer and single-task start on a split of its rows, made once per
+    split, and the multitask search over δ with the Paired prior."""
+
+    def __init__(self, cell: Cell, principal, codes, perm, test, grid) -> None:
+        self.search, self.trial, self.grid = cell.search, cell.trial, grid
+        self.principal, self.codes, self.perm, self.test = principal, codes, perm, test
+        self.names, self.states = principal.variables, _states(principal)
+        self.cards = principal.cards
+        self.present = np.ones(len(self.names), dtype=bool)
+        self.fitted: dict = {}
+
+    def split(self, t: int, n_val: int, skip: int = 0):
+        """Task ``t``'s training and validation rows: ``n_val`` rows after the first ``skip``
+        of its permutation validate, the rest train."""
+        c, p = self.codes[t], self.perm[t]
+        return c[p[skip + n_val :]], c[p[skip : skip + n_val]]
+
+    def single(self, t: int, n_val: int, skip: int):
+        """Task ``t``'s scorer and single-task structure on its training split, once per split
+        (the learn calls share most tasks; the search is seeded, so this only saves time; the
+        scorer keeps its local scores for every later search on the same rows)."""
+        key = (t, n_val, skip)
+        if key not in self.fitted:
+            s = self.search
+            sc = BDeu(self.split(t, n_val, skip)[0], self.cards)
+            start = hill_climb(TaskDag(sc, self.present), s.restarts, s.tabu, [self.trial, t])
+            self.fitted[key] = (sc, start)
+        return self.fitted[key]
+
+    def learn(self, tasks, n_val: int, skip: int = 0):
+        """Principal's structure for each δ of the grid (and δ = 0): the one validation picks
+        and the one with the lowest test KL."""
+        train, valid = self.split(0, n_val, skip)
+        scs, starts = zip(*(self.single(t, n_val, skip) for t in tasks), strict=True)
+        names, states, test = self.names, self.states, self.test
+        res = []
+        for delta in (0.0, *self.grid) if len(tasks) > 1 else (0.0,):
+            dags = [TaskDag(sc, self.present, a) for sc, a in zip(scs, starts, strict=True)]
+            if delta > 0:
+                climb = (log_keep(delta), "paired", 2, self.search.mt_tabu, 0, (), self.trial)
+                multitask_climb(dags, *climb)
+            adj = dags[0].adj.copy()
+            vll = float(DiscreteNetwork.fit(names, states, adj, train).log_prob(valid).mean())
+            net = DiscreteNetwork.fit(names, states, adj, self.codes[0])
+            res.append(
+                {
+                    "delta": delta,
+                    "valid_ll": vll,
+                    "kl": float(np.mean(self.principal.log_prob(test) - net.log_prob(test))),
+                    "edit": edit_distance(_edges(adj, names), self.principal),
+                    "adj": adj,
+                }
+            )
+        chosen = max(res, key=lambda r: (r["valid_ll"], -r["delta"]))
+        oracle = min(res, key=lambda r: r["kl"])
+        return chosen, oracle
+
+
 def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0.999, 1 - 1e-5)):
     """§2.4.3 on ALARM-COMP: the original ALARM as principal, the fifteen ALARM-COMP tasks as
     candidates. Rankings by the direct, the indirect and the true measure; the principal learnt
@@ -255,49 +328,7 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
     rng = np.random.default_rng([seed, 5])
     perm = [rng.permutation(len(c)) for c in codes]
     n5 = max(1, round(0.05 * cell.size))
-
-    def split(c, p, n_val, skip=0):
-        return c[p[skip + n_val :]], c[p[skip : skip + n_val]]
-
-    fitted: dict = {}
-
-    def single(t, n_val, skip):
-        """Task ``t``'s scorer and single-task structure on its training split, once per split
-        (the learn calls below share most tasks; the search is seeded, so this only saves
-        time; the scorer keeps its local scores for every later search on the same rows)."""
-        key = (t, n_val, skip)
-        if key not in fitted:
-            sc = BDeu(split(codes[t], perm[t], n_val, skip)[0], cards)
-            start = hill_climb(TaskDag(sc, present), s.restarts, s.tabu, [cell.trial, t])
-            fitted[key] = (sc, start)
-        return fitted[key]
-
-    def learn(tasks, n_val, skip=0):
-        """Principal's structure for each δ of the grid (and δ = 0), δ by validation."""
-        tr = [split(codes[0], perm[0], n_val, skip)[0]]
-        va = split(codes[0], perm[0], n_val, skip)[1]
-        scs, starts = zip(*(single(t, n_val, skip) for t in tasks), strict=True)
-        res = []
-        for delta in (0.0, *grid) if len(tasks) > 1 else (0.0,):
-            dags = [TaskDag(sc, present, a) for sc, a in zip(scs, starts, strict=True)]
-            if delta > 0:
-                multitask_climb(dags, log_keep(delta), "paired", 2, s.mt_tabu, 0, (), cell.trial)
-            adj = dags[0].adj.copy()
-            vll = float(DiscreteNetwork.fit(names, states, adj, tr[0]).log_prob(va).mean())
-            net = DiscreteNetwork.fit(names, states, adj, codes[0])
-            res.append(
-                {
-                    "delta": delta,
-                    "valid_ll": vll,
-                    "kl": float(np.mean(principal.log_prob(test) - net.log_prob(test))),
-                    "edit": edit_distance(_edges(adj, names), principal),
-                    "adj": adj,
-                }
-            )
-        chosen = max(res, key=lambda r: (r["valid_ll"], -r["delta"]))
-        oracle = min(res, key=lambda r: r["kl"])
-        return chosen, oracle
-
+    learn = _Principal(cell, principal, codes, perm, test, grid).learn
     # STL on all rows
     stl = hill_climb(TaskDag(BDeu(codes[0], cards), present), s.restarts, s.tabu, cell.trial)
     stl_net = DiscreteNetwork.fit(names, states, stl, codes[0])
