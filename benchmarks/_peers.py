@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -279,24 +278,6 @@ def run_autogluon(
     )
 
 
-@dataclass
-class AutoGluonRun:
-    """What ``run_autogluon_files`` measured: test AUC and log loss
-    (``classification_scores``), fit wall seconds, warm predict microseconds per row, the peak
-    resident memory of AutoGluon's whole process tree in MiB, the model AutoGluon chose, its
-    version, and the rest in ``info``."""
-
-    auc: float
-    logloss: float
-    fit_seconds: float
-    predict_us_per_row: float
-    peak_rss_mb: float
-    best_model: str
-    version: str
-    classes: list[str]
-    info: dict = field(default_factory=dict)
-
-
 def _read_column(path: Path, column: str) -> pd.Series:
     if path.suffix == ".parquet":
         return pd.read_parquet(path, columns=[column])[column]
@@ -314,13 +295,16 @@ def run_autogluon_files(
     num_cpus: int | None = None,
     seed: int = 0,
     verbosity: int = 0,
-) -> AutoGluonRun:
+) -> dict:
     """AutoGluon ``presets`` (best_quality: bagging, stacking, DyStack at its default, ray) fitted
     on the classification table at ``train_path`` and scored on ``test_path`` (each CSV or
     parquet, ``target`` a column of both; categorical columns as the file gives them) within
     ``time_limit`` seconds, in its own venv (``autogluon_python()``). ``num_cpus`` None lets
     AutoGluon use every core, as users run it. The runner reads the files itself, so nothing
-    large passes through this process; only the target columns are read here, to score."""
+    large passes through this process; only the target columns are read here, to score.
+    Returns the runner's record (``fit_seconds``, ``predict_us_per_row``, ``peak_rss_mb``,
+    ``best_model``, ``version``, ``model_mb``, ...) with test ``auc`` and ``logloss``
+    (``classification_scores``) and the ``classes``."""
     paths = [Path(train_path), Path(test_path)]
     for name, path in zip(("train_path", "test_path"), paths, strict=True):
         if path.suffix not in (".csv", ".parquet") or not path.is_file():
@@ -348,17 +332,7 @@ def run_autogluon_files(
         record = _run_job(Path(tmp), job, timeout=3 * time_limit + 1800)
         predictions = np.load(Path(tmp) / "pred.npy")
     scores = classification_scores(_read_column(paths[1], target).astype(str), classes, predictions)
-    return AutoGluonRun(
-        auc=scores["auc"],
-        logloss=scores["logloss"],
-        fit_seconds=record.pop("fit_seconds"),
-        predict_us_per_row=record.pop("predict_us_per_row"),
-        peak_rss_mb=record.pop("peak_rss_mb"),
-        best_model=record.pop("best_model"),
-        version=record.pop("version"),
-        classes=classes,
-        info=record,
-    )
+    return {**record, **scores, "classes": classes}
 
 
 def _hgb_frame(X: pd.DataFrame, levels: dict[str, list] | None = None):
@@ -441,49 +415,3 @@ def run_hgb(
         cpu_seconds=cpu,
         info={"n_iter": int(model.n_iter_)},
     )
-
-
-PEERS: dict[str, Callable[..., PeerResult]] = {"autogluon": run_autogluon, "hgb": run_hgb}
-
-
-def run_peer(name: str, *args, **kwargs) -> PeerResult:
-    """``PEERS[name](*args, **kwargs)``; unknown names raise a ValueError listing the peers."""
-    if name not in PEERS:
-        raise ValueError(f"unknown peer {name!r}; valid peers: {', '.join(sorted(PEERS))}")
-    return PEERS[name](*args, **kwargs)
-
-
-def main() -> None:
-    """``python -m benchmarks._peers [--time-limit 60]``: install the AutoGluon environment if
-    needed, then fit both peers on Pima (seed 0) and print what each took and scored."""
-    import argparse
-
-    from sklearn.metrics import log_loss, roc_auc_score
-
-    from benchmarks.datasets import train_test
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--num-cpus", type=int, default=2)
-    args = parser.parse_args()
-    X_tr, X_te, y_tr, y_te, _ = train_test("pima", 0)
-    train, test = X_tr.assign(type=y_tr), X_te.assign(type=y_te)
-    print(f"AutoGluon environment: {autogluon_python().parent.parent}")
-    for name, kwargs in (
-        ("hgb", {}),
-        ("autogluon", {"time_limit": args.time_limit, "eval_metric": "log_loss"}),
-    ):
-        got = run_peer(
-            name, train, test, "type", "binary", seed=0, num_cpus=args.num_cpus, **kwargs
-        )
-        print(
-            f"{got.peer}: fit {got.fit_seconds:.1f} s, predict {got.predict_seconds:.3f} s, "
-            f"{got.model_mb:.1f} MB, CPU {got.cpu_seconds:.1f} s, test log loss "
-            f"{log_loss(y_te, got.predictions, labels=got.classes):.4f}, AUC "
-            f"{roc_auc_score(y_te == got.classes[1], got.predictions[:, 1]):.4f}, load average "
-            f"{os.getloadavg()[0]:.1f}; {got.info.get('best_model', '')}"
-        )
-
-
-if __name__ == "__main__":
-    main()

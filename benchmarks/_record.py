@@ -4,7 +4,6 @@ all its descendants, e.g. joblib workers or AutoGluon's ray workers) sampled in 
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -211,36 +210,8 @@ def measured_rows(results: Path, measure) -> list[dict]:
     return rows
 
 
-def harness_parser(doc: str, results: Path, datasets, seeds, quick: str) -> argparse.ArgumentParser:
-    """The arguments of a per-dataset-and-seed accuracy harness: ``--quick`` (what ``quick``
-    says), ``--seeds``, ``--datasets``, ``--n-jobs``, ``--results`` (JSON lines, resumed) and
-    ``--report`` (fit nothing)."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=quick)
-    parser.add_argument("--seeds", nargs="*", type=int, default=list(seeds))
-    parser.add_argument("--datasets", nargs="*", default=list(datasets))
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--results", default=str(results))
-    parser.add_argument("--report", action="store_true")
-    return parser
-
-
 def quick_results(name: str) -> Path:
     """A fresh results file for a ``--quick`` run, in the temporary directory."""
     path = Path(tempfile.gettempdir()) / f"ensel-{name}-quick.jsonl"
     path.unlink(missing_ok=True)
     return path
-
-
-def run_pending(path: Path, datasets, seeds, done: set, run, label) -> None:
-    """``run(dataset, seed)`` for every pair not in ``done``, its rows appended to ``path`` (JSON
-    lines) as they come, so an interrupted benchmark resumes; one printed line per row, named
-    by ``label(row)``."""
-    for dataset in datasets:
-        for seed in seeds:
-            if (dataset, seed) in done:
-                continue
-            for row in run(dataset, seed):
-                append_row(path, row)
-                print(dataset, seed, label(row), f"AUC {row['auc']:.4f}",
-                      f"LL {row['logloss']:.4f}", flush=True)  # fmt: skip

@@ -104,35 +104,3 @@ def markdown_table(frame, floatfmt: str = ".4f", index: bool = True) -> str:
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(cell(v) for v in row) + " |")
     return "\n".join(lines)
-
-
-def variants_against(every, baseline: str, called: str | None = None) -> list[str]:
-    """Markdown lines: per metric (log loss, AUC), each ``variant``'s per-dataset mean over
-    seeds in a table, then every variant against ``baseline`` with datasets as the unit
-    (positive differences: the variant is better). ``every``: rows with ``variant``,
-    ``dataset``, ``seed``, ``logloss`` and ``auc``; ``called``: the baseline's name in the
-    lines (itself by default)."""
-    import pandas as pd
-
-    from benchmarks._stats import paired_over_datasets, per_dataset
-
-    called = called or baseline
-    lines = []
-    for metric, higher in (("logloss", False), ("auc", True)):
-        means = {
-            v: per_dataset(every[every["variant"] == v], metric)["mean"]
-            for v in sorted(every["variant"].unique())
-        }
-        lines += [f"Test {metric} per dataset (mean over seeds):", ""]
-        lines += [markdown_table(pd.DataFrame(means)), ""]
-        for v, m in means.items():
-            if v == baseline:
-                continue
-            st = paired_over_datasets(m, means[baseline], higher)
-            lines.append(
-                f"- {v} vs {called}, {metric}: better on {st['wins']} of {st['datasets']} "
-                f"datasets, mean {st['mean diff']:+.4f} ± {st['se diff']:.4f}, t-test p = "
-                f"{st['p (t-test)']:.2f}, sign test p = {st['p (sign test)']:.2f}"
-            )
-        lines.append("")
-    return lines

@@ -43,9 +43,10 @@ loss with the same code, so a comparison names its sessions).
 
 Report (``benchmarks._stats``): per dataset, the mean over the chosen seeds with its standard
 error; over datasets, wins, the mean difference, a paired t-test and a sign test (two-sided);
-pairs (dataset, seed) as a secondary table; predict time per row as ensel's over AutoGluon's per
-dataset; and the targets, checked. Defaults may be tuned on seeds 0-1 only; the targets are
-judged on seeds 2-4 (``--report --seeds 2 3 4``).
+predict time per row as ensel's over AutoGluon's per dataset; and the targets, checked. It is
+printed; the tables of docs/results.md come from the same rows (``benchmarks.report``).
+Defaults may be tuned on seeds 0-1 only; the targets are judged on seeds 2-4 (``--report
+--seeds 2 3 4``).
 
 Each finished fit is appended to ``--results`` (JSON lines, ``RESULTS`` by default, kept in
 git), so an interrupted run resumes and later sessions add to it. ``--results`` takes several
@@ -79,11 +80,10 @@ from benchmarks._record import (
     utc_now,
     versions,
 )
-from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._report import machine_line, markdown_table
 from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
 from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
 
-SECTION = "## AutoML comparison over 12 datasets (bench_automl)"
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "automl_12tables.jsonl"
 CONFIGS = ("ensel", "autogluon", "spare")
@@ -108,12 +108,6 @@ PAIRINGS = (("ensel", "autogluon"), ("spare", "ensel"), ("spare", "autogluon"))
 """Configurations compared at equal budget: (ours, theirs)."""
 CROSS_BUDGET = ((("ensel", 600.0), ("ensel", 120.0)), (("ensel", 120.0), ("autogluon", 300.0)))
 """Comparisons across budgets: ((ours, budget), (theirs, budget))."""
-
-
-def pair_scores(y_test: pd.Series, classes, proba: np.ndarray) -> dict[str, float]:
-    """Test AUC (one-vs-rest macro for more than two classes) and log loss, scikit-learn's
-    (``benchmarks._peers.classification_scores``, the same for every configuration)."""
-    return classification_scores(y_test, classes, proba)
 
 
 def _heaviest_member(members: pd.DataFrame) -> str:
@@ -215,7 +209,7 @@ def run_pair(name: str, seed: int, config: str, budget: float) -> dict:
         out = fit_autogluon(X_tr, y_tr, X_te, y_te, ds.problem_type, budget, seed, groups)
     else:
         out = fit_ensel(config, X_tr, y_tr, X_te, budget, seed, groups)
-    scores = pair_scores(y_te, out.pop("classes"), out.pop("proba"))
+    scores = classification_scores(y_te, out.pop("classes"), out.pop("proba"))
     return {
         "dataset": name,
         "seed": seed,
@@ -255,36 +249,8 @@ def protocol(configs, budgets, seeds, datasets) -> list[tuple[str, int, str, flo
 # --------------------------------------------------------------------------------------------
 
 
-def _se(d: np.ndarray) -> float:
-    return float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
-
-
 def _select(rows: pd.DataFrame, config: str, budget: float) -> pd.DataFrame:
     return rows[(rows.config == config) & (rows.budget == budget)]
-
-
-def compare(rows: pd.DataFrame, ours: tuple[str, float], theirs: tuple[str, float]) -> dict:
-    """Paired comparison of configuration ``ours`` with ``theirs`` (each ``(config, budget)``)
-    over the (dataset, seed) pairs both have; differences are positive when ours is better.
-    The secondary table: pairs of one dataset are not independent (``over_datasets``)."""
-    a = _select(rows, *ours).set_index(["dataset", "seed"])
-    b = _select(rows, *theirs).set_index(["dataset", "seed"])
-    both = a.index.intersection(b.index)
-    d_auc = (a.loc[both, "auc"] - b.loc[both, "auc"]).to_numpy()
-    d_ll = (b.loc[both, "logloss"] - a.loc[both, "logloss"]).to_numpy()
-    n = len(both)
-    return {
-        "ensel": f"{ours[0]} {ours[1]:g}s",
-        "vs": f"{theirs[0]} {theirs[1]:g}s",
-        "pairs": n,
-        "datasets": len({d for d, _ in both}),
-        "AUC wins": f"{int((d_auc > 0).sum())}/{n}" if n else "-",
-        "mean dAUC": float(d_auc.mean()) if n else float("nan"),
-        "se dAUC": _se(d_auc),
-        "LL wins": f"{int((d_ll > 0).sum())}/{n}" if n else "-",
-        "mean dLL": float(d_ll.mean()) if n else float("nan"),
-        "se dLL": _se(d_ll),
-    }
 
 
 def comparisons(rows: pd.DataFrame) -> list[tuple[tuple[str, float], tuple[str, float]]]:
@@ -297,12 +263,6 @@ def comparisons(rows: pd.DataFrame) -> list[tuple[tuple[str, float], tuple[str, 
                 out.append(((ours, budget), (theirs, budget)))
     out += [(a, b) for a, b in CROSS_BUDGET if a in have and b in have]
     return out
-
-
-def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """The pairs table (secondary): ``compare`` for every comparison with pairs."""
-    table = pd.DataFrame([compare(rows, a, b) for a, b in comparisons(rows)])
-    return table[table["pairs"] > 0] if len(table) else table
 
 
 def over_datasets(rows: pd.DataFrame, ours, theirs, metric: str) -> dict:
@@ -480,7 +440,6 @@ def run_plan(plan, paths: list[Path]) -> None:
 def report_lines(rows: pd.DataFrame, failed: pd.DataFrame, seeds, label: str, command: str):
     """The docs section's lines for the scored ``rows`` (already restricted to ``seeds``)."""
     by_datasets = datasets_table(rows) if len(rows) else pd.DataFrame()
-    pairs = summary(rows) if len(rows) else pd.DataFrame()
     timing_cols = [
         c for c in ("fit_s", "predict_us_per_row", "peak_rss_mb", "load_1min") if c in rows
     ]
@@ -526,10 +485,6 @@ def report_lines(rows: pd.DataFrame, failed: pd.DataFrame, seeds, label: str, co
         "",
         markdown_table(timing, ".3f") if len(timing) else "(none)",
         "",
-        "Secondary: pairs (dataset, seed), not independent within a dataset:",
-        "",
-        markdown_table(pairs, ".4f", index=False) if len(pairs) else "(none)",
-        "",
     ]
     if len(failed):
         lines += [
@@ -559,7 +514,6 @@ def main(argv=None) -> None:
         " one, and new fits are appended to the last",
     )
     parser.add_argument("--label", default=None, help="what this run is, for the docs")
-    parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--report", action="store_true", help="fit nothing: report the fits in --results"
     )
@@ -599,8 +553,6 @@ def main(argv=None) -> None:
     command = ("python -m benchmarks.bench_automl " + " ".join(given)).strip()
     lines = report_lines(rows, failed, args.seeds, label, command)
     print("\n".join(lines))
-    if not args.no_write:
-        write_section(SECTION + (" (quick)" if args.quick else ""), lines)
     if tmp is not None:
         tmp.cleanup()
 

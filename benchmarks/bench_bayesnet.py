@@ -169,7 +169,20 @@ def run_cell(cell: Cell, bases: dict, priors=PRIORS, grid=GRID) -> dict:
     pnet = DiscreteNetwork.fit(names, states, padj, pooled)
     record("POOLED", [padj] * k, [pnet] * k)
 
-    # multitask: 5% validation per task, structures on the rest, parameters on all rows
+    methods, sweep = _multitask(cell, truth, codes, tests, seed, priors, grid)
+    out["methods"].update(methods)
+    out["sweep"] += sweep
+    return out
+
+
+def _multitask(cell: Cell, truth, codes, tests, seed: int, priors, grid) -> tuple[dict, list]:
+    """Multitask learning with each prior: 5% validation rows per task, structures on the rest,
+    parameters on all rows; δ chosen by validation likelihood over ``(0, *grid)``. The chosen
+    method per prior and every δ's row of the sweep."""
+    s = cell.search
+    names, states, cards, k = truth[0].variables, _states(truth[0]), truth[0].cards, len(truth)
+    present = np.ones(len(names), dtype=bool)
+    methods, sweep = {}, []
     rng = np.random.default_rng([seed, 5])
     train, valid = [], []
     for c in codes:
@@ -213,16 +226,76 @@ def run_cell(cell: Cell, bases: dict, priors=PRIORS, grid=GRID) -> dict:
                 }
             )
         best = max(rows, key=lambda r: (r["valid_ll"], -r["delta"]))
-        out["methods"][f"MTL-{prior.capitalize()}"] = {
+        methods[f"MTL-{prior.capitalize()}"] = {
             "edit": best["edit"],
             "kl": best["kl"],
             "delta": best["delta"],
         }
-        out["sweep"] += rows
-    return out
+        sweep += rows
+    return methods, sweep
 
 
 # --------------------------------------------------------------------------- task selection
+class _Principal:
+    """The principal task's structure learnt with a set of candidate tasks (task selection,
+    §2.4.3): each task's scorer and single-task start on a split of its rows, made once per
+    split, and the multitask search over δ with the Paired prior."""
+
+    def __init__(self, cell: Cell, principal, codes, perm, test, grid) -> None:
+        self.search, self.trial, self.grid = cell.search, cell.trial, grid
+        self.principal, self.codes, self.perm, self.test = principal, codes, perm, test
+        self.names, self.states = principal.variables, _states(principal)
+        self.cards = principal.cards
+        self.present = np.ones(len(self.names), dtype=bool)
+        self.fitted: dict = {}
+
+    def split(self, t: int, n_val: int, skip: int = 0):
+        """Task ``t``'s training and validation rows: ``n_val`` rows after the first ``skip``
+        of its permutation validate, the rest train."""
+        c, p = self.codes[t], self.perm[t]
+        return c[p[skip + n_val :]], c[p[skip : skip + n_val]]
+
+    def single(self, t: int, n_val: int, skip: int):
+        """Task ``t``'s scorer and single-task structure on its training split, once per split
+        (the learn calls share most tasks; the search is seeded, so this only saves time; the
+        scorer keeps its local scores for every later search on the same rows)."""
+        key = (t, n_val, skip)
+        if key not in self.fitted:
+            s = self.search
+            sc = BDeu(self.split(t, n_val, skip)[0], self.cards)
+            start = hill_climb(TaskDag(sc, self.present), s.restarts, s.tabu, [self.trial, t])
+            self.fitted[key] = (sc, start)
+        return self.fitted[key]
+
+    def learn(self, tasks, n_val: int, skip: int = 0):
+        """Principal's structure for each δ of the grid (and δ = 0): the one validation picks
+        and the one with the lowest test KL."""
+        train, valid = self.split(0, n_val, skip)
+        scs, starts = zip(*(self.single(t, n_val, skip) for t in tasks), strict=True)
+        names, states, test = self.names, self.states, self.test
+        res = []
+        for delta in (0.0, *self.grid) if len(tasks) > 1 else (0.0,):
+            dags = [TaskDag(sc, self.present, a) for sc, a in zip(scs, starts, strict=True)]
+            if delta > 0:
+                climb = (log_keep(delta), "paired", 2, self.search.mt_tabu, 0, (), self.trial)
+                multitask_climb(dags, *climb)
+            adj = dags[0].adj.copy()
+            vll = float(DiscreteNetwork.fit(names, states, adj, train).log_prob(valid).mean())
+            net = DiscreteNetwork.fit(names, states, adj, self.codes[0])
+            res.append(
+                {
+                    "delta": delta,
+                    "valid_ll": vll,
+                    "kl": float(np.mean(self.principal.log_prob(test) - net.log_prob(test))),
+                    "edit": edit_distance(_edges(adj, names), self.principal),
+                    "adj": adj,
+                }
+            )
+        chosen = max(res, key=lambda r: (r["valid_ll"], -r["delta"]))
+        oracle = min(res, key=lambda r: r["kl"])
+        return chosen, oracle
+
+
 def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0.999, 1 - 1e-5)):
     """§2.4.3 on ALARM-COMP: the original ALARM as principal, the fifteen ALARM-COMP tasks as
     candidates. Rankings by the direct, the indirect and the true measure; the principal learnt
@@ -255,49 +328,7 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
     rng = np.random.default_rng([seed, 5])
     perm = [rng.permutation(len(c)) for c in codes]
     n5 = max(1, round(0.05 * cell.size))
-
-    def split(c, p, n_val, skip=0):
-        return c[p[skip + n_val :]], c[p[skip : skip + n_val]]
-
-    fitted: dict = {}
-
-    def single(t, n_val, skip):
-        """Task ``t``'s scorer and single-task structure on its training split, once per split
-        (the learn calls below share most tasks; the search is seeded, so this only saves
-        time; the scorer keeps its local scores for every later search on the same rows)."""
-        key = (t, n_val, skip)
-        if key not in fitted:
-            sc = BDeu(split(codes[t], perm[t], n_val, skip)[0], cards)
-            start = hill_climb(TaskDag(sc, present), s.restarts, s.tabu, [cell.trial, t])
-            fitted[key] = (sc, start)
-        return fitted[key]
-
-    def learn(tasks, n_val, skip=0):
-        """Principal's structure for each δ of the grid (and δ = 0), δ by validation."""
-        tr = [split(codes[0], perm[0], n_val, skip)[0]]
-        va = split(codes[0], perm[0], n_val, skip)[1]
-        scs, starts = zip(*(single(t, n_val, skip) for t in tasks), strict=True)
-        res = []
-        for delta in (0.0, *grid) if len(tasks) > 1 else (0.0,):
-            dags = [TaskDag(sc, present, a) for sc, a in zip(scs, starts, strict=True)]
-            if delta > 0:
-                multitask_climb(dags, log_keep(delta), "paired", 2, s.mt_tabu, 0, (), cell.trial)
-            adj = dags[0].adj.copy()
-            vll = float(DiscreteNetwork.fit(names, states, adj, tr[0]).log_prob(va).mean())
-            net = DiscreteNetwork.fit(names, states, adj, codes[0])
-            res.append(
-                {
-                    "delta": delta,
-                    "valid_ll": vll,
-                    "kl": float(np.mean(principal.log_prob(test) - net.log_prob(test))),
-                    "edit": edit_distance(_edges(adj, names), principal),
-                    "adj": adj,
-                }
-            )
-        chosen = max(res, key=lambda r: (r["valid_ll"], -r["delta"]))
-        oracle = min(res, key=lambda r: r["kl"])
-        return chosen, oracle
-
+    learn = _Principal(cell, principal, codes, perm, test, grid).learn
     # STL on all rows
     stl = hill_climb(TaskDag(BDeu(codes[0], cards), present), s.restarts, s.tabu, cell.trial)
     stl_net = DiscreteNetwork.fit(names, states, stl, codes[0])
@@ -476,7 +507,19 @@ def _mtl(rs_list) -> str:
     return "MTL-Paired"
 
 
+def _row(cells) -> str:
+    """A markdown table row."""
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def _head(cells) -> list[str]:
+    """A markdown table's header and rule."""
+    return [_row(cells), _row(["---"] * len(cells))]
+
+
 def report_lines(path) -> list[str]:
+    """The chapter's tables from the cells in ``path``: the run's provenance, Fig. 2.5, the
+    penalty sweep, Fig. 2.7, the restarts check and task selection."""
     records = _load(path)
     lines = []
     metas = [r["meta"] for r in records]
@@ -494,142 +537,118 @@ def report_lines(path) -> list[str]:
         ]
     groups = _groups(records, "fig25")
     if groups:
-        lines += [
-            "### Fig. 2.5: edit distance and KL per problem",
-            "",
-            CHAPTER_FIG25,
-            "",
-            "| problem | P_del | rows/task | restarts | trials | "
-            + " | ".join(f"{m} edit" for m in METHODS)
-            + " | MTL - STL | MTL - IDENTICAL | MTL - POOLED |",
-            "| " + " | ".join("---" for _ in range(8 + len(METHODS))) + " |",
-        ]
-        for (prob, p, size, rs, _mt, _grid), rs_list in sorted(groups.items()):
-            m = {
-                k: [r["methods"][k]["edit"] for r in rs_list if k in r["methods"]] for k in METHODS
-            }
-            mtl = m[_mtl(rs_list)]
-            lines.append(
-                f"| {prob} | {p:g} | {size} | {rs} | {len(rs_list)} | "
-                + " | ".join(_ms(m[k]) if m[k] else "-" for k in METHODS)
-                + f" | {_paired(mtl, m['STL'])}"
-                + f" | {_paired(mtl, m['IDENTICAL'])}"
-                + f" | {_paired(mtl, m['POOLED'])} |"
-            )
-        lines += [
-            "",
-            "| problem | P_del | rows/task | "
-            + " | ".join(f"{m} KL" for m in METHODS)
-            + " | MTL - STL | MTL - IDENTICAL | δ chosen |",
-            "| " + " | ".join("---" for _ in range(6 + len(METHODS))) + " |",
-        ]
-        for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
-            m = {k: [r["methods"][k]["kl"] for r in rs_list if k in r["methods"]] for k in METHODS}
-            name = _mtl(rs_list)
-            deltas = [r["methods"][name]["delta"] for r in rs_list]
-            dtxt = ", ".join(f"{1 - d:.0e}" if d < 1 else "1" for d in deltas)
-            lines.append(
-                f"| {prob} | {p:g} | {size} | "
-                + " | ".join(_ms(m[k]) if m[k] else "-" for k in METHODS)
-                + f" | {_paired(m[name], m['STL'])}"
-                + f" | {_paired(m[name], m['IDENTICAL'])} | 1-δ: {dtxt} |"
-            )
-        # the sweep: Figs. 2.2-2.3 and the δ = 1 / training-likelihood checks
-        lines += [
-            "",
-            "### Penalty sweep (Figs. 2.2-2.4) and the δ = 1 check",
-            "",
-            "Edit distance for every δ of the grid (structures learnt on 95% of the rows, as in "
-            "the wrapper; the δ = 1 column is the multitask search's answer to IDENTICAL, whose "
-            "structure on the same 95% is its start), and the number of (trial, δ) results "
-            "whose training BDeu falls below both ends (δ = 0 and δ = 1); the chapter's Figs. "
-            "2.2-2.3 show the gain rising with δ and falling at δ = 1.",
-            "",
-        ]
-        rows = []
-        for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
-            for prior in PRIORS:
-                sw = [[x for x in r["sweep"] if x["prior"] == prior] for r in rs_list]
-                sw = [x for x in sw if x]
-                if not sw:
-                    continue
-                deltas = [x["delta"] for x in sw[0]]
-                cells = []
-                below = 0
-                for i in range(len(deltas)):
-                    cells.append(_ms([x[i]["edit"] for x in sw]))
-                for x in sw:
-                    lo = min(x[0]["train_bdeu"], x[-1]["train_bdeu"])
-                    below += sum(y["train_bdeu"] < lo - 1e-6 for y in x[1:-1])
-                one = [x[-1]["edit"] for x in sw]
-                ident = [r["methods"]["IDENTICAL"]["edit"] for r in rs_list][: len(one)]
-                cells.append(_paired(one, ident) if deltas[-1] == 1.0 else "-")
-                head = " | ".join(
-                    "δ=0" if d == 0 else "δ=1" if d == 1 else f"1-δ={1 - d:.0e}" for d in deltas
-                )
-                rows.append((prob, p, size, prior, head, cells, below, len(sw)))
-        if rows:
-            head = rows[0][4]
-            lines += [
-                f"| problem | P_del | rows/task | prior | trials | {head} | δ=1 - IDENTICAL | "
-                "below both ends |",
-                "| " + " | ".join("---" for _ in range(6 + len(rows[0][5]))) + " |",
-            ]
-            for prob, p, size, prior, _h, cells, below, n in rows:
-                lines.append(
-                    f"| {prob} | {p:g} | {size} | {prior} | {n} | {' | '.join(cells)} | {below} |"
-                )
-    lines += _fig27_lines(records)
-    lines += _restarts_lines(records)
+        lines += [*_fig25_lines(groups), *_sweep_lines(groups)]
+    return [*lines, *_fig27_lines(records), *_restarts_lines(records), *_select_lines(records)]
+
+
+def _fig25_lines(groups) -> list[str]:
+    """Fig. 2.5: edit distance and KL of every method per problem, MTL against the others."""
+    lines = ["### Fig. 2.5: edit distance and KL per problem", "", CHAPTER_FIG25, ""]
+    lines += _head(
+        ["problem", "P_del", "rows/task", "restarts", "trials", *(f"{m} edit" for m in METHODS),
+         "MTL - STL", "MTL - IDENTICAL", "MTL - POOLED"]
+    )  # fmt: skip
+    for (prob, p, size, rs, _mt, _grid), rs_list in sorted(groups.items()):
+        m = {k: [r["methods"][k]["edit"] for r in rs_list if k in r["methods"]] for k in METHODS}
+        mtl = m[_mtl(rs_list)]
+        lines.append(
+            _row([prob, f"{p:g}", size, rs, len(rs_list),
+                  *(_ms(m[k]) if m[k] else "-" for k in METHODS),
+                  *(_paired(mtl, m[k]) for k in ("STL", "IDENTICAL", "POOLED"))])
+        )  # fmt: skip
+    lines += ["", *_head(["problem", "P_del", "rows/task", *(f"{m} KL" for m in METHODS),
+                          "MTL - STL", "MTL - IDENTICAL", "δ chosen"])]  # fmt: skip
+    for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
+        m = {k: [r["methods"][k]["kl"] for r in rs_list if k in r["methods"]] for k in METHODS}
+        name = _mtl(rs_list)
+        deltas = [r["methods"][name]["delta"] for r in rs_list]
+        dtxt = ", ".join(f"{1 - d:.0e}" if d < 1 else "1" for d in deltas)
+        lines.append(
+            _row([prob, f"{p:g}", size, *(_ms(m[k]) if m[k] else "-" for k in METHODS),
+                  _paired(m[name], m["STL"]), _paired(m[name], m["IDENTICAL"]), f"1-δ: {dtxt}"])
+        )  # fmt: skip
+    return lines
+
+
+def _sweep_lines(groups) -> list[str]:
+    """Figs. 2.2-2.4: edit distance for every δ of the grid and the δ = 1 check."""
+    lines = [
+        "",
+        "### Penalty sweep (Figs. 2.2-2.4) and the δ = 1 check",
+        "",
+        "Edit distance for every δ of the grid (structures learnt on 95% of the rows, as in "
+        "the wrapper; the δ = 1 column is the multitask search's answer to IDENTICAL, whose "
+        "structure on the same 95% is its start), and the number of (trial, δ) results "
+        "whose training BDeu falls below both ends (δ = 0 and δ = 1); the chapter's Figs. "
+        "2.2-2.3 show the gain rising with δ and falling at δ = 1.",
+        "",
+    ]
+    rows = []
+    for (prob, p, size, _rs, _mt, _grid), rs_list in sorted(groups.items()):
+        for prior in PRIORS:
+            sw = [[x for x in r["sweep"] if x["prior"] == prior] for r in rs_list]
+            sw = [x for x in sw if x]
+            if not sw:
+                continue
+            deltas = [x["delta"] for x in sw[0]]
+            cells = [_ms([x[i]["edit"] for x in sw]) for i in range(len(deltas))]
+            below = 0
+            for x in sw:
+                lo = min(x[0]["train_bdeu"], x[-1]["train_bdeu"])
+                below += sum(y["train_bdeu"] < lo - 1e-6 for y in x[1:-1])
+            one = [x[-1]["edit"] for x in sw]
+            ident = [r["methods"]["IDENTICAL"]["edit"] for r in rs_list][: len(one)]
+            cells.append(_paired(one, ident) if deltas[-1] == 1.0 else "-")
+            head = ["δ=0" if d == 0 else "δ=1" if d == 1 else f"1-δ={1 - d:.0e}" for d in deltas]
+            rows.append((prob, p, size, prior, head, cells, below, len(sw)))
+    if rows:
+        lines += _head(["problem", "P_del", "rows/task", "prior", "trials", *rows[0][4],
+                        "δ=1 - IDENTICAL", "below both ends"])  # fmt: skip
+        for prob, p, size, prior, _h, cells, below, n in rows:
+            lines.append(_row([prob, f"{p:g}", size, prior, n, *cells, below]))
+    return lines
+
+
+def _select_lines(records) -> list[str]:
+    """Task selection (Figs. 2.10-2.12) per rows per task."""
     sel = [r for r in records if r["part"] == "select"]
-    if sel:
-        lines += ["", "### Task selection (Figs. 2.10-2.12)", ""]
-        by_size: dict = {}
-        for r in sel:
-            by_size.setdefault(r["size"], []).append(r)
-        for size, rs in sorted(by_size.items()):
-            ns = sorted({c["N"] for c in rs[0]["curves"]})
-            lines += [
-                f"Fig. 2.10 at {size} rows per task ({len(rs)} trials): principal's KL vs N.",
-                "",
-                "| measure | δ by | " + " | ".join(f"N={n}" for n in ns) + " |",
-                "| " + " | ".join("---" for _ in range(2 + len(ns))) + " |",
-            ]
-            for measure in ("direct", "indirect", "true"):
-                for how in ("valid", "optimal"):
-                    vals = [
-                        _ms(
-                            [
-                                c[how]["kl"]
-                                for r in rs
-                                for c in r["curves"]
-                                if c["measure"] == measure and c["N"] == n
-                            ]
-                        )
-                        for n in ns
-                    ]
-                    lines.append(f"| {measure} | {how} | " + " | ".join(vals) + " |")
-            stl = [r["stl"]["edit"] for r in rs]
-            lines += [
-                "",
-                f"Fig. 2.11 at {size} rows: edit-distance improvement over STL "
-                f"(STL {_ms(stl)} edits): "
-                + "; ".join(
-                    f"{k} {_ms([100 * (1 - r['fig211'][k] / r['stl']['edit']) for r in rs])}%"
-                    for k in ("all_tasks", "task_selection", "two_tasks", "optimal_n")
-                )
-                + ".",
-                "",
-                "Fig. 2.12 (trial 0): direct distance of the fifteen extra tasks, sorted: "
-                + ", ".join(f"{d:.0f}" for d in sorted(rs[0]["direct_distance"]))
-                + "; true distances in the same order: "
-                + ", ".join(
-                    f"{rs[0]['true_distance'][i]:.0f}"
-                    for i in np.argsort(rs[0]["direct_distance"], kind="stable")
-                )
-                + ".",
-                "",
-            ]
+    if not sel:
+        return []
+    lines = ["", "### Task selection (Figs. 2.10-2.12)", ""]
+    by_size: dict = {}
+    for r in sel:
+        by_size.setdefault(r["size"], []).append(r)
+    for size, rs in sorted(by_size.items()):
+        ns = sorted({c["N"] for c in rs[0]["curves"]})
+        lines += [
+            f"Fig. 2.10 at {size} rows per task ({len(rs)} trials): principal's KL vs N.",
+            "",
+            *_head(["measure", "δ by", *(f"N={n}" for n in ns)]),
+        ]
+        for measure in ("direct", "indirect", "true"):
+            for how in ("valid", "optimal"):
+                curves = [c for r in rs for c in r["curves"] if c["measure"] == measure]
+                vals = [_ms([c[how]["kl"] for c in curves if c["N"] == n]) for n in ns]
+                lines.append(_row([measure, how, *vals]))
+        stl = [r["stl"]["edit"] for r in rs]
+        order = np.argsort(rs[0]["direct_distance"], kind="stable")
+        lines += [
+            "",
+            f"Fig. 2.11 at {size} rows: edit-distance improvement over STL "
+            f"(STL {_ms(stl)} edits): "
+            + "; ".join(
+                f"{k} {_ms([100 * (1 - r['fig211'][k] / r['stl']['edit']) for r in rs])}%"
+                for k in ("all_tasks", "task_selection", "two_tasks", "optimal_n")
+            )
+            + ".",
+            "",
+            "Fig. 2.12 (trial 0): direct distance of the fifteen extra tasks, sorted: "
+            + ", ".join(f"{d:.0f}" for d in sorted(rs[0]["direct_distance"]))
+            + "; true distances in the same order: "
+            + ", ".join(f"{rs[0]['true_distance'][i]:.0f}" for i in order)
+            + ".",
+            "",
+        ]
     return lines
 
 
@@ -645,9 +664,21 @@ def _fig27_lines(records) -> list[str]:
         "",
         CHAPTER_FIG27,
         "",
-        "| rows/task | restarts | trials | STL edit | MTL edit | MTL - STL edit | "
-        "STL edit at 2x rows | IDENTICAL edit | STL KL | MTL KL | MTL - STL KL |",
-        "| " + " | ".join("---" for _ in range(11)) + " |",
+        *_head(
+            [
+                "rows/task",
+                "restarts",
+                "trials",
+                "STL edit",
+                "MTL edit",
+                "MTL - STL edit",
+                "STL edit at 2x rows",
+                "IDENTICAL edit",
+                "STL KL",
+                "MTL KL",
+                "MTL - STL KL",
+            ]
+        ),
     ]
     stl_at = {(g[2], g[3]): [r["methods"]["STL"]["edit"] for r in rs] for g, rs in groups.items()}
     for (_prob, _p, size, rs, _mt, _grid), rs_list in sorted(groups.items()):
@@ -656,10 +687,21 @@ def _fig27_lines(records) -> list[str]:
         kl = {k: [r["methods"][k]["kl"] for r in rs_list] for k in ("STL", name)}
         double = stl_at.get((2 * size, rs))
         lines.append(
-            f"| {size} | {rs} | {len(rs_list)} | {_ms(e['STL'])} | {_ms(e[name])} | "
-            f"{_paired(e[name], e['STL'])} | {_ms(double) if double else '-'} | "
-            f"{_ms(e['IDENTICAL'])} | {_ms(kl['STL'])} | {_ms(kl[name])} | "
-            f"{_paired(kl[name], kl['STL'])} |"
+            _row(
+                [
+                    size,
+                    rs,
+                    len(rs_list),
+                    _ms(e["STL"]),
+                    _ms(e[name]),
+                    _paired(e[name], e["STL"]),
+                    _ms(double) if double else "-",
+                    _ms(e["IDENTICAL"]),
+                    _ms(kl["STL"]),
+                    _ms(kl[name]),
+                    _paired(kl[name], kl["STL"]),
+                ]
+            )
         )
     return lines
 
@@ -695,11 +737,7 @@ def _restarts_lines(records) -> list[str]:
             g_hi = [gain(t, hi, base) for t in both]
             cells += [_ms(g_lo), _ms(g_hi), _paired(g_hi, g_lo)]
         stl = [_ms([t[e]["methods"]["STL"]["edit"] for t in both]) for e in (lo, hi)]
-        rows.append(
-            f"| {prob} | {p:g} | {size} | {lo} vs {hi} | {len(both)} | {' | '.join(stl)} | "
-            + " | ".join(cells)
-            + " |"
-        )
+        rows.append(_row([prob, f"{p:g}", size, f"{lo} vs {hi}", len(both), *stl, *cells]))
     if not rows:
         return []
     return [
@@ -710,10 +748,23 @@ def _restarts_lines(records) -> list[str]:
         "every learner; MTL's edit-distance gain over STL and over IDENTICAL at each effort, "
         "and the change in that gain (more restarts minus fewer, paired by trial).",
         "",
-        "| problem | P_del | rows/task | restarts | trials | STL edit (fewer) | STL edit (more) | "
-        "MTL - STL (fewer) | MTL - STL (more) | change | MTL - IDENTICAL (fewer) | "
-        "MTL - IDENTICAL (more) | change |",
-        "| " + " | ".join("---" for _ in range(13)) + " |",
+        *_head(
+            [
+                "problem",
+                "P_del",
+                "rows/task",
+                "restarts",
+                "trials",
+                "STL edit (fewer)",
+                "STL edit (more)",
+                "MTL - STL (fewer)",
+                "MTL - STL (more)",
+                "change",
+                "MTL - IDENTICAL (fewer)",
+                "MTL - IDENTICAL (more)",
+                "change",
+            ]
+        ),
         *rows,
     ]
 

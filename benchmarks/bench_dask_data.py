@@ -192,13 +192,13 @@ def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
         {
             "rows": n_rows,
             "block": (
-                f"AutoGluon {run.version} predict, timed on {CHUNK_ROWS:,} rows "
-                f"(best model {run.best_model})"
+                f"AutoGluon {run['version']} predict, timed on {CHUNK_ROWS:,} rows "
+                f"(best model {run['best_model']})"
             ),
-            "wall_s": run.predict_us_per_row * n_rows / 1e6,  # at that pace, every row
-            "client_peak_mb": run.peak_rss_mb,
+            "wall_s": run["predict_us_per_row"] * n_rows / 1e6,  # at that pace, every row
+            "client_peak_mb": run["peak_rss_mb"],
             "worker_peaks_mb": "-",
-            "rows_per_s": 1e6 / run.predict_us_per_row,
+            "rows_per_s": 1e6 / run["predict_us_per_row"],
             "load": load_average()[0],
         }
     ]

@@ -60,7 +60,6 @@ from ensel.metrics import (
 )
 from ensel.strategies import STRATEGIES
 
-SECTION = "## Ensemble selection vs model selection and Bayesian averaging (Tables 4.1-4.3)"
 DATASETS = ("breast_cancer", "pima", "biopsy", "participation", "turnout")
 PROXIES = ("rms", "mxe", "roc", "acc")
 FOLDS = 5

@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
-from benchmarks._report import machine_line, markdown_table, write_section
 from benchmarks.bench_paper import (
     DATASETS,
     SEED,
@@ -44,7 +43,6 @@ from ensel.metrics import METRICS, baseline_score, score, score_batch
 from ensel.selection import EnsembleSelection
 from ensel.strategies import model_selection
 
-SECTION = "## Library pruning, hillclimb-set size and loss reduction (§4.3.3-4.3.6)"
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 SIZES = (100, 250, 500, 1000, None)
 BAGGED_FRACTIONS = (0.05, 0.1, 0.2, 0.5, 1.0)
@@ -171,8 +169,8 @@ def loss_reduction(frame: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--store", default=None, help="bench_paper's library store (resumable)")
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -182,7 +180,6 @@ def main() -> None:
     )
     parser.add_argument("--rows", type=int, default=None, help="subsample each dataset first")
     parser.add_argument("--out", default=None, help="also write the raw rows to this CSV")
-    parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--oof",
         type=int,
@@ -190,11 +187,11 @@ def main() -> None:
         help="use the stored libraries' out-of-fold "
         "predictions, split this many times into hillclimb and test halves",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     spec = args.spec or ("tiny" if args.quick else "default")
     store = Path(args.store or f"runs/pruning-{spec}")
     folds = [int(f) for f in args.folds.split(",")]
-    rows, ran, start = [], [], time.perf_counter()
+    rows = []
     for name in args.datasets.split(","):
         for fold in folds:
             t = time.perf_counter()
@@ -213,94 +210,29 @@ def main() -> None:
             for split, part in enumerate(parts):
                 for row in run_fold(*part, args.quick):
                     rows.append({"dataset": name, "fold": f"{fold}.{split}", **row})
-            ran.append(f"{name} fold {fold} ({members} members, {n_rows} hillclimb rows)")
-            print(f"{name} fold {fold}: library {built:.0f} s, selection "
-                  f"{time.perf_counter() - t - built:.0f} s, load {os.getloadavg()[0]:.1f}",
-                  flush=True)  # fmt: skip
-            # written after every library: a run cut short still reports what it finished
-            frame = pd.DataFrame(rows)
-            if args.out:
-                frame.to_csv(args.out, index=False)
-            report(frame, args, spec, ran, time.perf_counter() - start)
+            print(f"{name} fold {fold} ({members} members, {n_rows} hillclimb rows): library "
+                  f"{built:.0f} s, selection {time.perf_counter() - t - built:.0f} s, load "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+            if args.out:  # after every library: a run cut short keeps what it finished
+                pd.DataFrame(rows).to_csv(args.out, index=False)
+    report(pd.DataFrame(rows))
 
 
-def report(frame: pd.DataFrame, args, spec: str, ran: list[str], seconds: float) -> None:
+def report(frame: pd.DataFrame) -> None:
+    """Print the pruning (Fig. 4.4) and hillclimb-size (Fig. 4.2) tables, normalised scores
+    averaged over folds and datasets, and Table 4.3's MEAN^cv row per dataset."""
     norm = normalise(frame)
-    prune = norm[norm["experiment"] == "prune"]
-    prune_table = prune.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
-    prune_table = prune_table[list(METRICS)]
-    prune_table["MEAN"] = prune_table.mean(axis=1)
     size = norm[norm["experiment"] == "size"].copy()
     largest = size.groupby(["dataset", "fold"])["setting"].transform("max")
     size["setting"] = [
         "all" if s == top else str(int(s)) for s, top in zip(size["setting"], largest, strict=True)
     ]
-    size_table = size.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
-    size_table = size_table[list(METRICS)]
-    size_table["MEAN"] = size_table.mean(axis=1)
-    loss = loss_reduction(frame)
-    print(prune_table.round(3).to_string())
-    print(size_table.round(3).to_string())
-    print(loss.round(2).to_string())
-    if args.no_write:
-        return
-    command = "python -m benchmarks.bench_pruning" + (" --quick" if args.quick else "")
-    command += f" --datasets {args.datasets} --folds {args.folds} --spec {spec}"
-    command += f" --rows {args.rows}" if args.rows else ""
-    command += f" --oof {args.oof}" if args.oof else ""
-    label = {20: "20 bags", 1: "no bagging", 0: "MODSEL"}
-    header = "| " + " | ".join(METRICS) + " | MEAN |"
-    rule = "|---" * (len(METRICS) + 3) + "|"
-
-    def lines_of(table, first):
-        return [
-            f"| {label[b]} | {first(s)} | " + " | ".join(f"{v:.3f}" for v in r.to_numpy()) + " |"
-            for (b, s), r in table.iterrows()
-        ]
-
-    write_section(
-        f"{SECTION} — spec `{spec}`",
-        [
-            "",
-            machine_line(command) + f" Wall time {seconds / 60:.0f} min.",
-            "",
-            (
-                "Libraries (cv=5, bench_paper's outer folds and store; hillclimb and test: the "
-                f"two stratified halves of their out-of-fold predictions, {args.oof} split(s)): "
-                if args.oof
-                else "Libraries (cv=5, bench_paper's outer folds; test = the outer fold): "
-            )
-            + f"{', '.join(ran)}. "
-            "Normalised test scores (0 = best constant, 1 = best test score of any member or "
-            "method on that fold), averaged over folds and datasets.",
-            "",
-            "Pruning (§4.3.6, Fig. 4.4): ensemble selection from the best `prune_fraction` of "
-            "the library by hillclimb score on the target metric.",
-            "",
-            "| bagging | fraction kept " + header,
-            rule,
-            *lines_of(prune_table, lambda s: f"{s:g}"),
-            "",
-            "Hillclimb-set size (§4.3.3, Fig. 4.2): selection on a random subset of the "
-            "hillclimb cases (out-of-fold predictions), scored on "
-            + (
-                "the other half of the out-of-fold predictions."
-                if args.oof
-                else "the outer test fold."
-            ),
-            "",
-            "| method | hillclimb cases " + header,
-            rule,
-            *lines_of(size_table, str),
-            "",
-            "Table 4.3, the MEAN^cv row per dataset: percent loss reduction of ES-CV (20 bags, "
-            "unpruned) against MODSEL-CV on the same cross-validated library (loss = distance "
-            "to a perfect score; lift's perfect score is min(4, N / positives)):",
-            "",
-            markdown_table(loss.rename_axis("dataset"), ".2f"),
-            "",
-        ],
-    )
+    for title, part in (("pruning", norm[norm["experiment"] == "prune"]), ("hillclimb size", size)):
+        table = part.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
+        table = table[list(METRICS)]
+        table["MEAN"] = table.mean(axis=1)
+        print(f"\n{title} (bags: 20, 1 = none, 0 = MODSEL)\n{table.round(3).to_string()}")
+    print(f"\nTable 4.3, MEAN^cv per dataset\n{loss_reduction(frame).round(2).to_string()}")
 
 
 if __name__ == "__main__":

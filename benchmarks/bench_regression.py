@@ -32,7 +32,7 @@ import pandas as pd
 
 from benchmarks import datasets
 from benchmarks._record import append_row, load_results
-from benchmarks._report import ROOT, machine_line, write_section
+from benchmarks._report import ROOT, machine_line, markdown_table, write_section
 from ensel import EnsembleSelectionRegressor
 from ensel.library import Library
 from ensel.metrics import score
@@ -110,144 +110,119 @@ def run_peers(X_tr, X_te, y_tr, y_te, seed: int, time_limit: float, autogluon: b
     return out
 
 
-def summarise(results: list[dict]) -> tuple[list[str], dict]:
-    """Markdown table rows (one per dataset: medians over seeds) and the win counts."""
-    frame = pd.DataFrame(
+MODELS = ("ensel", "best_member", "hgb", "autogluon")
+TARGETS = {"autogluon": TARGET_VS_AUTOGLUON, "best_member": TARGET_VS_BEST_MEMBER, "hgb": None}
+
+
+def per_pair(results: list[dict]) -> pd.DataFrame:
+    """One row per dataset x seed: each model's test RMSE and MAE, and the fit seconds."""
+    return pd.DataFrame(
         [
             {
                 "dataset": r["dataset"],
-                "seed": r["seed"],
-                **{f"{k}_{m}": r[k][m] for k in MODELS if k in r for m in ("rmse", "mae")},
-                "ensel_fit": r["ensel"]["fit_seconds"],
-                "ag_fit": r.get("autogluon", {}).get("fit_seconds", np.nan),
+                **{f"{k} {m}": r[k][m] for k in MODELS if k in r for m in ("rmse", "mae")},
+                **{f"{k} fit s": r[k]["fit_seconds"] for k in ("ensel", "autogluon") if k in r},
             }
             for r in results
         ]
     )
-    rows = []
-    header = (
-        "| dataset | pairs | ensel RMSE | best member | HGB | AutoGluon | ensel MAE | best member "
-        "| HGB | AutoGluon | ensel fit s | AutoGluon fit s |"
-    )
-    rows += [header, "|" + "---|" * 12]
-    for name, part in frame.groupby("dataset", sort=False):
-        med = part.median(numeric_only=True)
 
-        def cell(key, med=med):
-            return f"{med[key]:.4g}" if key in med and np.isfinite(med[key]) else "-"
 
-        rows.append(
-            f"| {name} | {len(part)} | "
-            + " | ".join(cell(f"{k}_rmse") for k in MODELS)
-            + " | "
-            + " | ".join(cell(f"{k}_mae") for k in MODELS)
-            + f" | {cell('ensel_fit')} | {cell('ag_fit')} |"
+def verdicts(pairs: pd.DataFrame) -> list[str]:
+    """Per other model: the pairs where ensel's RMSE is lower, the median RMSE ratio, and the
+    target where there is one."""
+    lines = []
+    for other, target in TARGETS.items():
+        col = f"{other} rmse"
+        if col not in pairs or pairs[col].isna().all():
+            lines.append(f"- ensel vs {other}: not run.")
+            continue
+        both = pairs[pairs[col].notna()]
+        beat, n = int((both["ensel rmse"] < both[col]).sum()), len(both)
+        ratio = float(np.median(both["ensel rmse"] / both[col]))
+        verdict = "" if target is None else (
+            f"; target >= {target:.0%}: {'met' if beat / n >= target else 'NOT met'}"
+        )  # fmt: skip
+        lines.append(
+            f"- ensel's test RMSE below {other}'s on {beat} of {n} pairs ({beat / n:.0%})"
+            f"{verdict}; median RMSE ratio ensel / {other} {ratio:.3f}."
         )
-    wins = {}
-    for other in ("best_member", "hgb", "autogluon"):
-        col = f"{other}_rmse"
-        if col in frame and frame[col].notna().any():
-            both = frame[frame[col].notna()]
-            beat = int((both["ensel_rmse"] < both[col]).sum())
-            ratio = float(np.median(both["ensel_rmse"] / both[col]))
-            wins[other] = (beat, len(both), ratio)
-    return rows, wins
+    return lines
 
 
-MODELS = ("ensel", "best_member", "hgb", "autogluon")
+def report_lines(results: list[dict], command: str, time_limit: float, expected: int) -> list[str]:
+    """The regression block: the machine, the medians per dataset, AutoGluon's failures and
+    the verdicts."""
+    pairs = per_pair(results)
+    medians = pairs.groupby("dataset", sort=False).median(numeric_only=True)
+    medians.insert(0, "pairs", pairs.groupby("dataset", sort=False).size())
+    loads = [r["load_average"] for r in results]
+    failed = [f"{r['dataset']} seed {r['seed']}" for r in results if "autogluon_error" in r]
+    return [
+        "",
+        machine_line(command),
+        f"Load average (1 min) when each pair finished: median {np.median(loads):.1f}, max "
+        f"{max(loads):.1f}. Time budget {time_limit:g} s per fit for ensel and AutoGluon; "
+        f"{len(results)} of {expected} dataset x seed pairs ran.",
+        "",
+        "Medians over seeds of test RMSE and MAE (70/30 splits), and of fit wall seconds:",
+        "",
+        markdown_table(medians, ".4g"),
+        "",
+        *(
+            [f"AutoGluon fitted no model within the budget on {', '.join(failed)}; left out.", ""]
+            if failed
+            else []
+        ),
+        *verdicts(pairs),
+    ]
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="2 small datasets, 1 seed, 30 s")
-    parser.add_argument("--datasets", help="comma-separated names from datasets.REGRESSION")
-    parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 5, quick 1)")
-    parser.add_argument("--time-limit", type=float, help="seconds per fit (default 60, quick 20)")
-    parser.add_argument("--spec", default="regression", help="ensel library spec")
-    parser.add_argument("--no-autogluon", action="store_true", help="skip the AutoGluon peer")
-    parser.add_argument("--fresh", action="store_true", help="forget cached results")
-    args = parser.parse_args(argv)
-    names = args.datasets.split(",") if args.datasets else (
-        QUICK_DATASETS if args.quick else DATASETS
-    )  # fmt: skip
-    unknown = [n for n in names if n not in datasets.REGRESSION]
-    if unknown:
-        parser.error(f"unknown dataset(s) {unknown}; choose from {sorted(datasets.REGRESSION)}")
-    seeds = range(args.seeds or (1 if args.quick else 5))
-    time_limit = args.time_limit or (30.0 if args.quick else 60.0)
-    autogluon = not args.no_autogluon
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tag = "quick" if args.quick else "full"
-    path = CACHE / f"results-{tag}.jsonl"
-    if args.fresh and path.exists():
-        path.unlink()
+def run(names, seeds, time_limit: float, spec: str, autogluon: bool, path: Path) -> list[dict]:
+    """Every dataset x seed not yet in ``path``, each appended as it finishes; all the rows of
+    ``names`` and ``seeds``."""
     results = load_results(path)
     done = {(r["dataset"], r["seed"]) for r in results}
-    loads = []
     for seed in seeds:  # seed-major: a run cut short still covers every dataset
         for name in names:
             if (name, seed) in done:
                 continue
             X_tr, X_te, y_tr, y_te, groups = split(name, seed)
             record = {"dataset": name, "seed": seed, "n_train": len(X_tr), "n_test": len(X_te)}
-            record.update(run_ensel(X_tr, X_te, y_tr, y_te, groups, seed, time_limit, args.spec))
-            print(
-                f"{name} seed {seed}: ensel RMSE {record['ensel']['rmse']:.4g} in "
-                f"{record['ensel']['fit_seconds']:.0f} s",
-                flush=True,
-            )
+            record.update(run_ensel(X_tr, X_te, y_tr, y_te, groups, seed, time_limit, spec))
             record.update(run_peers(X_tr, X_te, y_tr, y_te, seed, time_limit, autogluon))
             record["load_average"] = os.getloadavg()[0]
-            loads.append(record["load_average"])
             append_row(path, record)
             results.append(record)
             line = "  ".join(f"{k} {record[k]['rmse']:.4g}" for k in MODELS if k in record)
             print(f"{name} seed {seed}: RMSE {line}", flush=True)
-    results = [r for r in results if r["dataset"] in names and r["seed"] in seeds]
-    rows, wins = summarise(results)
-    print("\n".join(rows))
-    expected = len(names) * len(seeds)
+    return [r for r in results if r["dataset"] in names and r["seed"] in seeds]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 small datasets, 1 seed, 30 s")
+    parser.add_argument("--datasets", help="comma-separated names from datasets.REGRESSION")
+    parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 5, quick 1)")
+    parser.add_argument("--time-limit", type=float, help="seconds per fit (default 60, quick 30)")
+    parser.add_argument("--spec", default="regression", help="ensel library spec")
+    parser.add_argument("--no-autogluon", action="store_true", help="skip the AutoGluon peer")
+    parser.add_argument("--fresh", action="store_true", help="forget cached results")
+    args = parser.parse_args(argv)
+    default = QUICK_DATASETS if args.quick else DATASETS
+    names = args.datasets.split(",") if args.datasets else default
+    unknown = [n for n in names if n not in datasets.REGRESSION]
+    if unknown:
+        parser.error(f"unknown dataset(s) {unknown}; choose from {sorted(datasets.REGRESSION)}")
+    seeds = range(args.seeds or (1 if args.quick else 5))
+    time_limit = args.time_limit or (30.0 if args.quick else 60.0)
+    path = CACHE / f"results-{'quick' if args.quick else 'full'}.jsonl"
+    if args.fresh:
+        path.unlink(missing_ok=True)
+    results = run(names, seeds, time_limit, args.spec, not args.no_autogluon, path)
     command = "python -m benchmarks.bench_regression" + (" --quick" if args.quick else "")
-    all_loads = [r["load_average"] for r in results]
-    lines = [
-        "",
-        machine_line(command),
-        f"Load average (1 min) when each pair finished: median {np.median(all_loads):.1f}, "
-        f"max {max(all_loads):.1f} (the 2 cores are shared). Time budget {time_limit:g} s per "
-        f"fit for ensel (`time_limit`) and AutoGluon; {len(results)} of {expected} dataset x "
-        f"seed pairs ran ({', '.join(names)}; seeds {seeds.start}..{seeds.stop - 1}).",
-        "",
-        "Medians over seeds of test RMSE and MAE (70/30 splits), and of fit wall seconds:",
-        "",
-        *rows,
-        "",
-    ]
-    failed = [f"{r['dataset']} seed {r['seed']}" for r in results if "autogluon_error" in r]
-    if failed:
-        lines += [
-            f"AutoGluon fitted no model within the budget on {len(failed)} pair(s) "
-            f"({', '.join(failed)}); those pairs are left out of the AutoGluon comparison.",
-            "",
-        ]
-    for other, target in (
-        ("autogluon", TARGET_VS_AUTOGLUON),
-        ("best_member", TARGET_VS_BEST_MEMBER),
-        ("hgb", None),
-    ):
-        if other not in wins:
-            lines.append(f"- ensel vs {other}: not run.")
-            continue
-        beat, n, ratio = wins[other]
-        verdict = ""
-        if target is not None:
-            met = beat / n >= target
-            verdict = f"; target >= {target:.0%}: {'met' if met else 'NOT met'}"
-        lines.append(
-            f"- ensel's test RMSE below {other}'s on {beat} of {n} pairs ({beat / n:.0%})"
-            f"{verdict}; median RMSE ratio ensel / {other} {ratio:.3f}."
-        )
-    for line in lines[-3:]:
-        print(line)
+    lines = report_lines(results, command, time_limit, len(names) * len(seeds))
+    print("\n".join(lines))
     write_section(SECTION, lines)
 
 

@@ -3,7 +3,7 @@ how well each detector ranks and estimates the exact true risk on synthetic Gaus
 rotated-ridge mixtures in d = 2, 5, 10 (§4.1), how well it finds a class withheld at training on
 real data (§4.2, AUC), and its fit and predict time on 4,000 x 10 data.
 
-    python -m benchmarks.bench_risk [--quick | --paper] [--problems N] [--n-jobs 2] [--no-write]
+    python -m benchmarks.bench_risk [--quick | --paper] [--problems N] [--n-jobs 2]
                                     [--results FILE.jsonl]
 
 ``--paper`` runs the report's sizes (``PAPER``: 20 problems per setting, 4,000 training rows in
@@ -40,9 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from benchmarks import risk_problems as rp
 from benchmarks._record import open_results, provenance
-from benchmarks._report import machine_line, median_seconds, write_section
-
-SECTION = "## Extrapolation risk (Sandia protocol)"
+from benchmarks._report import median_seconds
 
 ORDER = (
     "box",
@@ -61,27 +59,6 @@ ORDER = (
 PEERS = ("isolation_forest", "lof", "kde")
 FORESTS = ("cert_forest", "chaos_forest")
 SETTINGS = tuple((kind, d) for kind in ("gaussian", "ridge") for d in (2, 5, 10))
-
-REPORT_RMSE = pd.DataFrame(
-    {
-        "Gauss 2-D": [0.6943, 0.2244, 0.2267, 0.1026, 0.1209, 0.0968],
-        "Gauss 5-D": [0.5801, 0.2818, 0.2826, 0.3026, 0.4538, 0.3805],
-        "Gauss 10-D": [0.5790, 0.2873, 0.2877, 0.3505, 0.5457, 0.5208],
-        "ridge 2-D": [0.6231, 0.2293, 0.2208, 0.1074, 0.1275, 0.1073],
-        "ridge 5-D": [0.5856, 0.1860, 0.1838, 0.1577, 0.2678, 0.1434],
-        "ridge 10-D": [0.5565, 0.1512, 0.1492, 0.1375, 0.3094, 0.1423],
-    },
-    index=[
-        "box",
-        "margin (isotonic)",
-        "dispersion (isotonic)",
-        "chaos_forest",
-        "cert",
-        "cert_forest",
-    ],
-)
-"""The report's Tables 2 and 3 (mean RMSE over 20 problems; columns read as in
-shared/papers/INDEX.md: box, margin, FDR, chaos forest, CERT, CERT forest)."""
 
 
 @dataclass(frozen=True)
@@ -402,121 +379,31 @@ def unknown_table(unk: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     return table
 
 
-def check_targets(
-    spear: pd.DataFrame, raw: pd.DataFrame, auc: pd.DataFrame, syn: pd.DataFrame
-) -> list[str]:
-    """The issue's three targets, each with the numbers that decide it."""
-    lines = []
-    need = {"box", "cert", *FORESTS}
-    if need <= set(spear.index):
-        for fig, table, better in (("Spearman", spear, max), ("raw RMSE", raw, min)):
-            held = []
-            for col in table.columns:
-                f = table[col]
-                worse_forest = f[list(FORESTS)].min() if better is max else f[list(FORESTS)].max()
-                ok = (
-                    (worse_forest > f["cert"] > f["box"])
-                    if better is max
-                    else (worse_forest < f["cert"] < f["box"])
-                )
-                held.append(f"{col} {'yes' if ok else 'NO'}")
-            n_ok = sum(h.endswith("yes") for h in held)
-            lines.append(
-                f"- Report ordering (both forests beat one CERT tree, which beats box risk) by "
-                f"{fig}: holds in {n_ok} of {len(held)} settings ({'; '.join(held)})."
-            )
-    else:
-        lines.append("- Report ordering: not checked (box, cert and both forests are needed).")
-    peers = [p for p in PEERS if p in spear.index]
-    forests = [f for f in FORESTS if f in spear.index]
-    if peers and forests:
-        held = []
-        for d in (2, 5, 10):
-            col = setting_label("ridge", d)
-            best_forest = spear.loc[forests, col].max()
-            best_peer = spear.loc[peers, col].max()
-            per = syn[(syn["kind"] == "ridge") & (syn["d"] == d)].pivot_table(
-                index="problem", columns="detector", values="spearman"
-            )
-            wins = int((per[forests].max(axis=1) >= per[peers].max(axis=1)).sum())
-            held.append((best_forest >= best_peer, col, best_forest, best_peer, wins, len(per)))
-        lines.append(
-            f"- Ridge mixtures, better forest ranks at least as well as the best peer (mean "
-            f"Spearman): {'met' if all(h[0] for h in held) else 'NOT met'} ("
-            + "; ".join(
-                f"{c} {bf:.3f} vs {bp:.3f}, forest ahead on {w} of {m} problems"
-                for _, c, bf, bp, w, m in held
-            )
-            + ")."
-        )
-    else:
-        lines.append("- Ridge target: not checked (a forest or the peers are missing).")
-    if "combined" in auc.index and auc.loc["combined"].notna().any():
-        datasets = [c for c in auc.columns if c != "mean"]
-        mine = auc.loc["combined", datasets]
-        margins = {}  # combined minus each other detector, on the datasets both ran on
-        for other in auc.index.drop("combined"):
-            both = auc.loc[other, datasets].notna() & mine.notna()
-            margins[other] = float((mine[both] - auc.loc[other, datasets][both]).mean())
-        closest = min(margins, key=margins.get)
-        wins = sum(mine[c] > auc.loc[auc.index != "combined", c].max() for c in datasets)
-        lines.append(
-            "- Unknown class, combined beats every single detector and peer (mean AUC over the "
-            f"datasets both ran on): {'met' if min(margins.values()) > 0 else 'NOT met'} "
-            f"(closest: {closest}, combined minus it {margins[closest]:+.3f}); combined is "
-            f"best outright on {wins} of {len(datasets)} datasets."
-        )
-    else:
-        lines.append("- Unknown-class target: not checked (combined missing).")
-    return lines
-
-
-def markdown(table: pd.DataFrame, fmt: str = "{:.3f}", first: str = "detector") -> list[str]:
-    cols = list(table.columns)
-    out = [f"| {first} | " + " | ".join(map(str, cols)) + " |", "|---" * (len(cols) + 1) + "|"]
-    for idx, row in table.iterrows():
-        cells = [_cell(v, fmt) for v in row]
-        out.append(f"| {idx} | " + " | ".join(cells) + " |")
-    return out
-
-
-def combined_paired(syn: pd.DataFrame) -> pd.DataFrame:
-    """Per setting, ``combined`` against the best other detector on the problems it ran on."""
-    ran = syn[syn["detector"] == "combined"][["kind", "d", "problem"]]
-    same = syn.merge(ran, on=["kind", "d", "problem"])
-    rows = []
-    for (kind, d), g in same.groupby(["kind", "d"], sort=False):
-        means = g.groupby("detector")[["spearman", "iso_rmse"]].mean()
-        others = means.drop(index="combined")
-        best = others["spearman"].idxmax()
-        rows.append(
-            {
-                "setting": setting_label(kind, d),
-                "problems": g["problem"].nunique(),
-                "combined Spearman": means.loc["combined", "spearman"],
-                "best other": best,
-                "its Spearman": others.loc[best, "spearman"],
-                "combined iso RMSE": means.loc["combined", "iso_rmse"],
-                "best other iso RMSE": others["iso_rmse"].min(),
-            }
-        )
-    return pd.DataFrame(rows).set_index("setting") if rows else pd.DataFrame()
-
-
-def _cell(v, fmt: str) -> str:
-    if isinstance(v, str):
-        return v
-    if pd.isna(v):
-        return "-"
-    return fmt.format(v) if isinstance(v, float) else str(v)
+def print_tables(syn: pd.DataFrame, unk: pd.DataFrame, timing: pd.DataFrame, names) -> None:
+    """The per-setting means of each figure, the unknown-class AUC, the times and the errors,
+    printed; the docs' tables come from the rows (``benchmarks.sandia_tables``)."""
+    singles = [n for n in names if n != "combined"]
+    tables = {}
+    for fig in ("spearman", "rmse", "iso_rmse", "iso_rmse_report"):
+        tables[fig] = synthetic_table(syn, fig, singles)
+        if fig != "spearman":
+            tables[fig].loc["no-information floor"] = floor_row(syn)
+    tables["unknown class AUC"] = unknown_table(unk, names)
+    tables["seconds"] = timing.set_index("detector")[["fit_s", "predict_s"]]
+    for title, table in tables.items():
+        print(f"\n{title}\n{table.to_string(float_format=lambda v: f'{v:.3f}')}")
+    errors = pd.concat([syn, unk, timing], ignore_index=True)
+    errors = errors[errors["error"].fillna("").str.len() > 0]
+    errors = errors[~errors["error"].str.startswith("one known class")]
+    for (det, err), n in errors.groupby(["detector", "error"]).size().items():
+        print(f"error: {det}: {n} x {err}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--problems", type=int, default=None, help="problems per setting")
     parser.add_argument("--n-jobs", type=int, default=2, help="processes for the problem loops")
-    parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--paper", action="store_true", help="the report's sizes (PAPER)")
     parser.add_argument("--results", help="JSON-lines file to append the per-problem rows to")
     args = parser.parse_args()
@@ -528,155 +415,13 @@ def main() -> None:
     names = available_detectors()
     wall = time.perf_counter()
     syn = run_synthetic(names, sizes, args.n_jobs)
-    t_syn = time.perf_counter() - wall
     unk = run_unknown(names, sizes, args.n_jobs)
-    t_unk = time.perf_counter() - wall - t_syn
     timing = run_timing(names, sizes)
-    total = time.perf_counter() - wall
     if args.results:
         for part, frame in (("synthetic", syn), ("unknown", unk), ("timing", timing)):
             append_rows(Path(args.results), frame, part, sizes)
-
-    singles = [n for n in names if n != "combined"]
-    figs = ("spearman", "rmse", "iso_rmse", "iso_rmse_report")
-    tables = {fig: synthetic_table(syn, fig, singles) for fig in figs}
-    for fig in ("rmse", "iso_rmse", "iso_rmse_report"):
-        tables[fig].loc["no-information floor"] = floor_row(syn)
-    paired = combined_paired(syn) if "combined" in names else pd.DataFrame()
-    auc = unknown_table(unk, names)
-    times = timing.set_index("detector")[["fit_s", "predict_s"]]
-    errors = pd.concat([syn, unk, timing], ignore_index=True)
-    errors = errors[errors["error"].fillna("").str.len() > 0]
-    errors = errors[~errors["error"].str.startswith("one known class")]
-    targets = check_targets(tables["spearman"], tables["rmse"], auc, syn)
-
-    for title, table in (
-        ("Spearman correlation with the true risk (mean over problems)", tables["spearman"]),
-        ("RMSE of the raw score", tables["rmse"]),
-        ("RMSE after cross-fitted isotonic calibration", tables["iso_rmse"]),
-        (
-            "RMSE after isotonic calibration on the test points (report protocol)",
-            tables["iso_rmse_report"],
-        ),
-        ("combined vs the best other detector on the same problems", paired),
-        ("Unknown class: AUC of ranking the withheld class first", auc),
-        (f"Seconds on {sizes.timing_rows} x 10", times),
-    ):
-        print(f"\n{title}\n{table.to_string(float_format=lambda v: f'{v:.3f}')}")
-    if len(errors):
-        print("\nerrors:")
-        for (det, err), n in errors.groupby(["detector", "error"]).size().items():
-            print(f"  {det}: {n} x {err}")
-    print("\n" + "\n".join(targets))
-    print(f"\nwall: synthetic {t_syn:.0f} s, unknown class {t_unk:.0f} s, total {total:.0f} s")
-    if args.no_write:
-        return
-    command = "python -m benchmarks.bench_risk" + (" --quick" if args.quick else "")
-    command += " --paper" if args.paper else ""
-    if args.problems:
-        command += f" --problems {args.problems}"
-    if args.n_jobs != 2:
-        command += f" --n-jobs {args.n_jobs}"
-    write_section(
-        SECTION,
-        report_lines(command, sizes, names, tables, paired, auc, times, errors, targets, total),
-    )
-
-
-def report_lines(command, sizes, names, tables, paired, auc, times, errors, targets, total):
-    n = sizes.n_train
-    grid = sizes.grid_per_axis
-    lines = [
-        "",
-        machine_line(command),
-        "",
-        f"Sandia report §4.1 protocol: {sizes.problems} random problems per setting; training "
-        f"rows {n[2]} (2-D), {n[5]} (5-D), {n[10]} (10-D) drawn from the mixture inside "
-        f"[-10, 10]^d; test points a {grid} x {grid} grid (2-D) or {sizes.n_test} line-search "
-        "points with target risks uniform on [0, 1] (5-D, 10-D); figures against the exact "
-        "true risk f_U / (f_U + f_T) (`benchmarks/risk_problems.py`). Detectors run with "
-        "default parameters, `bounds` = the known support; builtin detectors (margin, "
-        "dispersion, open-set forest) and `combined` get the class (A or B) of the component "
-        "a row came from, as in the report. A constant score (box risk inside the box) counts "
-        f"as Spearman 0. Whole run: {total / 60:.1f} minutes.",
-        "",
-        "Spearman correlation with the true risk (primary figure; mean over problems):",
-        "",
-        *markdown(tables["spearman"]),
-        "",
-        "RMSE of the raw score against the true risk (the report's figure for CERT, CERT forest "
-        "and chaos forest), beside the no-information floor (the standard deviation of the true "
-        "risk: the RMSE of predicting its mean):",
-        "",
-        *markdown(tables["rmse"]),
-        "",
-        "RMSE after isotonic calibration (the report's figure for margin and FDR). The increasing "
-        "map from score to true risk is cross-fitted over the test points (5 folds: each point is "
-        "calibrated by a map fitted on the other four fifths), so unlike the report's no point "
-        "calibrates itself:",
-        "",
-        *markdown(tables["iso_rmse"]),
-        "",
-        "RMSE after isotonic calibration fitted on the test points themselves: the report's "
-        "evaluation protocol for margin and FDR in its Tables 2-3 (§4.1: the calibration 'uses "
-        "the true risk scores from the test set', a best case), reproduced for comparison with "
-        "those rows; it is an evaluation protocol, not how the estimator calibrates (cross-"
-        "fitted, above):",
-        "",
-        *markdown(tables["iso_rmse_report"]),
-        "",
-        "For comparison, the report's Tables 2-3 (20 problems per setting, 1,000 / 4,000 / 4,000 "
-        "training rows, a ridge width it does not state; raw RMSE, margin and FDR after isotonic "
-        "calibration fitted on the test points themselves):",
-        "",
-        *markdown(REPORT_RMSE, fmt="{:.4f}"),
-        "",
-    ]
-    if len(paired):
-        lines += [
-            "`combined` (CombinedRisk, cv=5, with the labels) costs about four times all its "
-            "detectors together, so it ran on the first "
-            + ("problem" if sizes.combined_problems == 1 else f"{sizes.combined_problems} problems")
-            + " of each setting; against the best other detector on the same problems:",
-            "",
-            *markdown(paired, first="setting"),
-            "",
-        ]
-    lines += [
-        f"Unknown class (§4.2): {sizes.unknown_repeats} x 2-fold cross-validation; the "
-        "detectors are fitted on the training fold without the withheld class and rank the "
-        "test fold; AUC with the withheld class positive. "
-        + (
-            "Multi-class sets withhold each class in turn (mean over classes); "
-            if sizes.withhold_every_class
-            else "Multi-class sets withhold their smallest class; "
-        )
-        + "binary sets withhold the minority class, so training holds one class and the "
-        "builtin detectors cannot run there (`-`). Bounds: the training range. `combined` is "
-        "CombinedRisk with default parameters, given the labels where two classes remain.",
-        "",
-        *markdown(auc),
-        "",
-        f"Fit seconds (one fit) and predict seconds (median of {sizes.timing_repeats}) on "
-        f"{sizes.timing_rows} x 10 (a 10-D ridge problem; predict {sizes.timing_rows} rows; "
-        "after a warm-up fit, so numba compilation is not counted):",
-        "",
-        *markdown(times, fmt="{:.2f}"),
-        "",
-        "Targets:",
-        "",
-        *targets,
-        "",
-    ]
-    if len(errors):
-        lines += ["Detectors that raised (their cells are `-`):", ""]
-        for (det, err), k in errors.groupby(["detector", "error"]).size().items():
-            lines.append(f"- {det}, {k} time(s): {err[:200]}")
-        lines.append("")
-    skipped = [n for n in ORDER if n not in names]
-    if skipped:
-        lines += [f"Not registered when this ran (skipped): {', '.join(skipped)}.", ""]
-    return lines
+    print_tables(syn, unk, timing, names)
+    print(f"\nwall: {time.perf_counter() - wall:.0f} s")
 
 
 if __name__ == "__main__":

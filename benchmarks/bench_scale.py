@@ -5,7 +5,7 @@ HistGradientBoosting defaults and AutoGluon best_quality at the same budget.
     python -m benchmarks.bench_scale --tables synth100k movies insteval --budgets 300 600 \
         --seeds 0 1 2                                  # the 100k targets, all four tools
     python -m benchmarks.bench_scale --tables synth300k synth1m --budgets 600 --seeds 0
-    python -m benchmarks.bench_scale --report         # the docs table from the results
+    python -m benchmarks.bench_scale --report         # the table of the results, fit nothing
     python -m benchmarks.bench_scale --tables synth100k --budgets 300 --tools ensel \
         --max-memory 1.2GB --results benchmarks/results/scale_memory_cap.jsonl  # a binding ceiling
 
@@ -39,9 +39,7 @@ import os
 import pickle
 import platform
 import shutil
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -50,13 +48,11 @@ import pandas as pd
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
-from benchmarks._record import git_commit, versions
-from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._record import PeakMemory, append_row, git_commit, load_results, versions
 from benchmarks._scale_data import make_table
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "scale.jsonl"
-SECTION = "## Large tables (100k-1M rows)"
 SYNTHETIC = {"synth20k": 20_000, "synth100k": 100_000, "synth300k": 300_000, "synth1m": 1_000_000}
 REAL = ("movies", "insteval")
 REGISTERED = (
@@ -141,44 +137,6 @@ def _insteval() -> tuple[pd.DataFrame, pd.Series]:
 # ---------------------------------------------------------------------------- measuring
 
 
-class PeakMemory:
-    """Peak resident memory (MB) of this process and all its descendants, summed, sampled
-    every ``interval`` seconds in a background thread between ``start`` and ``stop``."""
-
-    def __init__(self, interval: float = 0.2) -> None:
-        import psutil
-
-        self._psutil = psutil
-        self.interval = interval
-        self.peak = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self) -> float:
-        me = self._psutil.Process()
-        total = 0
-        for proc in [me, *me.children(recursive=True)]:
-            try:
-                total += proc.memory_info().rss
-            except (self._psutil.NoSuchProcess, self._psutil.AccessDenied):
-                pass
-        return total / 2**20
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._sample())
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> PeakMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._sample())
-
-
 def _scores(y_test: pd.Series, proba: np.ndarray) -> dict:
     p = np.clip(np.asarray(proba, dtype=float), 1e-15, 1 - 1e-15)
     return {"auc": roc_auc_score(y_test, p), "logloss": log_loss(y_test, p, labels=[0, 1])}
@@ -222,7 +180,7 @@ def run_ensel(
         **({"max_memory": max_memory} if max_memory is not None else {}),
         "without_predict_budget": unbudgeted,
         "fit_seconds": fit_seconds,
-        "peak_mb": memory.peak,
+        "peak_mb": memory.peak_mb,
         "saved_mb": saved_mb,
         "predict_us_per_row": us,
         **_scores(y_test, proba),
@@ -276,7 +234,7 @@ def run_lightgbm(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) ->
     proba, us = _predict_us(lambda X: model.predict_proba(X)[:, 1], X_test)
     return {
         "fit_seconds": fit_seconds,
-        "peak_mb": memory.peak,
+        "peak_mb": memory.peak_mb,
         "saved_mb": len(pickle.dumps(model)) / 2**20,
         "predict_us_per_row": us,
         **_scores(y_test, proba),
@@ -298,7 +256,7 @@ def run_hgb(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict
         )
     return {
         "fit_seconds": result.fit_seconds,
-        "peak_mb": memory.peak,
+        "peak_mb": memory.peak_mb,
         "saved_mb": result.model_mb,
         "predict_us_per_row": result.predict_seconds / len(X_test) * 1e6,
         **_scores(y_test, result.predictions[:, 1]),
@@ -306,27 +264,22 @@ def run_hgb(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict
 
 
 def run_autogluon(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict:
-    try:
-        from benchmarks._peers import run_autogluon_files
-    except ImportError:
-        raise RuntimeError(
-            "benchmarks._peers has no run_autogluon_files (AutoGluon best_quality with ray in "
-            "its own venv); merge the branch that adds it, or leave autogluon out of --tools"
-        ) from None
+    from benchmarks._peers import run_autogluon_files
+
     with tempfile.TemporaryDirectory(prefix="ensel-scale-ag-") as tmp:
         train, test = Path(tmp) / "train.parquet", Path(tmp) / "test.parquet"
         X.assign(y=y.to_numpy()).to_parquet(train)
         X_test.assign(y=y_test.to_numpy()).to_parquet(test)
         result = run_autogluon_files(train, test, "y", budget, seed=seed)
     return {
-        "fit_seconds": result.fit_seconds,
-        "peak_mb": result.peak_rss_mb,
-        "saved_mb": result.info.get("model_mb"),
-        "predict_us_per_row": result.predict_us_per_row,
-        "auc": result.auc,
-        "logloss": result.logloss,
-        "best_model": result.best_model,
-        "autogluon_version": result.version,
+        "fit_seconds": result["fit_seconds"],
+        "peak_mb": result["peak_rss_mb"],
+        "saved_mb": result.get("model_mb"),
+        "predict_us_per_row": result["predict_us_per_row"],
+        "auc": result["auc"],
+        "logloss": result["logloss"],
+        "best_model": result["best_model"],
+        "autogluon_version": result["version"],
     }
 
 
@@ -343,31 +296,15 @@ def _versions() -> dict:
     return {"python": platform.python_version(), **versions(packages)}
 
 
-def _done(path: Path) -> set[tuple]:
-    if not path.exists():
-        return set()
-    keys = set()
-    for line in path.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            keys.add((r["tool"], r["table"], r["budget"], r["seed"], r.get("max_memory")))
-    return keys
-
-
-def _append(path: Path, row: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fh.write(json.dumps(row, default=str) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def run_block(
     tables, budgets, tools, seeds, n_jobs: int, path: Path, max_memory: str | None = None
 ) -> list[dict]:
     """Run every missing tool x table x budget x seed, appending each row as it finishes;
     ``max_memory``: ensel's ceiling (its rows then say so; the other tools take none)."""
-    done = _done(path)
+    done = {
+        (r["tool"], r["table"], r["budget"], r["seed"], r.get("max_memory"))
+        for r in load_results(path)
+    }
     runners = dict(RUNNERS)
     if max_memory is not None:
         runners["ensel"] = functools.partial(RUNNERS["ensel"], max_memory=max_memory)
@@ -396,7 +333,7 @@ def run_block(
                     except Exception as exc:  # recorded, the block goes on
                         row["error"] = f"{type(exc).__name__}: {exc}"[:500]
                     row["load_after"] = os.getloadavg()[0]
-                    _append(path, row)
+                    append_row(path, row)
                     rows.append(row)
                     print(json.dumps({k: row.get(k) for k in SHOWN}, default=str), flush=True)
     return rows
@@ -409,8 +346,7 @@ SHOWN = ("tool", "table", "budget", "fit_seconds", "auc", "logloss", "peak_mb", 
 
 def report(path: Path) -> pd.DataFrame:
     """Per tool x table x budget: means over seeds of what the rows measured."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(load_results(path))
     frame = frame[frame.get("error", pd.Series(index=frame.index)).isna()]
     cols = [c for c in ("fit_seconds", "auc", "logloss", "peak_mb", "saved_mb",
                         "predict_us_per_row", "runs_finished", "runs_cut", "runs_left_out",
@@ -428,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--n-jobs", type=int, default=-1)
     parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS}")
-    parser.add_argument("--report", action="store_true", help="write the docs table only")
+    parser.add_argument("--report", action="store_true", help="fit nothing: print the table")
     parser.add_argument("--max-memory", default=None, help="ensel's max_memory, e.g. 1.2GB")
     args = parser.parse_args(argv)
     if args.quick:
@@ -441,11 +377,7 @@ def main(argv: list[str] | None = None) -> None:
         run_block(
             args.tables, args.budgets, args.tools, args.seeds, args.n_jobs, path, args.max_memory
         )
-    table = report(path)
-    print(table.to_string())
-    if args.report:
-        command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
-        write_section(SECTION, ["", machine_line(command), "", markdown_table(table), ""])
+    print(report(path).to_string())
 
 
 if __name__ == "__main__":

@@ -3,12 +3,11 @@ the floor (one numpy pass over the float64 matrix) and AutoGluon's EnsembleSelec
 
     python -m benchmarks.bench_selection [--quick] [--no-peer] [--results FILE]
 
-AutoGluon is installed on first use into .bench-envs/autogluon (its own virtual environment;
-never a dependency of ensel). Each timed row (``kind`` "step": one library size and metric;
-"bagged": a full bagged run) is appended to ``--results`` (``RESULTS`` by default; a quick run
-goes to a temporary file) with the run's provenance, and the table is printed and written to
-the "selection-engine" block of docs/results.md (``benchmarks.report`` rebuilds it from the
-rows).
+AutoGluon runs in the peers' environment (``benchmarks._peers.autogluon_python``, installed on
+first use; never a dependency of ensel). Each timed row (``kind`` "step": one library size and
+metric; "bagged": a full bagged run) is appended to ``--results`` (``RESULTS`` by default; a
+quick run goes to a temporary file) with the run's provenance, and the table is printed; the
+"selection-engine" block of docs/results.md is made from the rows by ``benchmarks.report``.
 """
 
 from __future__ import annotations
@@ -17,23 +16,21 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._peers import autogluon_python
 from benchmarks._record import provenance, quick_results
-from benchmarks._report import machine_line, median_seconds, write_section
+from benchmarks._report import median_seconds
 from ensel._candidates import candidate_scorer
 from ensel.metrics import METRICS, resolve_metric
 from ensel.selection import EnsembleSelection
 from ensel.synthetic import make_library
 
 ROOT = Path(__file__).resolve().parents[1]
-PEER_ENV = ROOT / ".bench-envs" / "autogluon"
 PEER_METRICS = ("roc", "acc", "mxe", "fsc")  # where AutoGluon's metric is ours
-SECTION = "## Selection engine"
 RESULTS = ROOT / "benchmarks" / "results" / "selection.jsonl"
 
 
@@ -60,19 +57,6 @@ def seconds_per_step(metric: str, P: np.ndarray, y: np.ndarray, steps: int) -> f
 def picks(metric: str, P: np.ndarray, y: np.ndarray, steps: int) -> list[int]:
     es = EnsembleSelection(metric, n_iter=steps, n_bags=1, sorted_init=False).fit(P, y)
     return es.order_.tolist()
-
-
-def peer_python() -> Path | None:
-    """The AutoGluon environment's python, installing it on first use."""
-    python = PEER_ENV / "bin" / "python"
-    if not python.exists():
-        print("installing autogluon.core into", PEER_ENV, "(first run only)", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(PEER_ENV)], check=True)
-        pip = [str(python), "-m", "pip", "install", "--quiet", "autogluon.core"]
-        if subprocess.run(pip).returncode != 0:
-            print("could not install autogluon.core: skipping the peer", flush=True)
-            return None
-    return python
 
 
 def run_peer(python: Path, P: np.ndarray, y: np.ndarray, steps: int) -> dict[str, dict]:
@@ -116,8 +100,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small libraries, few steps")
     parser.add_argument("--no-peer", action="store_true", help="skip AutoGluon")
-    parser.add_argument("--sizes", help="only these libraries, e.g. 2000x5000 (own section)")
-    parser.add_argument("--metrics", help="only these metrics, e.g. roc,lft (own section)")
+    parser.add_argument("--sizes", help="only these libraries, e.g. 2000x5000")
+    parser.add_argument("--metrics", help="only these metrics, e.g. roc,lft")
     parser.add_argument("--steps", type=int, help="greedy steps timed per metric")
     parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS.name}")
     args = parser.parse_args(argv)
@@ -132,7 +116,7 @@ def main(argv=None) -> None:
         sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     metrics = args.metrics.split(",") if args.metrics else list(METRICS)
     steps = args.steps or (20 if args.quick else 100)
-    python = None if args.no_peer else peer_python()
+    python = None if args.no_peer else autogluon_python()
 
     rows = []
     for M, N in sizes:
@@ -162,7 +146,7 @@ def main(argv=None) -> None:
     for m, s in bagged.items():
         print(f"bagged 20 x 100 steps, M={M} N={N}, {m}: {s:.1f} s", flush=True)
     record(rows, bagged, (M, N), results)
-    write_report(rows, bagged, (M, N), args)
+    print("\n".join(report_lines(rows, bagged, (M, N))))
 
 
 HEADER = (
@@ -203,19 +187,6 @@ def report_lines(rows: list[dict], bagged: dict[str, float], size: tuple[int, in
         "|---|---|",
         *[f"| {m} | {s:.1f} |" for m, s in bagged.items()],
     ]
-
-
-def write_report(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], args) -> None:
-    cmd = "python -m benchmarks.bench_selection" + (" --quick" if args.quick else "")
-    partial = bool(args.sizes or args.metrics or args.steps)
-    for flag in ("sizes", "metrics", "steps"):
-        cmd += f" --{flag} {getattr(args, flag)}" if getattr(args, flag) else ""
-    cmd += " --no-peer" if args.no_peer else ""
-    lines = ["", machine_line(cmd), "", *report_lines(rows, bagged, size), ""]
-    if args.quick:  # a quick run's figures never go into the page
-        print("\n".join(lines))
-        return
-    write_section(SECTION + (" — rank metrics" if partial else ""), lines)
 
 
 if __name__ == "__main__":

