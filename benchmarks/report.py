@@ -43,6 +43,9 @@ METRICS = (("auc", "AUC"), ("logloss", "log loss"))
 SCALE_FILE = "scale.jsonl"
 REAL_LARGE_FILE = "scale_real_large.jsonl"
 SELECTION_FILE = "selection.jsonl"
+MEDIUM_FILES = ("automl_medium_300s.jsonl", "scale_insteval_300s.jsonl")
+"""The medium tables at 300 s, one session: ``bench_automl`` rows (doctor_contacts, vietnam_i,
+movies_drama) and a ``bench_scale`` row pair (insteval)."""
 
 
 def automl_rows(results: Path = RESULTS) -> pd.DataFrame:
@@ -265,6 +268,50 @@ def real_large_block(results: Path = RESULTS) -> dict[str, str]:
     return {"real-large-tables": "\n".join(lines)}
 
 
+def _medium_rows(results: Path) -> pd.DataFrame:
+    """The medium tables' fits in one shape: table, tool, rows, auc, logloss, fit_s, µs/row."""
+    frames = []
+    for name in MEDIUM_FILES:
+        if not (results / name).exists():
+            continue
+        rows = pd.read_json(results / name, lines=True)
+        rows = rows.rename(columns={"dataset": "table", "config": "tool", "n_train": "rows",
+                                    "fit_seconds": "fit_s"})  # fmt: skip
+        frames.append(rows[["table", "tool", "rows", "auc", "logloss", "fit_s",
+                            "predict_us_per_row"]])  # fmt: skip
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def medium_block(results: Path = RESULTS) -> dict[str, str]:
+    """The medium tables (13k-55k training rows) at 300 s: per table the latest fits of ensel
+    and AutoGluon best_quality, fitted back to back, the differences (positive where ensel is
+    better) and the verdict the large-table targets ask for; nothing while there are no rows."""
+    rows = _medium_rows(results)
+    out, pairs = [], []
+    for table, r in rows.groupby("table", sort=False) if len(rows) else []:
+        ens, ag = r[r.tool == "ensel"], r[r.tool == "autogluon"]
+        if not (len(ens) and len(ag)):
+            continue
+        e, a = ens.iloc[-1], ag.iloc[-1]
+        pairs.append((e.auc - a.auc, a.logloss - e.logloss))
+        out.append({
+            "table": table, "training rows": f"{int(e.rows):,}",
+            "AUC ensel / AG": f"{e.auc:.4f} / {a.auc:.4f}", "Δ AUC": f"{pairs[-1][0]:+.4f}",
+            "log loss ensel / AG": f"{e.logloss:.4f} / {a.logloss:.4f}",
+            "Δ log loss": f"{pairs[-1][1]:+.4f}",
+            "fit s ensel / AG": f"{e.fit_s:.0f} / {a.fit_s:.0f}",
+            "µs/row ensel / AG": f"{e.predict_us_per_row:.0f} / {a.predict_us_per_row:.0f}",
+        })  # fmt: skip
+    if not out:
+        return {}
+    both = sum(1 for da, dl in pairs if da > 0 and dl > 0)
+    auc, ll = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])
+    verdict = (f"ensel ahead of AutoGluon on both AUC and log loss on {both} of {len(pairs)} "
+               f"tables; mean difference AUC {auc:+.4f}, log loss {ll:+.4f} (positive: ensel "
+               "better).")  # fmt: skip
+    return {"medium-tables": markdown_table(pd.DataFrame(out), index=False) + "\n\n" + verdict}
+
+
 def headline(rows: pd.DataFrame, scale: pd.DataFrame) -> str:
     """Three lines for the README, every figure from the rows."""
     parts = []
@@ -348,7 +395,12 @@ def main(argv=None) -> None:
     pages = [args.root / PAGE, args.root / "README.md", args.root / "docs" / "deploy.md"]
     generated = {**blocks(rows, scale), **selection_block(args.results)}
     deploy = bench_deploy.report_block(args.results / "deploy.jsonl")
-    for name, body in {**generated, **real_large_block(args.results), **deploy}.items():
+    for name, body in {
+        **generated,
+        **real_large_block(args.results),
+        **medium_block(args.results),
+        **deploy,
+    }.items():
         if not any([write_generated(page, name, body) for page in pages]):
             raise SystemExit(f"no block <!-- generated: {name} --> in {pages}")
     _plots.write_all(rows, scale, args.root / "docs" / "img")

@@ -70,3 +70,29 @@ def test_papers_report_on_the_committed_rows_changes_nothing_in_the_committed_pa
     shutil.copy(ROOT / "docs" / "papers.md", doc)
     papers_report.write_papers_doc(doc)
     assert doc.read_bytes() == (ROOT / "docs" / "papers.md").read_bytes()
+
+
+def test_the_medium_block_pairs_each_table_s_latest_fits_across_both_suites(tmp_path):
+    """bench_automl rows (dataset/config) and bench_scale rows (table/tool) give one table; the
+    verdict counts tables where ensel is ahead on both metrics, signed so positive is better."""
+    import json
+
+    automl = [
+        {"dataset": "a", "config": "ensel", "n_train": 1000, "auc": 0.80, "logloss": 0.40,
+         "fit_s": 299.0, "predict_us_per_row": 10.0},
+        {"dataset": "a", "config": "autogluon", "n_train": 1000, "auc": 0.79, "logloss": 0.41,
+         "fit_s": 310.0, "predict_us_per_row": 20.0},
+    ]  # fmt: skip
+    scale = [
+        {"table": "b", "tool": "ensel", "rows": 5000, "auc": 0.70, "logloss": 0.60,
+         "fit_seconds": 290.0, "predict_us_per_row": 5.0},
+        {"table": "b", "tool": "autogluon", "rows": 5000, "auc": 0.71, "logloss": 0.59,
+         "fit_seconds": 320.0, "predict_us_per_row": 50.0},
+    ]  # fmt: skip
+    for name, rows in zip(report.MEDIUM_FILES, (automl, scale), strict=True):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    block = report.medium_block(tmp_path)["medium-tables"]
+    assert "| a | 1,000 | 0.8000 / 0.7900 | +0.0100 | 0.4000 / 0.4100 | +0.0100 |" in block
+    assert "| b | 5,000 | 0.7000 / 0.7100 | -0.0100 | 0.6000 / 0.5900 | -0.0100 |" in block
+    assert "on both AUC and log loss on 1 of 2 tables" in block
+    assert report.medium_block(tmp_path / "none") == {}
