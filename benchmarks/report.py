@@ -36,6 +36,7 @@ AUTOML_FILES = (
     "automl_large_300s_one_session",
     "automl_60s_judged",
     "automl_large_600s_one_session",
+    "automl_60s_ensel_current",
 )
 SEEDS = (2, 3, 4)
 BUDGETS = (60.0, 300.0, 600.0)
