@@ -208,6 +208,14 @@ def scale_table(scale: pd.DataFrame) -> str:
     return markdown_table(out, index=False)
 
 
+def _ahead(pairs: list[tuple[float, float]], unit: str = "") -> str:
+    """ "k of n; mean difference ...": the pairs (ΔAUC, Δlog loss, positive where ensel is
+    better) where ensel is ahead on both, and the mean of each difference."""
+    both = sum(1 for da, dl in pairs if da > 0 and dl > 0)
+    auc, ll = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])
+    return f"{both} of {len(pairs)}{unit}; mean difference AUC {auc:+.4f}, log loss {ll:+.4f}"
+
+
 def real_large_block(results: Path = RESULTS) -> dict[str, str]:
     """The real tables of 100k-500k rows (``bench_scale`` on ``LARGE_CLASSIFICATION``): per
     table and budget, the latest back-to-back fits of ensel and AutoGluon best_quality
@@ -255,16 +263,11 @@ def real_large_block(results: Path = RESULTS) -> dict[str, str]:
     if not out:
         return {}
 
-    def verdict(pairs) -> str:
-        both = sum(1 for da, dl in pairs if da > 0 and dl > 0)
-        auc, ll = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])
-        return f"{both} of {len(pairs)}; mean difference AUC {auc:+.4f}, log loss {ll:+.4f}"
-
     lines = [
         markdown_table(pd.DataFrame(out), index=False),
         "",
-        f"ensel ahead of AutoGluon on both AUC and log loss, latest pairs: {verdict(latest)}; "
-        f"every pair in the rows: {verdict(every)} (positive: ensel better).",
+        f"ensel ahead of AutoGluon on both AUC and log loss, latest pairs: {_ahead(latest)}; "
+        f"every pair in the rows: {_ahead(every)} (positive: ensel better).",
     ]
     return {"real-large-tables": "\n".join(lines)}
 
@@ -305,11 +308,8 @@ def medium_block(results: Path = RESULTS) -> dict[str, str]:
         })  # fmt: skip
     if not out:
         return {}
-    both = sum(1 for da, dl in pairs if da > 0 and dl > 0)
-    auc, ll = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])
-    verdict = (f"ensel ahead of AutoGluon on both AUC and log loss on {both} of {len(pairs)} "
-               f"tables; mean difference AUC {auc:+.4f}, log loss {ll:+.4f} (positive: ensel "
-               "better).")  # fmt: skip
+    verdict = (f"ensel ahead of AutoGluon on both AUC and log loss on {_ahead(pairs, ' tables')} "
+               "(positive: ensel better).")  # fmt: skip
     return {"medium-tables": markdown_table(pd.DataFrame(out), index=False) + "\n\n" + verdict}
 
 

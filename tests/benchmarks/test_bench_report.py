@@ -77,18 +77,17 @@ def test_the_medium_block_pairs_each_table_s_latest_fits_across_both_suites(tmp_
     verdict counts tables where ensel is ahead on both metrics, signed so positive is better."""
     import json
 
-    automl = [
-        {"dataset": "a", "config": "ensel", "n_train": 1000, "auc": 0.80, "logloss": 0.40,
-         "fit_s": 299.0, "predict_us_per_row": 10.0},
-        {"dataset": "a", "config": "autogluon", "n_train": 1000, "auc": 0.79, "logloss": 0.41,
-         "fit_s": 310.0, "predict_us_per_row": 20.0},
-    ]  # fmt: skip
-    scale = [
-        {"table": "b", "tool": "ensel", "rows": 5000, "auc": 0.70, "logloss": 0.60,
-         "fit_seconds": 290.0, "predict_us_per_row": 5.0},
-        {"table": "b", "tool": "autogluon", "rows": 5000, "auc": 0.71, "logloss": 0.59,
-         "fit_seconds": 320.0, "predict_us_per_row": 50.0},
-    ]  # fmt: skip
+    automl = ("dataset", "config", "n_train", "fit_s")
+    scale = ("table", "tool", "rows", "fit_seconds")
+
+    def fit(names, table, tool, rows, auc, logloss, fit_s, us):
+        return {**dict(zip(names, (table, tool, rows, fit_s), strict=True)), "auc": auc,
+                "logloss": logloss, "predict_us_per_row": us}  # fmt: skip
+
+    automl = [fit(automl, "a", "ensel", 1000, 0.80, 0.40, 299.0, 10.0),
+              fit(automl, "a", "autogluon", 1000, 0.79, 0.41, 310.0, 20.0)]  # fmt: skip
+    scale = [fit(scale, "b", "ensel", 5000, 0.70, 0.60, 290.0, 5.0),
+             fit(scale, "b", "autogluon", 5000, 0.71, 0.59, 320.0, 50.0)]  # fmt: skip
     for name, rows in zip(report.MEDIUM_FILES, (automl, scale), strict=True):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     block = report.medium_block(tmp_path)["medium-tables"]
