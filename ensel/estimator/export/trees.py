@@ -89,16 +89,17 @@ def leaf_sums(g, parts: list[tuple[str, int, Forest]], flat: bool = False) -> st
     """Double ``(n, S, K)``: for each of the ``S`` parts ``(matrix, width, forest)``, the sum
     over the forest's trees of the value rows (``K`` wide) of the leaves the matrix's rows
     reach (``flat`` with ``K == 1``: ``(n, S)``). See :func:`leaf_values`."""
-    values = leaf_values(g, ("leaf sums", g.name("parts")), lambda: parts)
+    values = leaf_values(g, None, lambda: parts)
     return stage_sums(g, values, [len(forest.trees) for _, _, forest in parts], flat)
 
 
 def leaf_values(g, key, parts) -> tuple[str, int, int]:
     """``(values, T, K)``: double ``(n, S, T, K)``, the value row of the leaf tree ``t`` of
     part ``s`` reaches (a zero row past a forest's last tree), for the parts
-    ``(matrix, width, forest)`` that the callable ``parts`` builds, written once per ``key``.
-    One tree ensemble reads every part's matrix side by side."""
-    if ("leaf values", key) in g.cache:
+    ``(matrix, width, forest)`` that the callable ``parts`` builds, written once per ``key``
+    (every time where ``key`` is None). One tree ensemble reads every part's matrix side by
+    side."""
+    if key is not None and ("leaf values", key) in g.cache:
         return g.cache[("leaf values", key)]
     from onnx import TensorProto
 
@@ -115,8 +116,10 @@ def leaf_values(g, key, parts) -> tuple[str, int, int]:
     rows = g.node("Cast", [rows], "leaves", to=TensorProto.INT64)
     values = g.node("Gather", [g.const(table), rows], "leaf_values", axis=0)  # (n, S T, K)
     shape = np.array([0, len(parts), n_trees, k], np.int64)
-    g.cache[("leaf values", key)] = (g.node("Reshape", [values, g.const(shape)]), n_trees, k)
-    return g.cache[("leaf values", key)]
+    out = (g.node("Reshape", [values, g.const(shape)]), n_trees, k)
+    if key is not None:
+        g.cache[("leaf values", key)] = out
+    return out
 
 
 def stage_sums(g, values: tuple[str, int, int], counts: list[int], flat: bool = False) -> str:
