@@ -243,6 +243,43 @@ def test_single_cert_is_pruned_and_smaller_than_unpruned():
     assert 1 < pruned.n_leaves < full.n_leaves / 4
 
 
+def test_pruned_cert_forest_prunes_each_tree_on_rows_that_did_not_grow_it(monkeypatch):
+    """Report §3 and Table 1: each tree of ``prune="error"`` grows on one half of the rows and is
+    pruned by reduced-error pruning on the other half; the forest keeps the pruned trees."""
+    import ensel.risk._tree as tree_module
+
+    calls = []
+    real_grow, real_prune = tree_module.grow_tree, tree_module.prune_tree
+
+    def grow(Z, w, *args, **kw):
+        calls.append(("grow", w.copy()))
+        return real_grow(Z, w, *args, **kw)
+
+    def prune(tree, Z, w, loss):
+        pruned = real_prune(tree, Z, w, loss)
+        calls.append(("prune", w.copy(), loss, tree, pruned))
+        return pruned
+
+    monkeypatch.setattr(tree_module, "grow_tree", grow)
+    monkeypatch.setattr(tree_module, "prune_tree", prune)
+    X = blob(600, 3)
+    det = CERTForest(4, prune="error", min_samples_leaf=1, n_jobs=1, random_state=0).fit(X)
+    grows = [c[1] for c in calls if c[0] == "grow"]
+    prunes = [c for c in calls if c[0] == "prune"]
+    assert len(grows) == len(prunes) == 4
+    for w_grow, (_, w_held, loss, grown, pruned) in zip(grows, prunes, strict=True):
+        assert loss == "error"
+        assert w_grow.sum() == w_held.sum() == 300  # each half bootstrapped to its own size
+        assert not ((w_grow > 0) & (w_held > 0)).any()  # no growing row judges the pruning
+        assert pruned.n_leaves < grown.n_leaves
+        on_growing_rows = real_prune(grown, X, w_grow, "error")
+        assert on_growing_rows.n_leaves != pruned.n_leaves  # the held-out rows decided
+    kept = np.diff(np.r_[det.forest_.roots, det.forest_.left.shape[0]])
+    assert kept.tolist() == [p[4].n_nodes for p in prunes]  # the forest holds the pruned trees
+    unpruned = CERTForest(4, min_samples_leaf=1, random_state=0).fit(X)
+    assert (det.forest_.left < 0).sum() < (unpruned.forest_.left < 0).sum() / 2
+
+
 def test_same_seed_same_forest_any_n_jobs_and_other_seed_differs():
     X, Xt = blob(), blob(100, seed=9)
     a = CERTForest(6, max_features="log2", random_state=4, n_jobs=1).fit(X).risk(Xt)
