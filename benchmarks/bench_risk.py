@@ -3,13 +3,18 @@ how well each detector ranks and estimates the exact true risk on synthetic Gaus
 rotated-ridge mixtures in d = 2, 5, 10 (§4.1), how well it finds a class withheld at training on
 real data (§4.2, AUC), and its fit and predict time on 4,000 x 10 data.
 
-    python -m benchmarks.bench_risk [--quick | --paper] [--problems N] [--n-jobs 2]
+    python -m benchmarks.bench_risk [--quick | --paper] [--table1] [--problems N] [--n-jobs 2]
                                     [--results FILE.jsonl]
 
 ``--paper`` runs the report's sizes (``PAPER``: 20 problems per setting, 4,000 training rows in
 5-D and 10-D, 3,000 line-search points, a 114 x 114 grid in 2-D, 5 x 2-fold cross-validation on
 real data); ``--results`` appends every per-problem row, with its provenance, to a JSON-lines
 file (paper_risk.jsonl.gz by convention).
+
+``--table1`` runs only the report's Table 1 (§3): CERT forests with and without reduced-error
+pruning on the ridge problems at the report's sizes (``PAPER``; ``--quick``: ``QUICK``), the
+same problems, training rows and test points as the Table 3 rows, one row per problem and
+forest (paper_risk_table1.jsonl by convention).
 
 Every registered detector runs with its default parameters (``random_state`` set; ``bounds`` the
 known support [-10, 10]^d on synthetic data, as the report's box risk uses, the training range
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 import warnings
@@ -39,6 +45,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from benchmarks import risk_problems as rp
+from benchmarks import sandia_tables
 from benchmarks._record import open_results, provenance
 from benchmarks._report import median_seconds
 
@@ -106,10 +113,14 @@ PAPER = Sizes(
 line-search points otherwise, 5 x 2-fold cross-validation on real data."""
 
 
-def append_rows(path: Path, frame: pd.DataFrame, part: str, sizes: Sizes) -> None:
+def append_rows(
+    path: Path, frame: pd.DataFrame, part: str, sizes: Sizes, n_jobs: int | None = None
+) -> None:
     """Append each row of ``frame`` (one problem and detector) to ``path`` as JSON, with the
-    part of the suite it came from, the sizes and the run's provenance."""
-    extra = {"part": part, "sizes": asdict(sizes), "machine": platform.machine(), **provenance()}
+    part of the suite it came from, the sizes, the machine's cores, the processes the run
+    used and the run's provenance."""
+    extra = {"part": part, "sizes": asdict(sizes), "machine": platform.machine()}
+    extra |= {"host": f"{os.cpu_count()} cores", "n_jobs": n_jobs, **provenance()}
     path.parent.mkdir(parents=True, exist_ok=True)
     with open_results(path, "a") as f:
         for row in frame.to_dict("records"):
@@ -148,24 +159,28 @@ def requires_y(name: str) -> bool:
     return name != "combined" and risk.DETECTORS[name].requires_y
 
 
-def build(name: str, bounds, seed: int):
-    """Detector ``name`` with default parameters, ``random_state=seed`` and ``bounds``."""
+def build(name: str, bounds, seed: int, params: dict | None = None):
+    """Detector ``name`` with default parameters (but ``params``), ``random_state=seed`` and
+    ``bounds``."""
     import ensel.risk as risk
 
     risk.load_all()  # a worker process starts with an empty registry
     det = risk.CombinedRisk() if name == "combined" else risk.DETECTORS[name]()
-    params = det.get_params()
-    if "random_state" in params:
+    known = det.get_params()
+    if "random_state" in known:
         det.set_params(random_state=seed)
-    if "bounds" in params and bounds is not None:
+    if "bounds" in known and bounds is not None:
         det.set_params(bounds=bounds)
-    return det
+    return det.set_params(**(params or {}))
 
 
-def fit_risk(name: str, X, y, T, bounds, seed: int) -> tuple[np.ndarray | None, float, float, str]:
-    """Risk of ``T`` from detector ``name`` fitted on ``X`` (``y`` when it reads labels), with
-    fit and predict seconds; on an error, None and the message (the run goes on)."""
-    det = build(name, bounds, seed)
+def fit_risk(
+    name: str, X, y, T, bounds, seed: int, params: dict | None = None
+) -> tuple[np.ndarray | None, float, float, str]:
+    """Risk of ``T`` from detector ``name`` (with ``params``) fitted on ``X`` (``y`` when it
+    reads labels), with fit and predict seconds; on an error, None and the message (the run
+    goes on)."""
+    det = build(name, bounds, seed, params)
     labels = y if (name == "combined" or requires_y(name)) else None
     try:
         start = time.perf_counter()
@@ -218,8 +233,9 @@ def isotonic_rmse(score: np.ndarray, truth: np.ndarray, seed: int, folds: int = 
 # --- synthetic problems (§4.1) -----------------------------------------------------------------
 
 
-def synthetic_problem(kind: str, d: int, seed: int, names: list[str], sizes: Sizes) -> list[dict]:
-    """Every detector's figures on problem ``seed`` of a setting."""
+def problem_data(kind: str, d: int, seed: int, sizes: Sizes):
+    """Problem ``seed`` of a setting, its training rows and labels, its test points and their
+    true risk: the same for every part of the suite that runs that problem at those sizes."""
     with threadpool_limits(1, user_api="blas"):
         problem = rp.make_problem(kind, d, seed)
         X, y = problem.sample(sizes.n_train[d], random_state=[seed, 2])
@@ -228,6 +244,12 @@ def synthetic_problem(kind: str, d: int, seed: int, names: list[str], sizes: Siz
         else:
             T = rp.line_search_points(problem, sizes.n_test, random_state=[seed, 3])
         truth = problem.true_risk(T)
+    return problem, X, y, T, truth
+
+
+def synthetic_problem(kind: str, d: int, seed: int, names: list[str], sizes: Sizes) -> list[dict]:
+    """Every detector's figures on problem ``seed`` of a setting."""
+    problem, X, y, T, truth = problem_data(kind, d, seed, sizes)
     rows = []
     for name in names:
         if name == "combined" and seed >= sizes.combined_problems:
@@ -252,6 +274,51 @@ def run_synthetic(names: list[str], sizes: Sizes, n_jobs: int) -> pd.DataFrame:
         delayed(synthetic_problem)(kind, d, s, names, sizes) for kind, d, s in tasks
     )
     return pd.DataFrame([row for rows in out for row in rows])
+
+
+# --- Table 1: pruned and unpruned CERT forests (§3) --------------------------------------------
+
+TABLE1_FORESTS = tuple(
+    {"min_samples_leaf": leaf, "prune": prune} for leaf in (1, 5) for prune in ("error", None)
+)
+"""The CERT forests of report Table 1: pruned by reduced-error pruning (each tree grown on a
+bootstrap sample of half the rows, pruned on one of the other half) and unpruned, each with
+full-size trees (``min_samples_leaf=1``, as the report grows them) and with CERTForest's
+default leaves of at least 5 rows (the unpruned one is the Table 3 rows' ``cert_forest``)."""
+
+
+def table1_problem(d: int, seed: int, sizes: Sizes) -> list[dict]:
+    """The raw RMSE of each Table 1 forest's risk against the true risk (the report's figure)
+    on ridge problem ``seed`` in ``d`` dimensions, with its fit and predict seconds."""
+    problem, X, _, T, truth = problem_data("ridge", d, seed, sizes)
+    rows = []
+    for params in TABLE1_FORESTS:
+        r, fit_s, pred_s, error = fit_risk("cert_forest", X, None, T, problem.bounds, seed, params)
+        row = {"kind": "ridge", "d": d, "problem": seed, "detector": "cert_forest", **params}
+        row |= {"error": error, "fit_s": fit_s, "predict_s": pred_s, "floor": float(truth.std())}
+        if r is not None:
+            row["rmse"] = rmse(r, truth)
+        rows.append(row)
+    return rows
+
+
+def run_table1(sizes: Sizes, n_jobs: int) -> pd.DataFrame:
+    tasks = [(d, s) for d in (2, 5, 10) for s in range(sizes.problems)]
+    out = Parallel(n_jobs=n_jobs, verbose=0)(delayed(table1_problem)(d, s, sizes) for d, s in tasks)
+    return pd.DataFrame([row for rows in out for row in rows])
+
+
+def table1_main(sizes: Sizes, n_jobs: int, results: str | None) -> None:
+    """Run Table 1, append its rows to ``results`` (when given) and print the table the docs
+    show (``sandia_tables.table1_cells``) and any errors."""
+    wall = time.perf_counter()
+    frame = run_table1(sizes, n_jobs)
+    if results:
+        append_rows(Path(results), frame, "table1", sizes, n_jobs)
+    print(sandia_tables.table1_cells(frame).to_string(index=False, float_format="{:.4f}".format))
+    for r in frame[frame["error"] != ""].itertuples():
+        print(f"error: {r.d}-D problem {r.problem}, {r.prune}, {r.min_samples_leaf}: {r.error}")
+    print(f"\nwall: {time.perf_counter() - wall:.0f} s")
 
 
 # --- unknown class (§4.2) ----------------------------------------------------------------------
@@ -405,13 +472,17 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=None, help="problems per setting")
     parser.add_argument("--n-jobs", type=int, default=2, help="processes for the problem loops")
     parser.add_argument("--paper", action="store_true", help="the report's sizes (PAPER)")
+    parser.add_argument("--table1", action="store_true", help="only Table 1, at PAPER sizes")
     parser.add_argument("--results", help="JSON-lines file to append the per-problem rows to")
     args = parser.parse_args()
     if args.quick and args.paper:
         parser.error("--quick and --paper are exclusive; give one")
-    sizes = QUICK if args.quick else PAPER if args.paper else FULL
+    sizes = QUICK if args.quick else PAPER if (args.paper or args.table1) else FULL
     if args.problems:
         sizes = replace(sizes, problems=args.problems)
+    if args.table1:
+        table1_main(sizes, args.n_jobs, args.results)
+        return
     names = available_detectors()
     wall = time.perf_counter()
     syn = run_synthetic(names, sizes, args.n_jobs)
@@ -419,7 +490,7 @@ def main() -> None:
     timing = run_timing(names, sizes)
     if args.results:
         for part, frame in (("synthetic", syn), ("unknown", unk), ("timing", timing)):
-            append_rows(Path(args.results), frame, part, sizes)
+            append_rows(Path(args.results), frame, part, sizes, args.n_jobs)
     print_tables(syn, unk, timing, names)
     print(f"\nwall: {time.perf_counter() - wall:.0f} s")
 

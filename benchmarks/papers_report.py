@@ -202,6 +202,9 @@ BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
     "openset": lambda: openset_blocks(RESULTS / "paper_openset_digits.jsonl"),
     "compression": lambda: compression_blocks(RESULTS / "paper_compression.jsonl"),
     "sandia": lambda: sandia_tables.blocks(load_results(RESULTS / "paper_risk.jsonl.gz")),
+    "sandia-table-1": lambda: sandia_tables.table1_blocks(
+        load_results(RESULTS / sandia_tables.TABLE1_FILE)
+    ),
 }
 
 

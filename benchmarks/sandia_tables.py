@@ -1,7 +1,9 @@
-"""The Sandia report's Tables 2-3 (Munson & Kegelmeyer, SAND2013-2534, §4.1) beside ours: each
-cell as the mean over problems with its standard error, for the report (from the per-problem
-figures of its Appendix A, Tables A.3-A.8) and for bench_risk's rows, with a verdict on whether
-the two means are within two standard errors of their difference.
+"""The Sandia report's Tables 1-3 (Munson & Kegelmeyer, SAND2013-2534, §3 and §4.1) beside ours.
+Tables 2-3: each cell as the mean over problems with its standard error, for the report (from the
+per-problem figures of its Appendix A, Tables A.3-A.8) and for bench_risk's rows, with a verdict
+on whether the two means are within two standard errors of their difference. Table 1: pruned
+and unpruned CERT forests on the ridge problems, the report's means beside ours, and which one a
+Wilcoxon signed-rank test over the problems finds better, as the report tests it.
 
 Each cell compares the figure the report computed: the RMSE of the raw score against the true
 risk for box risk, one CERT tree and the two forests; for margin risk and FDR the RMSE after an
@@ -14,6 +16,7 @@ from io import StringIO
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from benchmarks._report import markdown_table
 
@@ -218,9 +221,9 @@ def _fmt(mean: float, se: float) -> str:
     return f"{mean:.4f} ± {se:.4f}"
 
 
-def provenance_line(rows: pd.DataFrame) -> str:
-    """Rows, machine and processes of the run, and its sizes (each row records its commit;
-    the page names none)."""
+def provenance_line(rows: pd.DataFrame, name: str = "paper_risk.jsonl.gz") -> str:
+    """Rows (of the file ``name``), machine and processes of the run, and its sizes (each row
+    records its commit; the page names none)."""
 
     def values(col: str) -> str:
         if col not in rows:
@@ -240,7 +243,7 @@ def provenance_line(rows: pd.DataFrame) -> str:
             "line-search points in 5-D and 10-D"
         )
     return (
-        f"Ours: {len(rows)} rows of `paper_risk.jsonl.gz` (machine {values('host')}, "
+        f"Ours: {len(rows)} rows of `{name}` (machine {values('host')}, "
         f"{values('n_jobs')} processes){size_text}."
     )
 
@@ -265,3 +268,78 @@ def blocks(rows: list[dict]) -> dict[str, str]:
         body = markdown_table(table, ".4f", index=False).replace("| nan |", "| - |")
         out[f"sandia-{name}"] = f"{where}\n\n{body}\n\n{summary}"
     return out
+
+
+REPORT_TABLE_1 = {
+    2: (0.0944, 0.1094, "pruned"),
+    5: (0.1916, 0.1434, "unpruned"),
+    10: (0.2436, 0.1423, "unpruned"),
+}
+"""Report Table 1 (§3): per d, the mean RMSE over 20 ridge problems of the pruned and the
+unpruned CERT forest, and the column the Wilcoxon signed-rank test at 95% marks better."""
+
+TABLE1_FILE = "paper_risk_table1.jsonl"
+ALPHA = 0.05  # the report's 95% confidence level
+
+
+def wilcoxon_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of paired figures ``a`` and ``b`` (scipy's);
+    1.0 where every pair ties, NaN below two pairs."""
+    if len(a) < 2:
+        return float("nan")
+    if not np.any(np.asarray(a) - np.asarray(b)):
+        return 1.0
+    return float(stats.wilcoxon(a, b).pvalue)
+
+
+def table1_cells(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per d and leaf size of bench_risk's Table 1 rows: the report's means (``*`` on
+    the one its test marks better), ours as mean ± standard error over the problems where
+    both forests ran, the Wilcoxon p-value between them, the better one at 95% ("neither" when
+    p >= 0.05 or untested) and whether that verdict is the report's."""
+    if "part" in rows:
+        rows = rows[rows["part"].fillna("table1") == "table1"]
+    rows = rows.dropna(subset=["rmse"]).assign(pruned=lambda f: f["prune"].notna())
+    out = []
+    for (d, leaf), group in rows.groupby(["d", "min_samples_leaf"]):
+        pairs = group.pivot_table(index="problem", columns="pruned", values="rmse")
+        pairs = pairs.reindex(columns=[True, False]).dropna()  # problems where both ran
+        pruned, unpruned = pairs[True], pairs[False]
+        p = wilcoxon_p(pruned.to_numpy(), unpruned.to_numpy())
+        better = "neither"
+        if p < ALPHA:
+            better = "pruned" if pruned.mean() < unpruned.mean() else "unpruned"
+        paper = REPORT_TABLE_1[int(d)]
+        star = {k: "*" if paper[2] == k else "" for k in ("pruned", "unpruned")}
+        ours = {k: _fmt(v.mean(), stats.sem(v)) if len(v) else "-" for k, v in
+                (("pruned", pruned), ("unpruned", unpruned))}  # fmt: skip
+        out.append(
+            {
+                "d": f"{int(d)}-D",
+                "leaves": int(leaf),
+                "report pruned": f"{paper[0]:.4f}{star['pruned']}",
+                "report unpruned": f"{paper[1]:.4f}{star['unpruned']}",
+                "ensel pruned": ours["pruned"],
+                "ensel unpruned": ours["unpruned"],
+                "problems": len(pairs),
+                "Wilcoxon p": "-" if np.isnan(p) else f"{p:.2g}",
+                "better": better,
+                "as the report": "yes" if better == paper[2] else "no",
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def table1_blocks(rows: list[dict]) -> dict[str, str]:
+    """The generated block ``sandia-table-1`` from bench_risk's ``--table1`` rows."""
+    if not rows:
+        return {
+            "sandia-table-1": f"No rows yet in `{TABLE1_FILE}`: run `python -m "
+            f"benchmarks.bench_risk --table1 --results benchmarks/results/{TABLE1_FILE}`."
+        }
+    frame = pd.DataFrame(rows)
+    table = table1_cells(frame)
+    same = int((table["as the report"] == "yes").sum())
+    body = markdown_table(table, index=False)
+    summary = f"The better forest at 95% is the report's in {same} of {len(table)} rows."
+    return {"sandia-table-1": f"{provenance_line(frame, TABLE1_FILE)}\n\n{body}\n\n{summary}"}

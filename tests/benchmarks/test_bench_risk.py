@@ -29,3 +29,24 @@ def test_a_synthetic_problem_writes_rows_with_provenance(tmp_path):
     assert got["part"] == "synthetic" and got["missing"] is None
     assert got["sizes"]["n_train"] == {"2": 200}
     assert {"commit", "versions", "load", "machine"} <= set(got)
+
+
+def test_table1_rows_are_the_four_forests_on_the_table_3_problem(tmp_path):
+    """Table 1 runs pruned and unpruned forests, full-size and with default leaves, on the very
+    problem, rows and test points of the Table 3 rows: its unpruned default forest scores what
+    the Table 3 ``cert_forest`` row scores."""
+    sizes = bench_risk.Sizes(problems=1, n_train={2: 200}, grid_per_axis=12)
+    rows = bench_risk.table1_problem(2, 0, sizes)
+    assert [(r["min_samples_leaf"], r["prune"]) for r in rows] == [
+        (1, "error"), (1, None), (5, "error"), (5, None)
+    ]  # fmt: skip
+    assert all(not r["error"] and 0 < r["rmse"] < 1 for r in rows)
+    (table3,) = bench_risk.synthetic_problem("ridge", 2, 0, ["cert_forest"], sizes)
+    assert rows[3]["rmse"] == table3["rmse"]
+    assert rows[2]["rmse"] != rows[3]["rmse"]  # pruning changed the forest
+    path = tmp_path / "paper_risk_table1.jsonl"
+    bench_risk.append_rows(path, bench_risk.pd.DataFrame(rows), "table1", sizes, 2)
+    got = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [g["prune"] for g in got] == ["error", None, "error", None]
+    assert got[0]["part"] == "table1" and got[0]["n_jobs"] == 2 and got[0]["host"].endswith("cores")
+    assert {"commit", "versions", "load", "machine"} <= set(got[0])

@@ -100,3 +100,62 @@ def test_blocks_hold_provenance_table_and_count():
     assert blocks["sandia-table-2"].endswith("0 of 0 cells.")
     empty = sandia_tables.blocks([])
     assert all(v.startswith("No rows yet in `paper_risk.jsonl.gz`") for v in empty.values())
+
+
+def _table1_rows() -> list[dict]:
+    """Table 1 rows of full-size forests (leaves 1) on 10 problems per d: in 2-D pruning wins
+    every problem (the report's verdict), in 5-D it loses every one (the report's), in 10-D it
+    wins and loses alternately (no verdict; the report has one). Problem 9 of 10-D lost its
+    pruned forest to an error (its pair is left out) and one Table 3 row must be ignored."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for d, shift in ((2, -0.02), (5, 0.03), (10, None)):
+        for problem in range(10):
+            base = 0.15 + 0.01 * rng.random()
+            delta = shift if shift is not None else (0.01 if problem % 2 else -0.01)
+            pruned = {"rmse": base + delta} if (d, problem) != (10, 9) else {"error": "boom"}
+            for prune, figures in (("error", pruned), (None, {"rmse": base})):
+                rows.append(
+                    {"kind": "ridge", "d": d, "problem": problem, "detector": "cert_forest"}
+                    | {"min_samples_leaf": 1, "prune": prune, "part": "table1"}
+                    | {"host": "box: 4 cores", "n_jobs": 2, "commit": "abc1234"}
+                    | figures
+                )
+    rows.append({"kind": "ridge", "d": 2, "problem": 0, "detector": "cert_forest"} | {
+        "part": "synthetic", "rmse": 9.0})  # fmt: skip
+    return rows
+
+
+def test_table1_cells_test_pruned_against_unpruned_per_dimension():
+    rows = _table1_rows()
+    table = sandia_tables.table1_cells(pd.DataFrame(rows)).set_index("d")
+    assert list(table.index) == ["2-D", "5-D", "10-D"] and (table["leaves"] == 1).all()
+    assert table["report pruned"].tolist() == ["0.0944*", "0.1916", "0.2436"]
+    assert table["report unpruned"].tolist() == ["0.1094", "0.1434*", "0.1423*"]
+    assert table["problems"].tolist() == [10, 10, 9]
+    assert table["better"].tolist() == ["pruned", "unpruned", "neither"]
+    assert table["as the report"].tolist() == ["yes", "yes", "no"]
+    # ten pairs all one way: the exact two-sided signed-rank p is 2 / 2^10
+    assert table.loc["2-D", "Wilcoxon p"] == table.loc["5-D", "Wilcoxon p"] == "0.002"
+    assert float(table.loc["10-D", "Wilcoxon p"]) > 0.05
+    five = [r["rmse"] for r in rows if r.get("part") == "table1" and r["d"] == 5]
+    pruned = np.array(five[0::2])
+    se = pruned.std(ddof=1) / np.sqrt(10)
+    assert table.loc["5-D", "ensel pruned"] == f"{pruned.mean():.4f} ± {se:.4f}"
+
+
+def test_table1_block_holds_provenance_table_and_verdict_count():
+    block = sandia_tables.table1_blocks(_table1_rows())["sandia-table-1"]
+    assert block.startswith("Ours: 61 rows of `paper_risk_table1.jsonl` (machine box: 4 cores")
+    assert "abc1234" not in block
+    assert "| d | leaves | report pruned | report unpruned | ensel pruned |" in block
+    assert "| 2-D | 1 | 0.0944* | 0.1094 | " in block and "| pruned | yes |" in block
+    assert block.endswith("The better forest at 95% is the report's in 2 of 3 rows.")
+    empty = sandia_tables.table1_blocks([])["sandia-table-1"]
+    assert empty.startswith("No rows yet in `paper_risk_table1.jsonl`: run `python -m")
+    assert "--table1" in empty
+
+
+def test_wilcoxon_p_edge_cases():
+    assert np.isnan(sandia_tables.wilcoxon_p(np.array([0.1]), np.array([0.2])))
+    assert sandia_tables.wilcoxon_p(np.ones(5), np.ones(5)) == 1.0
