@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from benchmarks._report import markdown_table
+from benchmarks._stats import standard_error
 
 DETECTORS = ("box", "margin", "dispersion", "chaos_forest", "cert", "cert_forest")
 """The report's six columns in its order (read as shared/papers/INDEX.md reads the garbled
@@ -311,7 +312,7 @@ def table1_cells(rows: pd.DataFrame) -> pd.DataFrame:
             better = "pruned" if pruned.mean() < unpruned.mean() else "unpruned"
         paper = REPORT_TABLE_1[int(d)]
         star = {k: "*" if paper[2] == k else "" for k in ("pruned", "unpruned")}
-        ours = {k: _fmt(v.mean(), stats.sem(v)) if len(v) else "-" for k, v in
+        ours = {k: _fmt(v.mean(), standard_error(v)) if len(v) else "-" for k, v in
                 (("pruned", pruned), ("unpruned", unpruned))}  # fmt: skip
         out.append(
             {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from benchmarks import bench_risk
 
@@ -50,3 +51,19 @@ def test_table1_rows_are_the_four_forests_on_the_table_3_problem(tmp_path):
     assert [g["prune"] for g in got] == ["error", None, "error", None]
     assert got[0]["part"] == "table1" and got[0]["n_jobs"] == 2 and got[0]["host"].endswith("cores")
     assert {"commit", "versions", "load", "machine"} <= set(got[0])
+
+
+def test_table1_command_writes_rows_and_prints_the_docs_table(tmp_path, monkeypatch, capsys):
+    tiny = bench_risk.Sizes(problems=1, n_train={2: 120, 5: 120, 10: 120}, grid_per_axis=8)
+    monkeypatch.setattr(bench_risk, "QUICK", bench_risk.replace(tiny, n_test=60))
+    path = tmp_path / "paper_risk_table1.jsonl"
+    argv = ["bench_risk", "--table1", "--quick", "--n-jobs", "1", "--results", str(path)]
+    monkeypatch.setattr(sys, "argv", argv)
+    bench_risk.main()
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 3 * len(bench_risk.TABLE1_FORESTS)
+    assert {(r["d"], r["part"], r["sizes"]["n_test"]) for r in rows} == {
+        (2, "table1", 60), (5, "table1", 60), (10, "table1", 60)
+    }  # fmt: skip
+    out = capsys.readouterr().out
+    assert "report pruned" in out and "0.0944*" in out and "wall:" in out
