@@ -23,6 +23,7 @@ from ..data.training import TrainingData
 from ..families import traits_of
 from ..kinds import get_kind
 from ..views.base import MAX_LEVELS
+from .budget import Budget
 from .run_plan import LEFT_OUT, plan_library
 
 __all__ = ["BuildPlan", "Pace", "plan_build", "view_seconds"]
@@ -274,22 +275,21 @@ def _estimators(tasks: list) -> dict:
 def plan_build(
     tasks: list,
     data: TrainingData,
-    seconds: float,
+    budget: Budget,
     n_workers: int,
     planner=None,
-    max_memory: float | None = None,
-    run_limit: float | None = None,
     strong_first: bool = False,
 ) -> BuildPlan:
-    """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
-    ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
+    """The plan of ``tasks`` on ``data`` within the seconds ``budget`` has left on
+    ``n_workers`` workers (sharing its ``max_memory`` bytes; None: no ceiling), each run
+    stopped after its ``run_limit`` (None: no limit), by ``planner`` (default
     :func:`~ensel.library.planning.run_plan.plan_library`).
     Each run is fitted once per sibling (``data.n_siblings``). The runs left out by the
     schedule's end are queued after the others, on standby (see the module docstring);
-    ``run_limit``: the seconds the executor lets one run take (None: no limit);
     ``strong_first``: the planner orders the runs strong first, by expected gain per second
     (passed only where set, so that a planner without the option plans as before)."""
     planner = planner or plan_library
+    seconds = budget.left()
     # a family registered without a cost model is not planned: it runs after the planned ones
     unplanned = [
         t
@@ -307,11 +307,11 @@ def plan_build(
         budget_seconds=max(seconds, 1e-3),
         n_workers=max(int(n_workers), 1),
         n_fits_per_run=data.n_siblings,
-        max_memory_bytes=max_memory,
+        max_memory_bytes=budget.max_memory,
         view_width=view_width(data),
         task=data.task,
         n_held=max(data.hillclimb.size // data.n_siblings, 1),
-        run_limit=run_limit,
+        run_limit=budget.run_limit,
         estimators=_estimators(tasks),
         view_seconds=view_seconds(tasks, data),
         **({"strong_first": True} if strong_first else {}),
