@@ -138,13 +138,11 @@ def build_library(
     k-1). ``random_state``: an int, or a ``RandomState`` (or None) to draw one seed from.
     ``verbose``: 0 (the default) is silent, more shows a progress bar on a terminal. Arguments
     are checked before any run starts (a ValueError names the argument and what it takes).
-    ``budget``: the caller's :class:`~ensel.library.planning.budget.Budget` in place of
-    ``time_limit``, ``run_time_limit`` and ``max_memory`` (an estimator hands down its fit's,
-    whose ``reserve`` is kept for what follows the build).
+    ``budget``: a :class:`~ensel.library.planning.budget.Budget` in place of ``time_limit``,
+    ``run_time_limit`` and ``max_memory`` (an estimator hands down its fit's).
     """
     given = {name: value for name, value in locals().items() if name in BUILD_PARAMETERS}
-    started = time.monotonic()
-    asked = _asked_budget(budget, time_limit, run_time_limit, max_memory, started)
+    asked = _asked_budget(budget, time_limit, run_time_limit, max_memory, time.monotonic())
     validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
     random_state = as_seed(random_state)
     library_spec = load_spec(spec).for_rows(n_rows(X))  # runs for large tables only left out

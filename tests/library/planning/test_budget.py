@@ -139,3 +139,45 @@ def test_the_pace_is_asked_with_the_seconds_left_on_the_budgets_clock():
     assert skip(0) is None and pace.asked == (cheap.run_id, 20.0, 30.0)
     clock.now = 155.0
     assert skip(0) == "late"
+
+
+def test_build_library_takes_a_budget_or_its_arguments_not_both():
+    import numpy as np
+
+    from ensel.library import build_library
+
+    X, y = np.zeros((10, 2)), np.arange(10) % 2
+    with pytest.raises(ValueError, match="takes a budget or time_limit"):
+        build_library(X, y, budget=Budget.of(None), time_limit=5)
+
+
+def test_the_estimator_hands_its_one_budget_to_the_build(monkeypatch):
+    from sklearn.datasets import load_breast_cancer
+
+    from ensel import EnsembleSelectionClassifier
+    from ensel.estimator import fit_pipeline
+
+    handed = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(X, y, **kwargs):
+        handed.append(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(fit_pipeline, "build_library", spy)
+    X, y = load_breast_cancer(return_X_y=True)
+    est = EnsembleSelectionClassifier(
+        library="tiny", time_limit=60, run_time_limit=7, max_memory="2GB", random_state=0
+    )
+    started = time.monotonic()
+    with pytest.raises(Stop):
+        est.fit(X, y)
+    (kwargs,) = handed
+    assert not {"time_limit", "run_time_limit", "max_memory"} & set(kwargs)
+    budget = kwargs["budget"]
+    assert started <= budget.deadline - 60 <= time.monotonic()  # the fit's deadline
+    assert 0 < budget.reserve < 60 * 0.25 + 1e-9  # kept for selection and the detectors
+    assert budget.run_limit == 7 and not budget.capped  # the build caps it when it takes it
+    assert budget.max_memory == 2 * 2**30
