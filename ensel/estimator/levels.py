@@ -176,8 +176,9 @@ class TwoLevels:
             level=2,
         )
         self.members = pd.concat([first.members.assign(level=1), top], ignore_index=True)
-        for name in ("y", "classes", "task", "columns", "input_columns", "dropped", "categories"):
-            setattr(self, name, getattr(first, name))
+        self.y, self.classes, self.task = first.y, first.classes, first.task
+        self.columns, self.input_columns = first.columns, first.input_columns
+        self.dropped, self.categories = first.dropped, first.categories
         self.detectors, self.temporary, self.store = first.detectors, first.temporary, first.store
         self.siblings = first.siblings
 
