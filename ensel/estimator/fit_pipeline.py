@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 AFTER_SELECTION = (0.5, 0.02, 6e-5)
 """``(seconds, share of time_limit, seconds per hillclimb row)`` kept after selection under a
 time budget: the detectors' combination (fitted on every hillclimb row and as many background
-points), the leaderboard, loading the chosen members and the report. The per-row term is what
-the detectors' combination and the leaderboard took on a bagged table of 178,000 rows (about
-10 s)."""
+points), the leaderboard, loading the chosen members and the report. The per-row term is the
+detectors' combination and the leaderboard, which grow with the hillclimb rows (on a bagged
+table, every row)."""
 
 
 @dataclass

@@ -77,8 +77,8 @@ class Pace:
     (another load, another CPU) leaves runs out instead of cutting them at the deadline. Where
     a run's family (its pace group, ``plan.pace_group``: a family, its learners quadratic in the
     rows apart; ``families`` maps run ids to these) has finished runs, their pace counts for it
-    (the cost model errs per family: at 100,000 rows early-stopped boosting took a quarter of
-    its estimate while trees took 1.7 times theirs), else the slowest of all finished runs'
+    (the cost model errs per family: on a large table early-stopped boosting can end well
+    before its estimate while trees run past theirs), else the slowest of all finished runs'
     pace, the median family's and its own estimate (``UNTESTED_PACE``)."""
 
     def __init__(
@@ -250,8 +250,8 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
 
     def best(kind: tuple[str, bool], m: int) -> float:
         """The faster of two timings: a first call at a size can pay for first-touch memory
-        (at 40,000 rows of six 3,000-level columns one took 0.2 s more than the next, which
-        made the per-call share negative and clipped it to 0)."""
+        (on many-level categorical columns enough to make the per-call share negative, which
+        would clip it to 0)."""
         return min(timed(kind, m), timed(kind, m))
 
     out = {}
