@@ -142,22 +142,22 @@ def build_library(
     ``run_time_limit`` and ``max_memory`` (an estimator hands down its fit's).
     """
     given = {name: value for name, value in locals().items() if name in BUILD_PARAMETERS}
-    asked = _asked_budget(budget, time_limit, run_time_limit, max_memory, time.monotonic())
+    started = time.monotonic()
+    asked = _asked_budget(budget, time_limit, run_time_limit, max_memory, started)
     validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
     random_state = as_seed(random_state)
     library_spec = load_spec(spec).for_rows(n_rows(X))  # runs for large tables only left out
     grow_spec = _grow_spec(grow, random_state, library_spec, asked.timed)
     choice = _choose_cv(X, y, cv, hillclimb_fraction, library_spec.task)
-    budget = asked.for_build(library_spec.run_time_limit)
+    budget = asked.for_build(library_spec.run_time_limit, started)
     _check_rows_fit(X, budget.max_memory, n_workers(n_jobs) if backend != "dask" else 1)
     executor = make_executor(_jobs_for(n_jobs, backend, X), backend, client)
     try:
         data = _prepare(X, y, groups, choice, random_state, library_spec.task, executor, budget)
-        build = BuildContext(
+        return _build(BuildContext(
             data, library_spec, choice.cv, choice.hillclimb_fraction, executor, budget,
             random_state, retry_failed, verbose, grow_spec,
-        )  # fmt: skip
-        return _build(build, store)
+        ), store)  # fmt: skip
     finally:
         executor.close()
 

@@ -67,17 +67,18 @@ class Budget:
         started = clock() if started is None else started
         return cls(started + float(time_limit), run_limit, False, max_memory, clock, reserve)
 
-    def for_build(self, run_limit: float | None = None) -> Budget:
-        """The budget a build runs under, taken from this one (the budget asked for) now.
-        It ends ``reserve`` seconds before the deadline (where something is kept after it,
-        one second from now at least: a fit's build always gets a second) and keeps nothing
+    def for_build(self, run_limit: float | None = None, now: float | None = None) -> Budget:
+        """The budget a build runs under, taken from this one (the budget asked for) at
+        ``now`` (a ``clock()`` value: when the build started; the clock now by default). It
+        ends ``reserve`` seconds before the deadline (where something is kept after it,
+        one second from ``now`` at least: a fit's build always gets a second) and keeps nothing
         after it. Its runs take the per-run limit asked for (else ``run_limit``, the spec's),
         and under a time budget no more than ``MAX_RUN_SHARE`` of the build's seconds (one
         second at least)."""
         asked = self.run_limit if self.run_limit is not None else run_limit
         if not self.timed:
             return dataclasses.replace(self, run_limit=asked, capped=False, reserve=0.0)
-        now = self.clock()
+        now = self.clock() if now is None else now
         seconds = self.deadline - self.reserve - now
         seconds = max(seconds, 1.0) if self.reserve > 0 else seconds
         cap = max(seconds * MAX_RUN_SHARE, 1.0)

@@ -48,6 +48,12 @@ def test_a_run_may_take_at_most_its_share_of_the_build():
     assert Budget.of(1, None, clock=clock).for_build().run_limit == 1.0  # one second at least
 
 
+def test_a_build_counts_its_share_from_when_it_started():
+    clock = FakeClock(now=105.0)  # the build takes its share a little after it started
+    budget = Budget.of(60, None, started=100.0, clock=clock).for_build(None, now=100.0)
+    assert budget.deadline == 160.0 and budget.run_limit == 60 * MAX_RUN_SHARE
+
+
 def test_the_spec_limit_counts_only_where_none_was_asked_for():
     clock = FakeClock()
     assert Budget.of(None, None, clock=clock).for_build(20.0).run_limit == 20.0
