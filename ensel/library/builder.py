@@ -462,10 +462,10 @@ def _tell_runs(context: dict, planned) -> None:
 def _run_spare(build: BuildContext) -> None:
     """Fit the spare tier's runs after the main ones: under a time budget only those the
     build's planner (:func:`ensel.library.planning.build_plan.plan_build`, its estimates of each
-    run on
-    this table) says end within the time left, on its subsample where it planned one; the
-    others are recorded with status ``left_out`` and the planner's note (a later build into
-    the same store tries them again)."""
+    run on this table) says end within the time left, on its subsample where it planned one;
+    the others are recorded with status ``left_out`` and the planner's note (a later build
+    into the same store tries them again). The plan reads the budget's time only: the memory
+    ceiling holds the spare runs at their start, through the gate of :func:`_run_all`."""
     spare, store = build.spare, build.stores[SPARE]
     if not build.budget.timed:
         _run_all(build, spare, build.verbose)
@@ -473,7 +473,8 @@ def _run_spare(build: BuildContext) -> None:
     left = build.budget.left()
     # planned as model runs: the planner estimates the section "families" only
     models = [("families", run) for _, run in spare]
-    planned = plan_build(models, build.data, _plan_budget(build), **_plan_options(build))
+    timed = dataclasses.replace(build.budget, max_memory=None)
+    planned = plan_build(models, build.data, timed, **_plan_options(build))
     for _, run, why in planned.left_out:
         store.write_failure(run, "left_out", f"spare tier: {why}", 0.0)
     _tell_runs(build.contexts[SPARE], planned)
