@@ -57,10 +57,9 @@ def rank_bins(n_cases: int, kind: int) -> int:
     finalists are scored exactly, and more so as the ensemble grows and candidates draw close.
     ROC's bound (the pairs sharing a level) loosens fastest: it keeps about one level per case
     (up to ``RANK_BINS``); LFT, BEP and APR take about two cases per level (up to half of it).
-    Measured on a 2,000 x 5,000 synthetic library (one thread, steps 10, 30, 60 and 99 of one
-    selection): ROC at 2,048 levels was faster at step 10 but cost 1.9-2.5x more per step from
-    step 30 on than at 4,096; LFT, BEP and APR at 2,048 cost 0.5-0.8x their time at 4,096,
-    and APR at 1,024 cost up to 2.3x more again late in the selection."""
+    Halving ROC's levels makes the early steps faster but the later ones, where candidates
+    draw close, dearer; LFT, BEP and APR gain from half as many levels, and APR loses again
+    late in a selection from a quarter."""
     if kind == 0:
         levels, cap = 1 << int(np.ceil(np.log2(max(n_cases, 2)))), RANK_BINS
     else:

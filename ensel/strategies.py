@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .library.planning.budget import Budget
 from .metrics import greater_is_better, resolve_metric, score, score_batch
 from .selection import EnsembleSelection, PredictCost, weighted_average
 
@@ -181,7 +182,7 @@ def cheapest_within_noise(
     options: dict,
     cost,
     weights: np.ndarray,
-    deadline: float | None = None,
+    budget: Budget | None = None,
     fractions: tuple[float, ...] = COST_FRACTIONS,
     n_boot: int = 50,
     n_se: float = 0.5,
@@ -196,9 +197,9 @@ def cheapest_within_noise(
     accepted (with 1, the one-standard-error rule of Breiman et al. 1984, ESL §7.10; the
     default 0.5 is stricter, to keep test scores level with the unconstrained ensemble:
     docs/decisions.md). The budgets are bisected, assuming a smaller budget never scores
-    better (3 selections for 6 fractions); no selection starts after ``deadline``
-    (``time.monotonic()``) less the last one's duration. Returns ``(weights, budget or None,
-    rows tried)``, the unconstrained ``weights`` and None when no budget is accepted."""
+    better (3 selections for 6 fractions); no selection starts when the time ``budget`` has
+    less left than the last one took. Returns ``(weights, predict-cost budget or None, rows
+    tried)``, the unconstrained ``weights`` and None when no budget is accepted."""
     metric = resolve_metric(metric)
     cost = PredictCost.coerce(cost, len(P))
     bar = _NoiseBar(P, y, metric, weights, options.get("random_state"), n_boot, n_se)
@@ -207,25 +208,25 @@ def cheapest_within_noise(
     chosen, chosen_budget, rows = weights, None, []
     lo, hi, took = 0, len(fractions), 0.0
     while lo < hi:
-        if deadline is not None and time.monotonic() + took > deadline:
+        if budget is not None and budget.timed and budget.left() < took:
             break
         mid = (lo + hi) // 2
-        budget = fractions[mid] * full_cost
-        if budget < cheapest:
+        max_cost = fractions[mid] * full_cost
+        if max_cost < cheapest:
             hi = mid
             continue
         started = time.monotonic()
         try:
-            es = EnsembleSelection(metric=metric, **options, max_cost=budget).fit(P, y, cost=cost)
+            es = EnsembleSelection(metric=metric, **options, max_cost=max_cost).fit(P, y, cost=cost)
         except ValueError:  # pruning left no member within this budget
             hi = mid
             continue
         finally:
             took = time.monotonic() - started
         row = bar.check(es.weights_)
-        rows.append({"fraction": fractions[mid], "budget": budget, "cost": es.cost_, **row})
+        rows.append({"fraction": fractions[mid], "budget": max_cost, "cost": es.cost_, **row})
         if row["accepted"]:
-            chosen, chosen_budget, lo = es.weights_, budget, mid + 1
+            chosen, chosen_budget, lo = es.weights_, max_cost, mid + 1
         else:
             hi = mid
     return chosen, chosen_budget, rows
@@ -240,7 +241,7 @@ def drop_costly_runs(
     full_weights: np.ndarray,
     runs,
     seed=None,
-    deadline: float | None = None,
+    budget: Budget | None = None,
     n_boot: int = 50,
     n_se: float = 0.5,
 ) -> tuple[np.ndarray, list[dict]]:
@@ -253,7 +254,7 @@ def drop_costly_runs(
     run (``runs``: the run of each member; its members go together, since they share its
     work) is priced by the cost its removal saves over the weight it holds; the costliest run
     whose removal (the others' weights renormalised) stays within noise goes, and the search
-    starts again, until no run can go or ``deadline`` (``time.monotonic()``) passes. Returns
+    starts again, until no run can go or the time ``budget`` runs out. Returns
     ``(weights, rows of the runs dropped)``."""
     metric = resolve_metric(metric)
     cost = PredictCost.coerce(cost, len(P))
@@ -261,7 +262,7 @@ def drop_costly_runs(
     bar = _NoiseBar(P, y, metric, full_weights, seed, n_boot, n_se)
     w = np.asarray(weights, dtype=float) / np.sum(weights)
     dropped = []
-    while deadline is None or time.monotonic() < deadline:
+    while budget is None or not budget.timed or budget.left() > 0:
         kept = np.flatnonzero(w > 0)
         total = cost.of(kept)
         candidates = []

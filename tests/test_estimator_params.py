@@ -203,11 +203,11 @@ def test_available_cpus_honours_the_affinity_mask():
 
 def test_the_executor_takes_n_jobs_as_joblib_does(monkeypatch):
     monkeypatch.setattr(jobs, "cpu_count", lambda only_physical_cores=False: 3)
-    assert isinstance(make_executor(None, None), SerialExecutor)
-    assert isinstance(make_executor(1, None), SerialExecutor)
-    assert isinstance(make_executor(-3, None), SerialExecutor)  # all but 2 of 3 CPUs
+    assert isinstance(make_executor(None), SerialExecutor)
+    assert isinstance(make_executor(1), SerialExecutor)
+    assert isinstance(make_executor(-3), SerialExecutor)  # all but 2 of 3 CPUs
     for n_jobs, workers in ((-1, 3), (-2, 2), (2, 2)):
-        pool = make_executor(n_jobs, None)
+        pool = make_executor(n_jobs)
         assert isinstance(pool, ProcessExecutor) and pool.n_workers == workers
         pool.close()
 

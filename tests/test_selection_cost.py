@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ensel.library.planning.budget import Budget
 from ensel.selection import EnsembleSelection, PredictCost, cost_front
 from ensel.strategies import NEGLIGIBLE_LOSS, cheapest_within_noise, drop_costly_runs
 
@@ -134,7 +135,7 @@ def test_auto_budget_keeps_the_ensemble_when_cheaper_ones_lose_beyond_noise():
     np.testing.assert_array_equal(weights, full.weights_)
     # past the deadline no selection starts
     _, budget, tried = cheapest_within_noise(
-        P, y, "roc", options, cost, full.weights_, deadline=0.0
+        P, y, "roc", options, cost, full.weights_, budget=Budget(deadline=0.0)
     )
     assert budget is None and tried == []
 
@@ -195,7 +196,8 @@ def test_a_run_that_carries_the_ensemble_stays():
     w, dropped = drop_costly_runs(P, y, "roc", cost, weights, weights, ["good", "weak"])
     assert w[0] > 0 and "good" not in [row["run"] for row in dropped]
     # past the deadline nothing is tried
-    w, dropped = drop_costly_runs(P, y, "roc", cost, weights, weights, ["a", "b"], deadline=0.0)
+    past = Budget(deadline=0.0)
+    w, dropped = drop_costly_runs(P, y, "roc", cost, weights, weights, ["a", "b"], budget=past)
     np.testing.assert_array_equal(w, weights)
     assert dropped == []
 

@@ -64,7 +64,7 @@ class MultitaskStructureLearner:
     reversal_cost : edits a reversed arc counts for in the prior (2: "double", 1: "single").
     equivalent_sample_size : BDeu's equivalent sample size.
     tabu_length : length of the tabu list, and the number of non-improving moves allowed in a row
-        (100, pgmpy's default tabu length; 10 is about 4x faster and scores lower).
+        (100, pgmpy's default tabu length; a shorter one is faster and scores lower).
     max_parents : optional bound on the parents of a node (None: unbounded).
     pseudocount : Dirichlet pseudo-count per CPT cell for the parameters (Bayesian updating).
     random_state : seed of the restarts and the validation split.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..library.planning.budget import Budget
 from ..library.planning.cost import predict_cost
 from ..metrics import score
 from ..selection import PredictCost, weighted_average
@@ -18,14 +19,14 @@ __all__ = ["Chooser"]
 
 class Chooser:
     """Selection over one library (``lib``: members, labels, stored timings) and its
-    hillclimb matrix ``P`` for ``estimator`` on ``metric``; no selection starts after
-    ``deadline`` (a ``time.monotonic()`` value, or None). ``fitted`` collects the
-    estimator's attributes of selection (``selection_options_``, ``selection_comparison_``,
-    ``predict_budget_``, ``predict_cost_ms_``)."""
+    hillclimb matrix ``P`` for ``estimator`` on ``metric``; no selection starts once
+    ``budget`` (the fit's, keeping back what follows selection) has run out. ``fitted``
+    collects the estimator's attributes of selection (``selection_options_``,
+    ``selection_comparison_``, ``predict_budget_``, ``predict_cost_ms_``)."""
 
-    def __init__(self, estimator, lib, P: np.ndarray, metric, deadline: float | None) -> None:
+    def __init__(self, estimator, lib, P: np.ndarray, metric, budget: Budget) -> None:
         self.estimator, self.lib, self.P = estimator, lib, P
-        self.metric, self.deadline = metric, deadline
+        self.metric, self.budget = metric, budget
         self.task = estimator._task
         self.fitted: dict = {}
 
@@ -95,7 +96,7 @@ class Chooser:
         runs that cost most per unit of weight while the score stays within that bar; and the
         ``predict_budget_`` record (the limit taken, the limits tried, the runs dropped)."""
         weights, ms, tried = cheapest_within_noise(
-            P, lib.y, self.metric, options, cost, full, deadline=self.deadline
+            P, lib.y, self.metric, options, cost, full, budget=self.budget
         )
         weights, dropped = drop_costly_runs(
             P,
@@ -106,7 +107,7 @@ class Chooser:
             full,
             lib.members["run"].to_numpy(),
             seed=options.get("random_state"),
-            deadline=self.deadline,
+            budget=self.budget,
         )
         return weights, {"max_predict_ms": ms, "tried": tried, "dropped": dropped}
 

@@ -21,7 +21,7 @@ from ..library.data.sources import is_source, n_classes, n_rows
 from ..library.data.training import resolve_cv
 from ..library.planning.budget import Budget, check_grow
 from ..library.planning.grow import GrowSpec, parse_grow
-from ..library.planning.memory import parse_memory, selection_memory
+from ..library.planning.memory import parse_memory, resolve_max_memory, selection_memory
 from ..library.spec import LibrarySpec, load_spec
 from ..metrics import resolve_metric
 from . import budget, levels
@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 AFTER_SELECTION = (0.5, 0.02, 6e-5)
 """``(seconds, share of time_limit, seconds per hillclimb row)`` kept after selection under a
 time budget: the detectors' combination (fitted on every hillclimb row and as many background
-points), the leaderboard, loading the chosen members and the report. The per-row term is what
-the detectors' combination and the leaderboard took on a bagged table of 178,000 rows (about
-10 s)."""
+points), the leaderboard, loading the chosen members and the report. The per-row term is the
+detectors' combination and the leaderboard, which grow with the hillclimb rows (on a bagged
+table, every row)."""
 
 
 @dataclass
@@ -58,8 +58,9 @@ class Selected:
 class FitPipeline:
     """One fit of ``estimator`` on ``X, y`` (``groups``): the stages of :meth:`run` fill the
     fields below them in order, and ``finalise`` sets the estimator's fitted attributes from
-    them. ``budget``: the fit's one time budget (deadline ``started + time_limit``); the build
-    and the second level get their shares of it, selection the time they leave.
+    them. ``budget``: the fit's one :class:`Budget` (deadline ``started + time_limit``, the
+    reserve kept after the build, the per-run limit and the memory ceiling), handed down to
+    the build, the second level and selection, each keeping back what follows it.
     ``level_one``: the library built (or given); ``library``: what selection weighs, that
     library or, with ``levels=2``, both levels (:class:`levels.TwoLevels`)."""
 
@@ -73,11 +74,11 @@ class FitPipeline:
     rows: int | None = None
     seed: int = 0
     budget: Budget = field(default_factory=Budget)
+    selection_budget: Budget = field(default_factory=Budget)
     options: dict = field(default_factory=dict)
     level_one: Library | None = None
     library: Any = None
     P: np.ndarray | None = None
-    deadline: float | None = None
     report: BudgetReport = field(default_factory=BudgetReport)
     weights: np.ndarray | None = None
     fitted: dict = field(default_factory=dict)
@@ -117,7 +118,7 @@ class FitPipeline:
             )
         self.source = _source(est.library, est._task, type(est).__name__)
         if isinstance(self.source, LibrarySpec):
-            check_grow(parse_grow(grow_spec(est)), est.time_limit)
+            check_grow(parse_grow(grow_spec(est)), est.time_limit is not None)
         levels.check(est, self.source, self.X, self.y)
 
     def prepare(self) -> None:
@@ -127,7 +128,12 @@ class FitPipeline:
         est = self.estimator
         self.rows = None if est.time_limit is None else n_rows(self.X)
         self.seed = as_seed(est.random_state)
-        self.budget = Budget.of(est.time_limit, started=self.started)
+        ceiling = resolve_max_memory(est.max_memory)
+        self.budget = Budget.of(
+            est.time_limit, est.run_time_limit, max_memory=ceiling, started=self.started
+        )
+        if self.budget.timed and isinstance(self.source, LibrarySpec):
+            self.budget = self.budget.keep(self._after_build())
         self.options = {
             "n_iter": est.n_iter,
             "n_bags": est.n_bags,
@@ -141,7 +147,8 @@ class FitPipeline:
 
     def build(self) -> None:
         """The level-one library: the one given, or the spec's built (or resumed) on ``X``
-        in the build's share of the budget; its hillclimb matrix."""
+        in the build's share of the budget (its reserve and, with ``levels=2``, the second
+        level's share kept back, :data:`levels.LEVEL_TWO_SHARE`); its hillclimb matrix."""
         est = self.estimator
         if isinstance(self.source, Library):
             self.library = self.source
@@ -157,44 +164,41 @@ class FitPipeline:
                 client=est.client,
                 random_state=self.seed,
                 groups=self.groups,
-                time_limit=self._build_seconds(),
-                run_time_limit=est.run_time_limit,
                 verbose=est.verbose,
                 grow=grow_spec(est),
-                max_memory=est.max_memory,
+                budget=self.budget.keep(self.budget.reserve + levels.share(est)),
             )
         self.level_one = self.library
         self.P = np.asarray(self.library.predictions)
 
     def second_level(self) -> None:
         """With ``levels=2``: the level-two library on ``X`` and the strongest level-one runs'
-        out-of-fold predictions, built until the budget's deadline less what follows the
-        build; from here both levels are the library selection weighs
-        (:mod:`ensel.estimator.levels`)."""
+        out-of-fold predictions, built until the budget's deadline less its reserve; from here
+        both levels are the library selection weighs (:mod:`ensel.estimator.levels`)."""
         if self.estimator.levels < 2:
             return
-        ends = self.budget.deadline - self._after_build() if self.budget.timed else None
         self.library = levels.build_second_level(
             self.estimator, self.level_one, self.P, self.metric, self.X, self.y, self.groups,
-            self.seed, ends,
+            self.seed, self.budget,
         )  # fmt: skip
         self.P = self.library.predictions
 
     def time_selection(self) -> None:
-        """Under ``time_limit``: the moment selection must end by (the budget's deadline
-        less ``AFTER_SELECTION``) and the selection options that fit the time the build left,
+        """Under ``time_limit``: selection's budget (the fit's, keeping ``AFTER_SELECTION``
+        back from its deadline) and the selection options that fit the time the build left,
         at the speed a pilot selection on the hillclimb matrix measures (``budget_`` says
         what changed); selection's copies of the matrix stay under the memory ceiling."""
         est, lib = self.estimator, self.level_one
         if est.strategy == "es":
-            self.options["memory_budget"] = selection_memory(est.max_memory)
+            self.options["memory_budget"] = selection_memory(self.budget.max_memory)
         if not self.budget.timed:
             return
         speed = budget.selection_speed(est.strategy, self.metric, self.options, self.P, lib.y)
         seconds, share, per_row = AFTER_SELECTION
-        after = seconds + share * est.time_limit + per_row * self.P.shape[1]
-        self.deadline = self.budget.deadline - after
-        left = self.deadline - self.budget.clock()
+        self.selection_budget = self.budget.keep(
+            seconds + share * est.time_limit + per_row * self.P.shape[1]
+        )
+        left = self.selection_budget.left()
         # "auto" refits selection under smaller predict costs: half the time is theirs
         left = left / 2 if Chooser.auto_cost(est.max_predict_ms) and est.strategy == "es" else left
         self.options, changed = budget.selection_within(self.options, left, speed, self.P.shape)
@@ -209,7 +213,7 @@ class FitPipeline:
     def select(self) -> None:
         """One weight per member by ``strategy`` under the predict-cost limit (and, with
         ``exportable=True``, among the members ``to_onnx`` can express)."""
-        chooser = Chooser(self.estimator, self.library, self.P, self.metric, self.deadline)
+        chooser = Chooser(self.estimator, self.library, self.P, self.metric, self.selection_budget)
         self.weights = chooser.weights(self.options)
         if self.estimator.exportable:
             self.weights, self.report.exportable = chooser.exportable(self.options, self.weights)
@@ -231,7 +235,7 @@ class FitPipeline:
             setattr(est, name, value)
         est.budget_ = self.report
         est.fit_seconds_ = time.monotonic() - self.started
-        if est.time_limit is not None:
+        if self.budget.timed:
             self._report_unused()
         est.ensel_version_ = version()
 
@@ -246,15 +250,6 @@ class FitPipeline:
         classes = 1 if est._task == "regression" else n_classes(self.X, self.y)
         options = {"n_bags": est.n_bags, "n_iter": est.n_iter, "bag_fraction": est.bag_fraction}
         return budget.after_build(est.time_limit, self.source.n_members, hill, classes, options)
-
-    def _build_seconds(self) -> float | None:
-        """The seconds the level-one build may take: what the budget has left less the
-        reserve after it (:func:`budget.after_build`) and, with ``levels=2``, the second
-        level's share (:data:`levels.LEVEL_TWO_SHARE`)."""
-        if not self.budget.timed:
-            return None
-        reserve = self._after_build() + levels.share(self.estimator)
-        return max(self.budget.left() - reserve, 1.0)
 
     def _report_unused(self) -> None:
         """``budget_.unused_seconds`` (seconds of the budget left when the fit ended) and,

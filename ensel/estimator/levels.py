@@ -20,6 +20,7 @@ from ..data import named
 from ..library import Library, build_library
 from ..library.data.sources import is_source, n_rows
 from ..library.data.training import resolve_cv
+from ..library.planning.budget import Budget
 from ..library.storage.members import FittedMembers
 from ..metrics import score, score_batch
 
@@ -175,8 +176,9 @@ class TwoLevels:
             level=2,
         )
         self.members = pd.concat([first.members.assign(level=1), top], ignore_index=True)
-        for name in ("y", "classes", "task", "columns", "input_columns", "dropped", "categories"):
-            setattr(self, name, getattr(first, name))
+        self.y, self.classes, self.task = first.y, first.classes, first.task
+        self.columns, self.input_columns = first.columns, first.input_columns
+        self.dropped, self.categories = first.dropped, first.categories
         self.detectors, self.temporary, self.store = first.detectors, first.temporary, first.store
         self.siblings = first.siblings
 
@@ -214,11 +216,13 @@ def spec_path(task: str) -> Path:
     return Path(str(resources.files("ensel.library") / "specs" / SPECS[task]))
 
 
-def build_second_level(est, lib: Library, P, metric, X, y, groups, seed: int, ends) -> TwoLevels:
+def build_second_level(
+    est, lib: Library, P, metric, X, y, groups, seed: int, budget: Budget
+) -> TwoLevels:
     """Level two of ``est``'s fit over level one ``lib`` (hillclimb matrix ``P``): built on
     ``X`` and the strongest level-one runs' out-of-fold predictions with level one's folds
     (same ``cv``, ``y``, ``groups`` and seed give the same folds; the store's fingerprint is
-    checked), until ``ends`` (a ``time.monotonic()`` value, or None)."""
+    checked), under the fit's ``budget`` (until its deadline less its reserve)."""
     started = time.monotonic()
     inputs = strongest_runs(lib, P, metric)
     rows = np.asarray(lib.hillclimb_index)
@@ -240,9 +244,8 @@ def build_second_level(est, lib: Library, P, metric, X, y, groups, seed: int, en
         client=est.client,
         random_state=seed,
         groups=groups,
-        time_limit=None if ends is None else max(ends - time.monotonic(), 1.0),
         verbose=est.verbose,
-        max_memory=est.max_memory,
+        budget=budget,
     )
     folds = ("fingerprint", "folds")
     one, two = (lib_.store.header.get(folds[0], {}).get(folds[1]) for lib_ in (lib, second))

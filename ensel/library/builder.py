@@ -46,7 +46,7 @@ from .kinds import get_kind
 from .planning.budget import MAX_RUN_SHARE, Budget, check_grow
 from .planning.build_plan import Pace, plan_build
 from .planning.grow import GrowSpec, grow_runs, parse_grow
-from .planning.memory import MemoryGate, check_data_fits, parse_memory, resolve_max_memory, run_peak
+from .planning.memory import MemoryGate, check_data_fits, resolve_max_memory, run_peak
 from .planning.schedule import anytime_order, relative_cost
 from .spec import SPARE, LibrarySpec, RunSpec, load_spec
 from .storage.library import FAILED, Library
@@ -99,6 +99,7 @@ def build_library(
     verbose: int = 0,
     grow=None,
     max_memory=None,
+    budget: Budget | None = None,
 ) -> Library:
     """Build (or resume) the library of ``spec`` on ``X, y``.
 
@@ -137,29 +138,43 @@ def build_library(
     k-1). ``random_state``: an int, or a ``RandomState`` (or None) to draw one seed from.
     ``verbose``: 0 (the default) is silent, more shows a progress bar on a terminal. Arguments
     are checked before any run starts (a ValueError names the argument and what it takes).
+    ``budget``: a :class:`~ensel.library.planning.budget.Budget` in place of ``time_limit``,
+    ``run_time_limit`` and ``max_memory`` (an estimator hands down its fit's).
     """
     given = {name: value for name, value in locals().items() if name in BUILD_PARAMETERS}
-    parse_memory(max_memory)  # a bad value fails before any work
     started = time.monotonic()
+    asked = _asked_budget(budget, time_limit, run_time_limit, max_memory, started)
     validate_parameter_constraints(BUILD_PARAMETERS, given, "build_library")
     random_state = as_seed(random_state)
     library_spec = load_spec(spec).for_rows(n_rows(X))  # runs for large tables only left out
-    grow_spec = _grow_spec(grow, random_state, library_spec, time_limit)
-    limit = run_time_limit if run_time_limit is not None else library_spec.run_time_limit
+    grow_spec = _grow_spec(grow, random_state, library_spec, asked.timed)
     choice = _choose_cv(X, y, cv, hillclimb_fraction, library_spec.task)
-    ceiling = resolve_max_memory(max_memory)
-    budget = Budget.of(time_limit, limit, max_memory=ceiling, started=started)
-    _check_rows_fit(X, ceiling, n_workers(n_jobs) if backend != "dask" else 1)
-    executor = make_executor(_jobs_for(n_jobs, backend, X), budget.run_limit, backend, client)
+    budget = asked.for_build(library_spec.run_time_limit, started)
+    _check_rows_fit(X, budget.max_memory, n_workers(n_jobs) if backend != "dask" else 1)
+    executor = make_executor(_jobs_for(n_jobs, backend, X), backend, client)
     try:
         data = _prepare(X, y, groups, choice, random_state, library_spec.task, executor, budget)
-        build = BuildContext(
+        return _build(BuildContext(
             data, library_spec, choice.cv, choice.hillclimb_fraction, executor, budget,
             random_state, retry_failed, verbose, grow_spec,
-        )  # fmt: skip
-        return _build(build, store)
+        ), store)  # fmt: skip
     finally:
         executor.close()
+
+
+def _asked_budget(budget: Budget | None, time_limit, run_time_limit, max_memory, started) -> Budget:
+    """The budget the caller asked for: ``budget`` as given, or one made from ``time_limit``
+    (counted from ``started``), ``run_time_limit`` and ``max_memory`` (resolved to bytes:
+    None is ``memory.DEFAULT_SHARE`` of what this process may use); not both."""
+    if budget is not None:
+        if (time_limit, run_time_limit, max_memory) != (None, None, None):
+            raise ValueError(
+                "build_library takes a budget or time_limit, run_time_limit and max_memory, "
+                "not both; give those to the Budget"
+            )
+        return budget
+    ceiling = resolve_max_memory(max_memory)  # a bad value fails before any work
+    return Budget.of(time_limit, run_time_limit, max_memory=ceiling, started=started)
 
 
 def _choose_cv(X, y, cv, hillclimb_fraction: float, task: str):
@@ -175,12 +190,13 @@ def _check_rows_fit(X, ceiling: int | None, workers: int) -> None:
         check_data_fits(X if isinstance(X, pd.DataFrame) else as_frame(X), ceiling, workers)
 
 
-def _grow_spec(grow, seed: int, spec: LibrarySpec, time_limit: float | None) -> GrowSpec | None:
-    """``grow`` parsed and checked against the spec's task and the time budget."""
+def _grow_spec(grow, seed: int, spec: LibrarySpec, timed: bool) -> GrowSpec | None:
+    """``grow`` parsed and checked against the spec's task and whether there is a time
+    budget."""
     grow_spec = parse_grow(grow, seed=seed)
     if grow_spec is not None and spec.task != "classification":
         raise ValueError("grow= grows classification libraries only; leave grow=None here")
-    check_grow(grow_spec, time_limit)
+    check_grow(grow_spec, timed)
     return grow_spec
 
 
@@ -217,9 +233,10 @@ class RunInputs:
 @dataclass
 class BuildContext:
     """One build's state, filled in by its stages (prepare, plan, run, spare and grow,
-    consolidate): what it was asked (``data`` ... ``grow``), the stores it writes (``writer``,
-    the library's own; ``stores``, each section's), the run contexts and fit functions of its
-    sections, the tasks each stage runs, and the plan under a time budget."""
+    consolidate): what it was asked (``data`` ... ``grow``; ``budget``, the build's one
+    :class:`Budget`, takes the plan's pace), the stores it writes (``writer``, the library's
+    own; ``stores``, each section's), the run contexts and fit functions of its sections, the
+    tasks each stage runs, and the plan's notes under a time budget."""
 
     data: TrainingData
     spec: LibrarySpec
@@ -240,7 +257,6 @@ class BuildContext:
     spare: list = field(default_factory=list)
     spare_runs: list = field(default_factory=list)
     notes: dict = field(default_factory=dict)
-    pace: Pace | None = None
 
     @property
     def inputs(self) -> RunInputs:
@@ -323,8 +339,7 @@ def _plan(build: BuildContext) -> None:
             build.tasks, build.spare = build.tasks + build.spare, []
         models = [_as_model(task) for task in build.tasks]  # planned as model runs
         tasks = [models[i] for i in anytime_order(models, build.data.y.size)]
-        ceiling = build.budget.max_memory if build.executor.local_memory else None
-        planned = plan_build(tasks, build.data, build.budget.left(), max_memory=ceiling, **options)
+        planned = plan_build(tasks, build.data, _plan_budget(build), **options)
         build.tasks, build.notes = [_in_tier(task) for task in planned.tasks], planned.notes
         for section, run, why in planned.left_out:
             section, _ = _in_tier((section, run))
@@ -334,7 +349,7 @@ def _plan(build: BuildContext) -> None:
                 _tell_runs(build.contexts[section], planned)
         if planned.table is not None:
             build.writer.write_plan(planned.table)
-    build.pace = Pace.of(planned)
+    build.budget = build.budget.paced(Pace.of(planned))
 
 
 def _as_model(task: tuple) -> tuple:
@@ -361,7 +376,7 @@ def _run(build: BuildContext) -> None:
     if first is not None:  # fitted here while the worker processes start
         build.tasks.remove(first)
         first_run = _InProcessRun(_fit_task, first, inputs)
-    _run_all(build, build.tasks, build.verbose, build.notes, build.pace)
+    _run_all(build, build.tasks, build.verbose, build.notes)
     if first is not None:
         first_run.commit(first, build.stores, build.budget)
     if build.spare:
@@ -393,7 +408,7 @@ def _grow_stage(build: BuildContext) -> list[str]:
 
     def fit(runs: list[RunSpec]) -> dict[str, bool]:
         todo = [("families", r) for r in _missing(writer, runs, build.retry_failed)]
-        _run_all(build, todo, 0)
+        _run_all(build, todo, 0, budget=build.budget.paced(None))  # no plan paces them
         return {r.run_id: writer.records.get(r.run_id, {}).get("status") == "ok" for r in runs}
 
     if grow_spec.batch is None:  # one proposal per slot: every worker fits one
@@ -418,11 +433,18 @@ def _consolidate(build: BuildContext, order: list[str]) -> None:
                 part.consolidate(part_order)
 
 
+def _plan_budget(build: BuildContext) -> Budget:
+    """The build's budget as its plan reads it: the memory ceiling only where the executor's
+    runs share this machine's memory (a dask cluster's workers keep their own)."""
+    if build.executor.local_memory:
+        return build.budget
+    return dataclasses.replace(build.budget, max_memory=None)
+
+
 def _plan_options(build: BuildContext) -> dict:
-    """What a plan needs of the executor and the spec: the runs it runs at once, the seconds it
-    lets one run take, and whether the runs go strong first (the spec's ``strong_first_rows``,
-    on a table that large)."""
-    options = {"n_workers": build.executor.slots, "run_limit": build.executor.time_limit}
+    """What a plan needs of the executor and the spec: the runs it runs at once and whether
+    the runs go strong first (the spec's ``strong_first_rows``, on a table that large)."""
+    options = {"n_workers": build.executor.slots}
     if build.spec.strong_first(build.data.y.size):
         options["strong_first"] = True
     return options
@@ -440,24 +462,25 @@ def _tell_runs(context: dict, planned) -> None:
 def _run_spare(build: BuildContext) -> None:
     """Fit the spare tier's runs after the main ones: under a time budget only those the
     build's planner (:func:`ensel.library.planning.build_plan.plan_build`, its estimates of each
-    run on
-    this table) says end within the time left, on its subsample where it planned one; the
-    others are recorded with status ``left_out`` and the planner's note (a later build into
-    the same store tries them again)."""
+    run on this table) says end within the time left, on its subsample where it planned one;
+    the others are recorded with status ``left_out`` and the planner's note (a later build
+    into the same store tries them again). The plan reads the budget's time only: the memory
+    ceiling holds the spare runs at their start, through the gate of :func:`_run_all`."""
     spare, store = build.spare, build.stores[SPARE]
     if not build.budget.timed:
         _run_all(build, spare, build.verbose)
         return
     left = build.budget.left()
     # planned as model runs: the planner estimates the section "families" only
-    planned = plan_build(
-        [("families", run) for _, run in spare], build.data, left, **_plan_options(build)
-    )
+    models = [("families", run) for _, run in spare]
+    timed = dataclasses.replace(build.budget, max_memory=None)
+    planned = plan_build(models, build.data, timed, **_plan_options(build))
     for _, run, why in planned.left_out:
         store.write_failure(run, "left_out", f"spare tier: {why}", 0.0)
     _tell_runs(build.contexts[SPARE], planned)
     todo = [(SPARE, run) for _, run in planned.tasks]
-    _run_all(build, todo, build.verbose, planned.notes, Pace.of(planned, label="spare tier: "))
+    paced = build.budget.paced(Pace.of(planned, label="spare tier: "))
+    _run_all(build, todo, build.verbose, planned.notes, paced)
     out = sum(store.records.get(r.run_id, {}).get("status") == "left_out" for _, r in spare)
     if out:
         log.info(
@@ -561,32 +584,30 @@ def _run_all(
     todo: list,
     verbose: int,
     notes: dict[str, str] | None = None,
-    pace: Pace | None = None,
+    budget: Budget | None = None,
 ) -> None:
     """Run every ``(section, run)`` of ``todo`` and commit each outcome, as it arrives, to the
-    store of its section (``notes``: run id -> the note kept beside a trained run). A run the
-    budget's cap stops is recorded as ``budget`` (built again by a later build), not
-    ``timeout``. The budget's memory ceiling is kept by a local executor through a
-    :class:`~ensel.library.planning.memory.MemoryGate` over each run's estimated peak. ``pace``: the
-    plan's estimates against the runs' real seconds; a run that would end after the deadline
-    at that pace is not started."""
+    store of its section (``notes``: run id -> the note kept beside a trained run) under
+    ``budget`` (the build's by default). A run the budget's cap stops is recorded as
+    ``budget`` (built again by a later build), not ``timeout``. The budget's memory ceiling is
+    kept by a local executor through a :class:`~ensel.library.planning.memory.MemoryGate` over
+    each run's estimated peak. The budget's ``pace``: the plan's estimates against the runs'
+    real seconds; a run that would end after the deadline at that pace is not started."""
     if not todo:
         return
-    executor, budget = build.executor, build.budget
+    executor, budget = build.executor, budget or build.budget
     options = {}
     if budget.max_memory is not None and executor.gates_memory:
         peaks = [run_peak(sec, run, build.data) for sec, run in todo]
         options["memory"] = MemoryGate(budget.max_memory, peaks)
     progress = _progress(todo, verbose, budget)
-    skip = _Skip(todo, budget, pace, executor.time_limit)
+    skip = _Skip(todo, budget)
     start = budget.clock()
     try:
-        outcomes = executor.run(
-            _fit_task, todo, build.inputs, deadline=budget.deadline, skip=skip, **options
-        )
+        outcomes = executor.run(_fit_task, todo, build.inputs, budget, skip=skip, **options)
         for done, outcome in enumerate(outcomes, 1):
             section, run = todo[outcome.index]
-            _commit(outcome, section, run, build.stores[section], skip, pace, notes or {})
+            _commit(outcome, section, run, build.stores[section], skip, notes or {})
             if progress is not None:
                 _advance(progress, done, len(todo), budget, start)
         skipped = sum(
@@ -608,11 +629,11 @@ def _run_all(
 class _Skip:
     """Asked by the executor just before a run starts: under a budget, a run is not started
     when a run of its family that costs no more was already cut short by the budget (it would
-    not finish either), or when at the pace so far it would end after the deadline (any run
-    the plan estimated, detectors too)."""
+    not finish either), or when at the budget's pace so far it would end after the deadline
+    (any run the plan estimated, detectors too)."""
 
-    def __init__(self, todo: list, budget: Budget, pace: Pace | None, run_limit) -> None:
-        self.todo, self.budget, self.pace, self.run_limit = todo, budget, pace, run_limit
+    def __init__(self, todo: list, budget: Budget) -> None:
+        self.todo, self.budget = todo, budget
         self.cut: dict[tuple[str, str], float] = {}  # (section, family) -> cost of a run cut
 
     def __call__(self, index: int) -> str | None:
@@ -625,8 +646,9 @@ class _Skip:
                 "not started: a run of its family that costs no more did not finish within "
                 "the time budget"
             )
-        if self.pace is not None:
-            return self.pace.too_late(run.run_id, self.budget.left(), self.run_limit)
+        pace = self.budget.pace
+        if pace is not None:
+            return pace.too_late(run.run_id, self.budget.left(), self.budget.run_limit)
         return None
 
     def cut_short(self, section: str, run) -> None:
@@ -635,9 +657,9 @@ class _Skip:
         self.cut[key] = min(self.cut.get(key, np.inf), _cost(run))
 
 
-def _commit(outcome, section: str, run, store, skip: _Skip, pace, notes: dict) -> None:
+def _commit(outcome, section: str, run, store, skip: _Skip, notes: dict) -> None:
     """Write one outcome to its section's store: a trained run, or its failure and why."""
-    cap = skip.budget.budget_cap
+    cap, pace = skip.budget.budget_cap, skip.budget.pace
     if outcome.status == "timeout" and cap is not None:
         outcome.status = "budget"
         outcome.error = (

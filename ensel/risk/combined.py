@@ -61,7 +61,7 @@ DETECTOR_ROWS = 5_000
 stratified by class where there are labels, drawn with a seed fixed by the fold, so the same
 data gives the same detector). Several detectors keep their training rows or grow with them
 (LOF, KDE and the dispersion forest keep the rows; CERT, chaos and the builtin forests grow
-about one leaf per few rows): at 80,000 rows LOF alone held 2.7 GB, and the saved model's
+about one leaf per few rows): on large tables LOF alone held gigabytes, and the saved model's
 detectors grew with the data. The detectors' scale (Sandia report §4: a few thousand rows) is
 kept, and every held-out row is still scored."""
 

@@ -111,7 +111,7 @@ def prepare_detectors(data, header: dict, random_state: int) -> tuple[pd.DataFra
     """The uniform background points (as many as hillclimb rows, drawn from the bounding box of
     the training data) and the sub-store's header: hillclimb set = held-out rows, then the
     background."""
-    space, _ = FeatureSpace.fit(getattr(data, "box", data.X))  # data read in parts: its box
+    space, _ = FeatureSpace.fit(data.box)  # data read in parts: a few rows spanning it
     n_hill = int(data.hillclimb.size)
     background = space.decode(space.uniform(n_hill, random_state))
     header = dict(header, fingerprint=dict(header["fingerprint"]))

@@ -126,6 +126,12 @@ class TrainingData:
         return (_restore, (state,))
 
     @property
+    def box(self) -> pd.DataFrame:
+        """Rows that span the data's bounding box: here every row (a source's are a few
+        rows summarising its parts)."""
+        return self.X
+
+    @property
     def n_classes(self) -> int:
         return self.classes.size
 

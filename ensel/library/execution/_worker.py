@@ -79,6 +79,6 @@ def serve(conn: Connection, threads: int) -> None:
 if __name__ == "__main__":  # pragma: no cover - runs in the child process
     serve(Connection(int(sys.argv[1])), int(sys.argv[2]))
     # nothing to tear down (results went over the socket): exit without the interpreter's
-    # teardown, which took 0.7 s with the model libraries loaded, per worker, per build
+    # teardown, slow with the model libraries loaded, paid per worker and per build
     sys.stderr.flush()
     os._exit(0)

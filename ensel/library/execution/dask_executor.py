@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..._imports import optional
+from ..planning.budget import Budget
 from ._worker import describe
 from .executor import (
     BUDGET_NOT_STARTED,
@@ -145,13 +146,13 @@ def _call(fn: TaskFn, task: Any, shared: Any) -> tuple[str, Any, str, float]:
 
 class DaskExecutor(Executor):
     """Runs tasks on the workers of ``client`` (a ``distributed.Client``, a scheduler address,
-    or None for the current client). ``time_limit`` is per task, in seconds of running time."""
+    or None for the current client). The budget's ``run_limit`` is per task, in seconds of
+    running time."""
 
     local_memory = False  # workers have their own memory (and limits), not the client's
     gates_memory = False  # each worker keeps its own memory limit
 
-    def __init__(self, client=None, time_limit: float | None = None) -> None:
-        super().__init__(time_limit)
+    def __init__(self, client=None) -> None:
         self.client, self._owned = connect(client)
 
     @property
@@ -170,12 +171,16 @@ class DaskExecutor(Executor):
         fn: TaskFn,
         tasks: Sequence[Any],
         shared: Any,
-        deadline: float | None = None,
+        budget: Budget | None = None,
         skip: Callable[[int], str | None] | None = None,
+        memory: None = None,
     ) -> Iterator[Outcome]:
-        """See :meth:`Executor.run`; under a ``deadline`` no more tasks are on the cluster at a
-        time than ``slots`` (read again every ``CHECK_SECONDS``), and ``skip`` is asked just
-        before each is sent; without one, every task is sent (and asked about) at once."""
+        """See :meth:`Executor.run` (``memory`` does not apply: each worker keeps its own
+        limit); under the budget's deadline no more tasks are on the cluster at a time than
+        ``slots`` (read again every ``CHECK_SECONDS``), and ``skip`` is asked just before each
+        is sent; without one, every task is sent (and asked about) at once."""
+        budget = budget or Budget()
+        timed, limit = budget.timed, budget.run_limit
         slots = self.slots
         if not self.client.scheduler_info().get("workers"):
             log.warning("the dask cluster has no workers yet; runs wait until one joins")
@@ -183,25 +188,25 @@ class DaskExecutor(Executor):
         next_check = next_slots = time.monotonic() + CHECK_SECONDS
         try:
             while session.live or session.pending:
-                if deadline is not None and time.monotonic() >= deadline:
+                if timed and budget.left() <= 0:
                     yield from self._stop_all(session.live)
                     yield from session.not_started()
                     return
-                if deadline is not None and session.pending and time.monotonic() >= next_slots:
+                if timed and session.pending and time.monotonic() >= next_slots:
                     slots, next_slots = self.slots, time.monotonic() + CHECK_SECONDS
-                yield from session.send(slots if deadline is not None else len(tasks), skip)
+                yield from session.send(slots if timed else len(tasks), skip)
                 if not session.live:
                     break  # the last tasks were skipped
-                batch = session.done.next_batch(block=self.time_limit is None and deadline is None)
+                batch = session.done.next_batch(block=limit is None and not timed)
                 for future, result in batch:
                     outcome = session.finish(future, result)
                     if outcome is not None:
                         yield outcome
-                if self.time_limit is not None and session.live:
+                if limit is not None and session.live:
                     if time.monotonic() >= next_check:
-                        yield from self._stop_overdue(session.live)
+                        yield from self._stop_overdue(session.live, limit)
                         next_check = time.monotonic() + CHECK_SECONDS
-                if (self.time_limit is not None or deadline is not None) and not batch:
+                if (limit is not None or timed) and not batch:
                     time.sleep(POLL_SECONDS)
         finally:
             session.cancel()
@@ -218,17 +223,17 @@ class DaskExecutor(Executor):
 
         return self.client.run_on_scheduler(executing)
 
-    def _stop_overdue(self, live: dict) -> Iterator[Outcome]:
-        """Time-outs of the tasks running past the limit; their workers are restarted."""
+    def _stop_overdue(self, live: dict, limit: float) -> Iterator[Outcome]:
+        """Time-outs of the tasks running past ``limit`` seconds; their workers are restarted."""
         running = self._executing()
-        overdue = {k: v for k, v in running.items() if k in live and v[1] > self.time_limit}
+        overdue = {k: v for k, v in running.items() if k in live and v[1] > limit}
         if not overdue:
             return
         self.client.cancel([live[k][1] for k in overdue])
         self._kill_workers(sorted({address for address, _ in overdue.values()}))
         for key, (_, seconds) in overdue.items():
             i = live.pop(key)[0]
-            yield Outcome(i, "timeout", None, timeout_message(self.time_limit), seconds)
+            yield Outcome(i, "timeout", None, timeout_message(limit), seconds)
 
     def _stop_all(self, live: dict) -> Iterator[Outcome]:
         """The end of the build's time budget: every live task is cancelled (the workers
@@ -264,9 +269,9 @@ class DaskExecutor(Executor):
             self.client.run(kill, workers=nannied, nanny=True, wait=False)
 
 
-def _dask(n_jobs: int, time_limit: float | None, client) -> Executor:
+def _dask(n_jobs: int, client) -> Executor:
     """Every worker of the dask cluster (``n_jobs`` does not apply)."""
-    return DaskExecutor(client, time_limit)
+    return DaskExecutor(client)
 
 
 register_backend("dask", _dask)

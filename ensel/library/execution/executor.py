@@ -1,7 +1,9 @@
 """Executors run training runs and stream their outcomes back as they finish.
 
-An executor takes a function, a list of tasks and the data every task shares (sent once to each
-worker), and yields an ``Outcome`` per task: ok with its value, failed with the error, or timeout.
+An executor takes a function, a list of tasks, the data every task shares (sent once to each
+worker) and the build's :class:`~ensel.library.planning.budget.Budget` (its deadline and the
+seconds one task may run), and yields an ``Outcome`` per task: ok with its value, failed with
+the error, or timeout.
 The builder only sees this interface, so another backend plugs in without touching it: it
 registers a factory by name (``register_backend``), as dask_executor does for ``"dask"``.
 
@@ -30,6 +32,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ..._jobs import n_workers
+from ..planning.budget import Budget
 from ..planning.memory import MemoryGate, memory_note, process_rss
 from ._worker import describe
 
@@ -68,9 +71,10 @@ class Outcome:
 
 class Executor(ABC):
     """What runs a build's tasks. Every executor declares what it can do here, so that the
-    builder reads attributes instead of probing: its per-task ``time_limit``, the dask
-    ``client`` it runs on (None for a local one), whether it runs on this machine
-    (``local_memory``) and whether its ``run`` keeps a memory ceiling (``gates_memory``)."""
+    builder reads attributes instead of probing: the dask ``client`` it runs on (None for a
+    local one), whether it runs on this machine (``local_memory``), whether its ``run`` keeps
+    a memory ceiling (``gates_memory``) and how many tasks it runs at once (``slots``). The
+    time a task may take is the budget's, given to ``run``."""
 
     local_memory = True
     """Whether tasks run on this machine, under the build's memory ceiling (``max_memory``):
@@ -79,10 +83,6 @@ class Executor(ABC):
     """Whether ``run`` takes a ``memory`` gate and holds its tasks under it."""
     client: Any = None
     """The ``distributed.Client`` the tasks run on, or None where they run on this machine."""
-
-    def __init__(self, time_limit: float | None = None) -> None:
-        self.time_limit = time_limit
-        """Seconds one task may run before it is stopped (None: no limit)."""
 
     @property
     def slots(self) -> int:
@@ -95,14 +95,15 @@ class Executor(ABC):
         fn: TaskFn,
         tasks: Sequence[Any],
         shared: Any,
-        deadline: float | None = None,
+        budget: Budget | None = None,
         skip: Callable[[int], str | None] | None = None,
         memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         """Call ``fn(task, shared)`` for every task, in the order given as workers free up;
-        yield outcomes in completion order. ``deadline`` (a ``time.monotonic()`` value) ends
-        the whole run: tasks still running then are stopped and tasks not started are not
-        started, each with status ``budget``. ``skip(index)``, asked just before a task would
+        yield outcomes in completion order. ``budget`` (None: no limits): a task running longer
+        than its ``run_limit`` is stopped (status ``timeout``), and its deadline ends the whole
+        run: tasks still running then are stopped and tasks not started are not started, each
+        with status ``budget``. ``skip(index)``, asked just before a task would
         start, may return a reason not to start it (status ``budget``; the build's pace puts
         its standby runs there). ``memory`` (local executors): a task waits
         until its estimated peak fits under the ceiling beside the tasks in flight, a task
@@ -126,14 +127,15 @@ class SerialExecutor(Executor):
         fn: TaskFn,
         tasks: Sequence[Any],
         shared: Any,
-        deadline: float | None = None,
+        budget: Budget | None = None,
         skip: Callable[[int], str | None] | None = None,
         memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
+        budget = budget or Budget()
         main = threading.current_thread() is threading.main_thread()
         for i, task in enumerate(tasks):
             start = time.perf_counter()
-            limit, by_budget = _task_limit(self.time_limit, deadline)
+            limit, by_budget = _task_limit(budget)
             if by_budget and limit <= 0:
                 yield Outcome(i, "budget", None, BUDGET_NOT_STARTED, 0.0)
                 continue
@@ -158,7 +160,7 @@ class SerialExecutor(Executor):
                 outcome = (
                     Outcome(i, "budget", None, budget_message(seconds), seconds)
                     if by_budget
-                    else Outcome(i, "timeout", None, timeout_message(self.time_limit), seconds)
+                    else Outcome(i, "timeout", None, timeout_message(budget.run_limit), seconds)
                 )
             except Exception as exc:
                 outcome = Outcome(i, "failed", None, describe(exc), time.perf_counter() - start)
@@ -169,15 +171,15 @@ class SerialExecutor(Executor):
             yield outcome
 
 
-def _task_limit(time_limit: float | None, deadline: float | None) -> tuple[float | None, bool]:
-    """The seconds a task starting now may run, and whether the budget (not the per-run
-    limit) sets them."""
-    if deadline is None:
-        return time_limit, False
-    left = deadline - time.monotonic()
-    if time_limit is None or left < time_limit:
+def _task_limit(budget: Budget) -> tuple[float | None, bool]:
+    """The seconds a task starting now may run, and whether the budget's deadline (not the
+    per-run limit) sets them."""
+    if not budget.timed:
+        return budget.run_limit, False
+    left = budget.left()
+    if budget.run_limit is None or left < budget.run_limit:
         return left, True
-    return time_limit, False
+    return budget.run_limit, False
 
 
 BUDGET_NOT_STARTED = "not started: the build's time budget ran out"
@@ -257,16 +259,15 @@ class _Worker:
 
 class ProcessExecutor(Executor):
     """A pool of ``n_workers`` worker processes, each limited to ``threads`` native threads.
-    A task over ``time_limit`` seconds is killed with its worker; a worker that dies fails its
-    task; a fresh worker replaces either."""
+    A task over the budget's ``run_limit`` is killed with its worker; a worker that dies fails
+    its task; a fresh worker replaces either."""
 
-    def __init__(self, n_workers: int, time_limit: float | None = None, threads: int = 1) -> None:
+    def __init__(self, n_workers: int, threads: int = 1) -> None:
         if n_workers < 1:
             raise ValueError(f"n_workers={n_workers}: need at least one worker")
-        super().__init__(time_limit)
         self.n_workers = n_workers
         self.threads = threads
-        self._deadline: float | None = None
+        self._budget = Budget()
         self._memory: MemoryGate | None = None
         self._failed_starts = 0
 
@@ -279,13 +280,13 @@ class ProcessExecutor(Executor):
         fn: TaskFn,
         tasks: Sequence[Any],
         shared: Any,
-        deadline: float | None = None,
+        budget: Budget | None = None,
         skip: Callable[[int], str | None] | None = None,
         memory: MemoryGate | None = None,
     ) -> Iterator[Outcome]:
         shared_bytes = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         self._failed_starts = 0
-        self._deadline = deadline
+        self._budget = budget = budget or Budget()
         self._memory = memory
         pending = deque(enumerate(tasks))
         n = min(self.n_workers, len(pending))
@@ -294,7 +295,7 @@ class ProcessExecutor(Executor):
         workers = [_Worker(shared_bytes, self.threads) for _ in range(n)]
         try:
             while pending or any(w.task is not None for w in workers):
-                if deadline is not None and time.monotonic() >= deadline:
+                if budget.timed and budget.left() <= 0:
                     for w in workers:  # no time to wait for a worker to end on its own
                         if w.task is None:
                             w.stop(kill=True)
@@ -325,7 +326,7 @@ class ProcessExecutor(Executor):
                             replace = True
                     elif self._overdue(w):
                         elapsed = time.perf_counter() - w.started
-                        message = timeout_message(self.time_limit)
+                        message = timeout_message(budget.run_limit)
                         outcome = Outcome(w.task, "timeout", None, message, elapsed)
                         replace = True
                     if outcome is None:
@@ -403,15 +404,17 @@ class ProcessExecutor(Executor):
         waits = []
         if self._memory is not None and busy:
             waits.append(MEMORY_POLL)
-        if self.time_limit is not None and busy:
+        limit = self._budget.run_limit
+        if limit is not None and busy:
             now = time.perf_counter()
-            waits.append(min(w.started + self.time_limit - now for w in busy))
-        if self._deadline is not None:
-            waits.append(self._deadline - time.monotonic())
+            waits.append(min(w.started + limit - now for w in busy))
+        if self._budget.timed:
+            waits.append(self._budget.left())
         return max(0.0, min(waits)) + 0.01 if waits else None
 
     def _overdue(self, w: _Worker) -> bool:
-        return self.time_limit is not None and time.perf_counter() - w.started > self.time_limit
+        limit = self._budget.run_limit
+        return limit is not None and time.perf_counter() - w.started > limit
 
 
 def _out_of_budget(workers: list[_Worker], pending: deque) -> Iterator[Outcome]:
@@ -428,7 +431,7 @@ def _out_of_budget(workers: list[_Worker], pending: deque) -> Iterator[Outcome]:
         yield Outcome(index, "budget", None, BUDGET_NOT_STARTED, 0.0)
 
 
-def _local(n_jobs: int, time_limit: float | None, client) -> Executor:
+def _local(n_jobs: int, client) -> Executor:
     """The ``"local"`` backend, on this machine: ``n_jobs`` None or 1 runs in this process
     (``SerialExecutor``), otherwise ensel's own process pool (``ProcessExecutor``; -1: one
     worker per available CPU, -k: all but k-1; see :func:`ensel._jobs.n_workers`)."""
@@ -438,11 +441,11 @@ def _local(n_jobs: int, time_limit: float | None, client) -> Executor:
             "leave client None"
         )
     workers = n_workers(n_jobs)
-    return SerialExecutor(time_limit) if workers == 1 else ProcessExecutor(workers, time_limit)
+    return SerialExecutor() if workers == 1 else ProcessExecutor(workers)
 
 
-Backend = Callable[[int, float | None, Any], Executor]
-"""A backend makes an executor from ``(n_jobs, time_limit, client)``."""
+Backend = Callable[[int, Any], Executor]
+"""A backend makes an executor from ``(n_jobs, client)``."""
 
 BACKENDS: dict[str, Backend] = {}
 """Backends by the name ``build_library(backend=...)`` takes. Each registers itself from its own
@@ -458,13 +461,11 @@ def register_backend(name: str, backend: Backend) -> Backend:
 register_backend("local", _local)
 
 
-def make_executor(
-    n_jobs: int, time_limit: float | None, backend: str = "local", client=None
-) -> Executor:
+def make_executor(n_jobs: int, backend: str = "local", client=None) -> Executor:
     """The executor of ``backend``: ``"local"`` runs on this machine
     with ``n_jobs`` processes; ``"dask"`` on the cluster of ``client`` (a
     ``distributed.Client``, a scheduler address, or None for the current client; registered
     when :mod:`ensel.library.execution.dask_executor` is imported, as the builder does)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: use one of {sorted(BACKENDS)}")
-    return BACKENDS[backend](n_jobs, time_limit, client)
+    return BACKENDS[backend](n_jobs, client)

@@ -164,11 +164,12 @@ def _target_transform(params: dict, y: np.ndarray, run: RunSpec):
 def fit_extra(family, run: RunSpec, data: TrainingData, n_train: int) -> dict:
     """Keyword arguments of a family's fit beyond the spec's parameters: the native view's
     categorical columns, and ``early_stop`` on large tables (``EARLY_STOP_ROWS``) for the
-    families whose fit takes it (``time_cap`` is added per fit by :func:`fit_run`)."""
+    families that declare it (``Family.early_stops``; ``time_cap`` is added per fit by
+    :func:`fit_run`)."""
     extra = {"categorical": native_categorical(data)} if family.categorical else {}
     if extra and run.view != "native":
         extra["categorical"] = {}
-    if n_train >= EARLY_STOP_ROWS and "early_stop" in inspect.signature(family.fit).parameters:
+    if n_train >= EARLY_STOP_ROWS and family.early_stops:
         extra["early_stop"] = EARLY_STOP_FRACTION
     return extra
 

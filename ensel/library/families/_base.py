@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -106,13 +105,14 @@ class Family:
     """Parameters a spec may set beyond ``params`` (name -> default): a run holds one only
     where it is set to another value than its default, so that the runs that leave it at
     its default keep their ids (and seeds); the fit function reads it with that default."""
-
-    @property
-    def stops_in_time(self) -> bool:
-        """The fit takes ``time_cap`` (seconds): it stops adding stages (boosting rounds) once
-        that much time has passed and keeps the stages it reached, so a per-run time limit
-        shortens its run instead of stopping it with nothing."""
-        return "time_cap" in inspect.signature(self.fit).parameters
+    stops_in_time: bool = False
+    """The fit takes ``time_cap`` (seconds): it stops adding stages (boosting rounds, trees,
+    epochs) once that much time has passed and keeps the stages it reached, so a per-run time
+    limit shortens its run instead of stopping it with nothing."""
+    early_stops: bool = False
+    """The fit takes ``early_stop`` (a share of its training rows held out to stop adding
+    boosting rounds), which a build passes on large tables
+    (:data:`ensel.library.execution.runs.EARLY_STOP_ROWS`)."""
 
 
 def next_ends_past(time_cap, started: float, done: int, more: int = 1) -> bool:

@@ -240,12 +240,12 @@ def _work(run, params, stages, width, outputs) -> StageWork:
     """Naive Bayes: a term per feature and class; a kernel estimate sums over its kernel points
     (the distinct training values of the feature in the class)."""
     run = unwrap(run)
-    values = getattr(run, "values", None)
-    n_classes = len(getattr(run, "classes", [])) or outputs
-    if values:
-        units = float(sum(np.size(v) for per_class in values for v, _ in per_class))
+    if not isinstance(run, _NaiveBayesRun):  # a fold with one class: a constant run
+        return [(1.0, float(width * outputs))] * len(stages)
+    if run.values:
+        units = float(sum(np.size(v) for per_class in run.values for v, _ in per_class))
     else:
-        units = float(width * n_classes)
+        units = float(width * (len(run.classes) or outputs))
     return [(1.0, units)] * len(stages)
 
 

@@ -392,6 +392,7 @@ def register_boosting(
         "test_params": test_params,
         "test_stages": (2, 5),
         "validate": validate_boosting(name),
+        "stops_in_time": True,
     }
     register(
         Family(
@@ -399,6 +400,7 @@ def register_boosting(
             fit=classifier,
             params={**params, **classifier_params},
             categorical=True,
+            early_stops=True,
             **common,
         )
     )

@@ -156,6 +156,7 @@ register(
         name="hist_gbdt",
         traits=HIST_GBDT,
         fit=fit_hist_gbdt,
+        early_stops=True,
         params={
             "learning_rate": 0.1,
             "max_leaf_nodes": 31,

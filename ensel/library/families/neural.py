@@ -7,8 +7,8 @@ standardised target); both train through one SGD core, ``sgd_backprop``.
 different epochs": one training run snapshots its weights after every epoch listed in ``stages``,
 and each snapshot is a library member.
 
-Training is hand-written backprop in numpy (see ``sgd_backprop``): for nets this small it is several
-times faster per step than torch, and it needs no torch at all. A test checks it against
+Training is hand-written backprop in numpy (see ``sgd_backprop``): for nets this small it is faster
+per step than torch, and it needs no torch at all. A test checks it against
 ``torch.optim.SGD`` on the same initial weights and batches.
 """
 
@@ -309,6 +309,7 @@ register(
         name="mlp",
         traits=MLP,
         fit=fit_mlp,
+        stops_in_time=True,
         params={
             "hidden": 8,
             "momentum": 0.5,
@@ -377,6 +378,7 @@ register(
         name="mlp",
         traits=MLP,
         fit=fit_mlp_regression,
+        stops_in_time=True,
         params={"hidden": 16, "momentum": 0.9, "lr": 0.01, "batch_size": 32},
         stages="epochs",
         test_params={"hidden": 4},

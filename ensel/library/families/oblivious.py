@@ -154,6 +154,8 @@ register(
             cost=boosting_cost(memory_factor=5.0),
         ),
         fit=fit_catboost,
+        stops_in_time=True,
+        early_stops=True,
         params={
             "learning_rate": 0.05,
             "depth": 6,

@@ -23,6 +23,7 @@ from ..data.training import TrainingData
 from ..families import traits_of
 from ..kinds import get_kind
 from ..views.base import MAX_LEVELS
+from .budget import Budget
 from .run_plan import LEFT_OUT, plan_library
 
 __all__ = ["BuildPlan", "Pace", "plan_build", "view_seconds"]
@@ -76,8 +77,8 @@ class Pace:
     (another load, another CPU) leaves runs out instead of cutting them at the deadline. Where
     a run's family (its pace group, ``plan.pace_group``: a family, its learners quadratic in the
     rows apart; ``families`` maps run ids to these) has finished runs, their pace counts for it
-    (the cost model errs per family: at 100,000 rows early-stopped boosting took a quarter of
-    its estimate while trees took 1.7 times theirs), else the slowest of all finished runs'
+    (the cost model errs per family: on a large table early-stopped boosting can end well
+    before its estimate while trees run past theirs), else the slowest of all finished runs'
     pace, the median family's and its own estimate (``UNTESTED_PACE``)."""
 
     def __init__(
@@ -249,8 +250,8 @@ def view_seconds(tasks: list, data: TrainingData) -> dict[tuple[str, bool], tupl
 
     def best(kind: tuple[str, bool], m: int) -> float:
         """The faster of two timings: a first call at a size can pay for first-touch memory
-        (at 40,000 rows of six 3,000-level columns one took 0.2 s more than the next, which
-        made the per-call share negative and clipped it to 0)."""
+        (on many-level categorical columns enough to make the per-call share negative, which
+        would clip it to 0)."""
         return min(timed(kind, m), timed(kind, m))
 
     out = {}
@@ -274,22 +275,21 @@ def _estimators(tasks: list) -> dict:
 def plan_build(
     tasks: list,
     data: TrainingData,
-    seconds: float,
+    budget: Budget,
     n_workers: int,
     planner=None,
-    max_memory: float | None = None,
-    run_limit: float | None = None,
     strong_first: bool = False,
 ) -> BuildPlan:
-    """The plan of ``tasks`` on ``data`` within ``seconds`` on ``n_workers`` workers (and
-    ``max_memory`` bytes shared by them, None: no ceiling), by ``planner`` (default
+    """The plan of ``tasks`` on ``data`` within the seconds ``budget`` has left on
+    ``n_workers`` workers (sharing its ``max_memory`` bytes; None: no ceiling), each run
+    stopped after its ``run_limit`` (None: no limit), by ``planner`` (default
     :func:`~ensel.library.planning.run_plan.plan_library`).
     Each run is fitted once per sibling (``data.n_siblings``). The runs left out by the
     schedule's end are queued after the others, on standby (see the module docstring);
-    ``run_limit``: the seconds the executor lets one run take (None: no limit);
     ``strong_first``: the planner orders the runs strong first, by expected gain per second
     (passed only where set, so that a planner without the option plans as before)."""
     planner = planner or plan_library
+    seconds = budget.left()
     # a family registered without a cost model is not planned: it runs after the planned ones
     unplanned = [
         t
@@ -307,11 +307,11 @@ def plan_build(
         budget_seconds=max(seconds, 1e-3),
         n_workers=max(int(n_workers), 1),
         n_fits_per_run=data.n_siblings,
-        max_memory_bytes=max_memory,
+        max_memory_bytes=budget.max_memory,
         view_width=view_width(data),
         task=data.task,
         n_held=max(data.hillclimb.size // data.n_siblings, 1),
-        run_limit=run_limit,
+        run_limit=budget.run_limit,
         estimators=_estimators(tasks),
         view_seconds=view_seconds(tasks, data),
         **({"strong_first": True} if strong_first else {}),

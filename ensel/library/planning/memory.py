@@ -159,10 +159,13 @@ def data_bytes(X: pd.DataFrame) -> int:
     return int(X.memory_usage(deep=True, index=False).sum())
 
 
-def check_data_fits(X: pd.DataFrame, max_memory: int, n_workers: int) -> None:
+def check_data_fits(X: pd.DataFrame, max_memory: int | None, n_workers: int) -> None:
     """Raise a one-line ValueError when the training data alone cannot fit under
-    ``max_memory``: this process as it is now, ``DATA_COPIES`` copies of the data and one
-    worker with its own view of it (``n_workers`` only says whether there are workers)."""
+    ``max_memory`` (None: no ceiling): this process as it is now, ``DATA_COPIES`` copies of
+    the data and one worker with its own view of it (``n_workers`` only says whether there
+    are workers)."""
+    if max_memory is None:
+        return
     here = process_rss() or 0
     data = data_bytes(X)
     need = here + DATA_COPIES * data + (WORKER_BYTES + data if n_workers > 1 else 0)

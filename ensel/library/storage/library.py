@@ -150,7 +150,7 @@ class Library:
                 f"these differ from those of the store at {self.store.path}"
             )
         tasks = [(fitted, members.offsets[members.rows(r)]) for r, fitted in members.runs.items()]
-        executor = make_executor(n_jobs, None)
+        executor = make_executor(n_jobs)
         runs = dict.fromkeys(members.runs)
         try:
             for outcome in executor.run(_refit_task, tasks, (data, random_state)):

@@ -27,6 +27,7 @@ from ensel.library import build_library, builder
 from ensel.library.execution.executor import make_executor
 from ensel.library.families import FAMILIES
 from ensel.library.planning import build_plan
+from ensel.library.planning.budget import Budget
 
 from .._planners import assert_the_tree_waited_out_the_pace, stand_in_planner
 from .._tasks import task
@@ -210,7 +211,8 @@ def test_a_member_that_kills_its_workers_fails_with_the_reason(
 
 
 def test_a_run_past_its_time_limit_is_stopped_with_its_worker(client):
-    outcomes = list(DaskExecutor(client, time_limit=1).run(task, ["sleep", "ok", "raise"], 21))
+    runs = DaskExecutor(client).run(task, ["sleep", "ok", "raise"], 21, Budget(run_limit=1))
+    outcomes = list(runs)
     by_index = {o.index: o for o in outcomes}
     assert [by_index[i].status for i in range(3)] == ["timeout", "ok", "failed"]
     assert "time limit of 1 s" in by_index[0].error and by_index[0].seconds >= 1
@@ -221,8 +223,8 @@ def test_a_run_past_its_time_limit_is_stopped_with_its_worker(client):
 @pytest.mark.slow
 def test_the_end_of_the_budget_stops_every_live_run(client):
     """A build's time budget that ends with runs on the cluster records each as ``budget``."""
-    deadline = time.monotonic() + 3
-    runs = DaskExecutor(client).run(task, ["sleep", "sleep", "sleep"], 21, deadline=deadline)
+    budget = Budget(deadline=time.monotonic() + 3)
+    runs = DaskExecutor(client).run(task, ["sleep", "sleep", "sleep"], 21, budget)
     outcomes = list(runs)
     assert sorted(o.index for o in outcomes) == [0, 1, 2]
     assert {o.status for o in outcomes} == {"budget"}
@@ -240,8 +242,8 @@ def test_under_a_deadline_each_run_is_asked_about_just_before_it_is_sent(two_wor
         asked[i] = len(seen)
         return "not started: the pace says no" if i == 3 else None
 
-    deadline = time.monotonic() + 120
-    for outcome in executor.run(task, ["ok"] * 5, 1, deadline=deadline, skip=skip):
+    budget = Budget(deadline=time.monotonic() + 120)
+    for outcome in executor.run(task, ["ok"] * 5, 1, budget, skip=skip):
         seen.append(outcome)
     by_index = {o.index: o for o in seen}
     assert sorted(asked) == sorted(by_index) == [0, 1, 2, 3, 4]
@@ -332,13 +334,13 @@ def test_a_restarted_client_resumes_from_the_store(data, client, our_families, t
 
 def test_dask_arguments_are_checked(monkeypatch):
     with pytest.raises(ValueError, match="backend='dask' needs a dask cluster"):
-        make_executor(1, None, "dask", None)  # no client given and none current
+        make_executor(1, "dask", None)  # no client given and none current
     with pytest.raises(ValueError, match="client is for backend='dask'"):
-        make_executor(1, None, "local", "tcp://127.0.0.1:1")
+        make_executor(1, "local", "tcp://127.0.0.1:1")
     with pytest.raises(ValueError, match=r"backend='spark': use one of \['dask', 'local'\]"):
-        make_executor(1, None, "spark", None)
+        make_executor(1, "spark", None)
     with pytest.raises(TypeError, match=r"client must be a distributed\.Client or a scheduler"):
-        make_executor(1, None, "dask", 42)
+        make_executor(1, "dask", 42)
     with pytest.raises(ValueError, match="n_workers=0"):
         local_cluster(0)
 
@@ -353,7 +355,7 @@ def test_dask_arguments_are_checked(monkeypatch):
         match=r"backend='dask' needs the optional package 'distributed'.*"
         r"pip install 'ensel\[dask\]'",
     ):
-        make_executor(1, None, "dask", None)
+        make_executor(1, "dask", None)
 
 
 def test_cli_builds_on_a_scheduler(data, client, tmp_path, capsys):

@@ -3,10 +3,13 @@ small messy frame through its own view (missing numbers, a categorical column wi
 cells, a category unseen in training, a column missing only at test time) and its predictions
 have the run layout, are finite and (for classes) probabilities summing to one; it learns
 something; staged members equal separately trained runs; a seed fixes the run; predicting some
-stages equals slicing all; and a pickled run predicts the same after loading."""
+stages equals slicing all; a pickled run predicts the same after loading; and it declares
+the keywords its fit takes (``stops_in_time``: ``time_cap``; ``early_stops``: ``early_stop``),
+which the builder reads instead of the fit's signature."""
 
 from __future__ import annotations
 
+import inspect
 import pickle
 
 import numpy as np
@@ -144,3 +147,11 @@ def test_predicting_some_stages_equals_slicing_all(task, name, n_classes):
         assert set(some) == set(every)
         for variant in every:
             np.testing.assert_allclose(some[variant], every[variant][idx], atol=1e-12)
+
+
+@pytest.mark.parametrize(("task", "name", "n_classes"), CASES)
+def test_a_family_declares_the_keywords_its_fit_takes(task, name, n_classes):
+    family = (FAMILIES if task == "classification" else REGRESSORS)[name]
+    takes = inspect.signature(family.fit).parameters
+    assert family.stops_in_time == ("time_cap" in takes)
+    assert family.early_stops == ("early_stop" in takes)

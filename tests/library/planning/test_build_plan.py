@@ -372,7 +372,7 @@ def test_a_run_under_a_time_limit_gives_its_fits_a_time_cap(monkeypatch):
         return family.fit(X, y, n_classes=n_classes, params=params, stages=stages,
                           random_state=random_state)  # fmt: skip
 
-    capped = dataclasses.replace(family, fit=fit)
+    capped = dataclasses.replace(family, fit=fit, stops_in_time=True)
     monkeypatch.setattr(runs, "get_family", lambda name, task="classification": capped)
     X, y = _table(600, seed=4)
     data = prepare(X, y, cv=3, random_state=0)
