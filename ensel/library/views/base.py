@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...data import Columns, Table
+from ...data import Coded, Columns, Table
 
 __all__ = ["MAX_LEVELS", "MIN_LEVEL_ROWS", "VIEW_KINDS", "View", "make_view", "transform"]
 
@@ -161,10 +161,13 @@ class View:
         return self._positions[j]
 
 
-def _categories(col: pd.Series) -> tuple[np.ndarray, list[str]] | None:
-    """A categorical column's codes (-1: missing) and its categories as strings; None for a
-    column of another dtype. Reading the codes makes a view's work per category, not per row:
-    at a million rows turning every cell into a string took most of a view's seconds."""
+def _categories(col: pd.Series | Coded) -> tuple[np.ndarray, list[str]] | None:
+    """A categorical column's codes (-1: missing) and its categories as strings (a
+    :class:`~ensel.data.Coded` column of a Table holds them already); None for a column of
+    another dtype. Reading the codes makes a view's work per category, not per row: at a
+    million rows turning every cell into a string took most of a view's seconds."""
+    if isinstance(col, Coded):
+        return col.codes, col.text
     if not isinstance(col.dtype, pd.CategoricalDtype):
         return None
     return col.cat.codes.to_numpy(), [str(c) for c in col.cat.categories]
