@@ -206,3 +206,20 @@ def test_lightgbm_members_read_from_the_booster_equal_predict_proba(n_classes):
             np.testing.assert_array_equal(
                 got, run.model.predict_proba(X[rows], num_iteration=rounds)
             )
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_xgboost_members_read_from_the_booster_equal_predict_proba(n_classes):
+    """The booster's probabilities equal XGBClassifier.predict_proba's bit for bit, single
+    rows and batches, missing values included."""
+    pytest.importorskip("xgboost")
+    from ensel.library.families.gbdt import xgboost_proba
+
+    X, y = _data(n_classes, seed=4)
+    run = _fit("xgboost", X, y, n_classes, (4, 30))
+    for rows in (slice(0, 1), slice(5, 6), slice(0, 300)):
+        for rounds in (4, 30):
+            got = xgboost_proba(run.model, X[rows], rounds)
+            expected = run.model.predict_proba(X[rows], iteration_range=(0, rounds))
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
