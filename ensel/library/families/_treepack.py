@@ -14,6 +14,11 @@ import numpy as np
 
 from ._base import tree_leaves
 
+try:  # numba is a dependency; the numpy walk stays for where it is not installed
+    from numba import njit
+except ImportError:  # pragma: no cover - exercised only where numba is not installed
+    njit = None
+
 __all__ = ["PACK_CELLS", "PacksTrees", "TreePack"]
 
 PACK_CELLS = 1 << 16
@@ -46,7 +51,16 @@ class TreePack:
 
     def leaves(self, X32: np.ndarray, k: int) -> np.ndarray:
         """``(k, n)``: the leaf (a node index of its own tree, as ``apply`` gives) of each row
-        of ``X32`` (``tree_input``) in each of the first ``k`` trees."""
+        of ``X32`` (``tree_input``) in each of the first ``k`` trees: compiled where numba is
+        installed (each row walks down each tree as far as its leaf), else :meth:`walk`."""
+        if _compiled_walk is None:
+            return self.walk(X32, k)
+        args = (self.left, self.right, self.feature, self.threshold, self.missing_left)
+        return _compiled_walk(*args, self.offsets[:k], X32)
+
+    def walk(self, X32: np.ndarray, k: int) -> np.ndarray:
+        """:meth:`leaves` in numpy: every row and tree one step down at a time, as many steps
+        as the deepest tree has."""
         n = X32.shape[0]
         roots = np.repeat(self.offsets[:k], n)
         node = roots
@@ -58,13 +72,38 @@ class TreePack:
         return (node - roots).reshape(k, n)
 
 
+def _walk(left, right, feature, threshold, missing_left, roots, X32):  # pragma: no cover
+    """The leaves of :meth:`TreePack.leaves`, row by row and tree by tree (compiled): a missing
+    value goes where the node sends missing values, else left when the float32 value is at
+    most the float64 threshold, down to the node that points to itself."""
+    n = X32.shape[0]
+    out = np.empty((roots.size, n), dtype=np.intp)
+    for t in range(roots.size):
+        root = roots[t]
+        for i in range(n):
+            node = root
+            while left[node] != node:
+                x = X32[i, feature[node]]
+                if np.isnan(x):
+                    go_left = missing_left[node]
+                else:
+                    go_left = x <= threshold[node]
+                node = left[node] if go_left else right[node]
+            out[t, i] = node - root
+    return out
+
+
+_compiled_walk = None if njit is None else njit(cache=True, nogil=True)(_walk)
+
+
 class PacksTrees:
     """For a run's dataclass: :meth:`leaves_of` its trees, walked together for small batches
     (the pack is built on first use and kept, not pickled)."""
 
-    def leaves_of(self, trees: Callable[[], list], k: int, X32: np.ndarray) -> list[np.ndarray]:
+    def leaves_of(self, trees: Callable[[], list], k: int, X32: np.ndarray):
         """The leaves of the rows of ``X32`` in the first ``k`` of ``trees()`` (the run's
-        estimators, in order; called only when the pack is built or the batch is large)."""
+        estimators, in order; called only when the pack is built or the batch is large): one
+        array per tree, a list of them or the rows of one ``(k, n)`` array from the walk."""
         if k == 0:
             return []
         if k * X32.shape[0] > PACK_CELLS:
@@ -74,7 +113,7 @@ class PacksTrees:
             pack = self.__dict__["_pack"] = TreePack(
                 [getattr(t, "tree_model_", t) for t in trees()]
             )
-        return list(pack.leaves(X32, k))
+        return pack.leaves(X32, k)
 
     def at_leaves(self, leaves: list, values: Callable[[], list]) -> np.ndarray:
         """``(k, n, ...)``: each tree's node output at each row's leaf, for the first
@@ -85,7 +124,7 @@ class PacksTrees:
             per_tree = values()
             return np.stack([per_tree[i][leaf] for i, leaf in enumerate(leaves)])
         table = self.cached("_node_values", lambda: np.concatenate(values()))
-        return table[np.stack(leaves) + pack.offsets[: len(leaves), None]]
+        return table[np.asarray(leaves) + pack.offsets[: len(leaves), None]]
 
     def cached(self, name: str, make: Callable[[], object]):
         """``make()``, computed once and kept under ``name`` (not pickled)."""

@@ -108,8 +108,11 @@ def test_packed_trees_find_the_leaves_apply_finds():
     for tree, got in zip(trees[:4], leaves, strict=True):
         np.testing.assert_array_equal(got, tree.tree_.apply(X32))
     np.testing.assert_array_equal(pack.leaves(X32, 2), leaves[:2])
+    np.testing.assert_array_equal(pack.walk(X32, 4), leaves)  # numpy's walk, numba's
+    np.testing.assert_array_equal(pack.walk(X32[:1], 3), leaves[:3, :1])
     one = tree_input(X[:, :1])
     np.testing.assert_array_equal(TreePack(trees[4:]).leaves(one, 1)[0], trees[4].tree_.apply(one))
+    np.testing.assert_array_equal(TreePack(trees[4:]).walk(one, 1)[0], trees[4].tree_.apply(one))
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
