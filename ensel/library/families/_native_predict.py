@@ -33,9 +33,8 @@ def xgboost_value(booster, X: np.ndarray, rounds: int, missing: float) -> np.nda
     missing=missing)``: float32 ``(n,)`` for binary models, ``(n, C)`` otherwise, through
     xgboost's ``XGBoosterPredictFromDense`` as ``inplace_predict`` calls it (thread-safe as
     that is: the library's output buffer is per thread and copied at once)."""
-    from xgboost import core
-
-    if not all(hasattr(core, name) for name in _XGBOOST_NEEDS):  # pragma: no cover
+    core = _library("xgboost.core", _XGBOOST_NEEDS)
+    if core is None:  # pragma: no cover - another xgboost version
         return booster.inplace_predict(
             X, iteration_range=(0, rounds), predict_type="value", missing=missing
         )
@@ -48,15 +47,14 @@ def xgboost_value(booster, X: np.ndarray, rounds: int, missing: float) -> np.nda
             booster.handle,
             _array_interface(X),
             _xgboost_arguments(core, int(rounds), None if math.isnan(missing) else missing),
-            ctypes.c_void_p(),
+            None,
             ctypes.byref(shape),
             ctypes.byref(dims),
             ctypes.byref(preds),
         )
     )
-    out_shape = tuple(int(shape[i]) for i in range(dims.value))
-    out = np.empty(out_shape, dtype=np.float32)  # a copy: the buffer is the library's
-    ctypes.memmove(out.ctypes.data, preds, out.nbytes)
+    out = np.empty([shape[i] for i in range(dims.value)], dtype=np.float32)
+    ctypes.memmove(out.ctypes.data, preds, out.nbytes)  # a copy: the buffer is the library's
     return out
 
 
@@ -89,20 +87,21 @@ def lightgbm_raw(booster, X: np.ndarray, rounds: int) -> np.ndarray:
     """``booster.predict(X, num_iteration=rounds, num_threads=1)`` (float64 ``(n,)`` for
     binary models, ``(n, C)`` otherwise) through LightGBM's ``LGBM_BoosterPredictForMat`` as
     ``Booster.predict`` calls it for a float64 matrix."""
-    from lightgbm import basic
-
-    if not all(hasattr(basic, name) for name in _LIGHTGBM_NEEDS):  # pragma: no cover
+    basic = _library("lightgbm.basic", _LIGHTGBM_NEEDS)
+    if basic is None:  # pragma: no cover - another LightGBM version
         return booster.predict(X, num_iteration=rounds, num_threads=1)
     X = np.ascontiguousarray(X, dtype=np.float64)
     # as the wrapper's _np2d_to_np1d: a matrix both C- and F-ordered (one row) goes column-major
     layout = basic._C_API_IS_COL_MAJOR if X.flags.f_contiguous else basic._C_API_IS_ROW_MAJOR
-    n_classes = _lightgbm_classes(booster, basic)
-    preds = np.empty(X.shape[0] * n_classes, dtype=np.float64)
+    handle = booster._handle
+    outputs = ctypes.c_int(0)
+    basic._safe_call(basic._LIB.LGBM_BoosterGetNumClasses(handle, ctypes.byref(outputs)))
+    preds = np.empty(X.shape[0] * outputs.value, dtype=np.float64)
     count = ctypes.c_int64(0)
     basic._safe_call(
         basic._LIB.LGBM_BoosterPredictForMat(
-            booster._handle,
-            X.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            handle,
+            ctypes.c_void_p(X.ctypes.data),
             ctypes.c_int(basic._C_API_DTYPE_FLOAT64),
             ctypes.c_int32(X.shape[0]),
             ctypes.c_int32(X.shape[1]),
@@ -110,23 +109,27 @@ def lightgbm_raw(booster, X: np.ndarray, rounds: int) -> np.ndarray:
             ctypes.c_int(basic._C_API_PREDICT_NORMAL),
             ctypes.c_int(0),
             ctypes.c_int(int(rounds)),
-            _lightgbm_parameters(booster, basic),
+            _lightgbm_parameters(basic),
             ctypes.byref(count),
-            preds.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            ctypes.c_void_p(preds.ctypes.data),
         )
     )
     if count.value != preds.size:  # pragma: no cover - the library's own check
         raise ValueError("Wrong length for predict results")
-    return preds if n_classes == 1 else preds.reshape(X.shape[0], n_classes)
+    return preds if outputs.value == 1 else preds.reshape(X.shape[0], outputs.value)
 
 
-def _lightgbm_classes(booster, basic) -> int:
-    """The booster's outputs per row (1 for binary), as the library counts them."""
-    out = ctypes.c_int(0)
-    basic._safe_call(basic._LIB.LGBM_BoosterGetNumClasses(booster._handle, ctypes.byref(out)))
-    return out.value
-
-
-def _lightgbm_parameters(booster, basic) -> bytes:
+@functools.cache
+def _lightgbm_parameters(basic) -> bytes:
     """The prediction parameters ``Booster.predict`` passes for ``num_threads=1``."""
     return basic._c_str(basic._param_dict_to_str({"num_threads": 1}))
+
+
+@functools.cache
+def _library(name: str, needs: tuple[str, ...]):
+    """The module ``name`` of a library where it has every attribute of ``needs`` (what the
+    direct calls read of it), else None; looked up once."""
+    import importlib
+
+    module = importlib.import_module(name)
+    return module if all(hasattr(module, attr) for attr in needs) else None
