@@ -64,11 +64,13 @@ class View:
     levels: list = field(default_factory=list)  # per categorical column: kept levels (one-hot)
     pooled: list = field(default_factory=list)  # per categorical column: has an "other" column
     missing_level: list = field(default_factory=list)  # per column: missing has its own column
-    # made on first use from the above: per categorical column, each level's position
+    # made on first use from the above: per categorical column, each level's position; and
+    # the view's signature
     _positions: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _signature: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def fit(self, X: pd.DataFrame) -> View:
-        self._positions = None
+        self._positions = self._signature = None
         numeric = _numeric(X, self.columns)
         if numeric.shape[1]:
             missing = np.isnan(numeric)
@@ -147,6 +149,25 @@ class View:
         if indicators.size:  # last: codes keep their index
             out[:, at:] = missing[:, indicators]
         return out
+
+    def signature(self) -> tuple:
+        """Everything :meth:`transform` reads, hashable, made once per fitted view: views of
+        equal signatures give the same matrix on the same rows. Native views that pass
+        missing values through learn nothing from their fold but what the columns hold, so
+        the fold siblings of a library share one signature and a small batch transforms them
+        once."""
+        if self._signature is None:
+            arrays = (self.fill, self.indicators, self.mean, self.scale)
+            self._signature = (
+                self.kind,
+                self.native_missing,
+                self.columns,
+                *((a.dtype.str, a.shape, a.tobytes()) for a in arrays),
+                tuple(tuple(kept) for kept in self.levels),
+                tuple(self.pooled),
+                tuple(self.missing_level),
+            )
+        return self._signature
 
     def positions(self, j: int) -> dict[str, int]:
         """Each level of categorical column ``j`` (as text) -> its code (native views: the
