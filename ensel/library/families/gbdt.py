@@ -149,9 +149,12 @@ def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     if not columns:
         return X
-    X = X.copy()
     cat = X[:, columns]
-    cat[cat < 0] = np.nan
+    unseen = cat < 0
+    if not unseen.any():  # as it is: the view's matrix, which the boosters only read
+        return X
+    X = X.copy()
+    cat[unseen] = np.nan
     X[:, columns] = cat
     return X
 
