@@ -418,6 +418,10 @@ def plan_schema(
     return Schema(at, reads, numeric, direct, into, whole, boxed, known)
 
 
+FEW_CELLS = 16
+"""A categorical column of at most this many cells is coded in Python (:meth:`Coded.of`)."""
+
+
 class Coded:
     """A categorical column of a :class:`Table`: each cell's code into ``text`` (-1: missing)
     and ``text``, the distinct values of the rows as text (the form categories are stored in,
@@ -438,8 +442,22 @@ class Coded:
         by their distinct values, missing cells (None, NaN, NaT, pd.NA) missing."""
         if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
             return cls(values.cat.codes.to_numpy(), [str(c) for c in values.cat.categories])
-        codes, uniques = pd.factorize(np.asarray(values), use_na_sentinel=True)
+        cells = np.asarray(values)
+        if cells.dtype == object and len(cells) <= FEW_CELLS:
+            return cls._few(cells)
+        codes, uniques = pd.factorize(cells, use_na_sentinel=True)
         return cls(codes, [str(v) for v in uniques])
+
+    @classmethod
+    def _few(cls, cells: np.ndarray) -> Coded:
+        """:meth:`of` a few object cells in Python, as ``pd.factorize`` codes them (values
+        equal by hash and ``==`` share a code, in the order first seen; a missing cell -1),
+        without its per-call set-up, most of its cost on a few cells."""
+        codes = np.empty(len(cells), dtype=np.intp)
+        first: dict = {}
+        for i, value in enumerate(cells):
+            codes[i] = -1 if pd.isna(value) else first.setdefault(value, len(first))
+        return cls(codes, [str(value) for value in first])
 
 
 class Table:

@@ -213,3 +213,20 @@ def test_what_the_full_checks_must_say_has_no_schema():
     assert plan_schema(frame.set_axis(["a", "a"], axis=1), ["a"], {}) is None  # repeated names
     assert plan_schema(frame.set_axis([0, "0"], axis=1), ["0"], {}) is None  # repeated as text
     assert plan_schema(frame, ["b"], {}).whole
+
+
+def test_a_few_cells_are_coded_as_pandas_codes_them():
+    """Equal values (by hash and ``==``: True, 1 and 1.0; 0, False and -0.0) share a code in
+    the order first seen, every kind of missing cell is -1, and the text of a code is its
+    first value's: as ``pd.factorize`` makes them, which codes more cells."""
+    from ensel.data import FEW_CELLS, Coded
+
+    cells = [True, 1, 1.0, "1", None, np.nan, pd.NA, pd.NaT, "a", "a", 0, False, -0.0, 0.0]
+    cells = np.array(cells, dtype=object)
+    assert len(cells) <= FEW_CELLS
+    codes, uniques = pd.factorize(cells, use_na_sentinel=True)
+    coded = Coded.of(cells)
+    np.testing.assert_array_equal(coded.codes, codes)
+    assert coded.text == [str(v) for v in uniques]
+    many = Coded.of(np.concatenate([cells] * 2))  # past FEW_CELLS: pandas itself
+    np.testing.assert_array_equal(many.codes, np.concatenate([codes] * 2))
