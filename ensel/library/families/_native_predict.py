@@ -88,12 +88,12 @@ def lightgbm_raw(booster, X: np.ndarray, rounds: int) -> np.ndarray:
     binary models, ``(n, C)`` otherwise) through LightGBM's ``LGBM_BoosterPredictForMat`` as
     ``Booster.predict`` calls it for a float64 matrix."""
     basic = _library("lightgbm.basic", _LIGHTGBM_NEEDS)
-    if basic is None:  # pragma: no cover - another LightGBM version
+    handle = getattr(booster, "_handle", None)
+    if basic is None or handle is None:  # pragma: no cover - another LightGBM version
         return booster.predict(X, num_iteration=rounds, num_threads=1)
     X = np.ascontiguousarray(X, dtype=np.float64)
     # as the wrapper's _np2d_to_np1d: a matrix both C- and F-ordered (one row) goes column-major
     layout = basic._C_API_IS_COL_MAJOR if X.flags.f_contiguous else basic._C_API_IS_ROW_MAJOR
-    handle = booster._handle
     outputs = ctypes.c_int(0)
     basic._safe_call(basic._LIB.LGBM_BoosterGetNumClasses(handle, ctypes.byref(outputs)))
     preds = np.empty(X.shape[0] * outputs.value, dtype=np.float64)
