@@ -17,6 +17,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 __all__ = [
+    "Coded",
     "Columns",
     "Schema",
     "Table",
@@ -343,12 +344,17 @@ def warn_unseen(name: str, values: pd.Series, known, stacklevel: int = 3) -> Non
         used = pd.unique(values.to_numpy())  # each distinct value once, not each cell
     unseen = sorted({str(v) for v in used if not pd.isna(v)} - set(known))
     if unseen:
-        warnings.warn(
-            f"column {name!r} has categories never seen in training: {unseen[:5]}; "
-            "members treat them as unknown (an all-zero one-hot row, or code -1)",
-            UserWarning,
-            stacklevel=stacklevel,
-        )
+        warn_unseen_levels(name, unseen, stacklevel)
+
+
+def warn_unseen_levels(name: str, unseen: list[str], stacklevel: int) -> None:
+    """The warning of :func:`warn_unseen` for the sorted categories ``unseen``."""
+    warnings.warn(
+        f"column {name!r} has categories never seen in training: {unseen[:5]}; "
+        "members treat them as unknown (an all-zero one-hot row, or code -1)",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 @dataclass(frozen=True)
@@ -361,7 +367,10 @@ class Schema:
     categorical column's Series as given); ``numeric``: the numeric training columns, in
     training order (the block of a :class:`Table`); ``direct``: the frame positions of those
     read as they are, ``into``: their positions in the block; ``whole``: every column of the
-    frame is a plain number, so one ``to_numpy`` reads them all."""
+    frame is a plain number, so one ``to_numpy`` reads them all; ``boxed``: every column read
+    directly has a numpy dtype, so the frame's one object array holds their numbers exactly
+    (pandas selects columns of a mixed frame at far more cost than the few rows' values);
+    ``known``: the categories seen in training of each categorical column, as a set."""
 
     at: dict[str, int]
     reads: dict[str, str]
@@ -369,6 +378,8 @@ class Schema:
     direct: tuple[int, ...]
     into: tuple[int, ...]
     whole: bool
+    boxed: bool
+    known: dict[str, frozenset]
 
 
 def schema_key(frame: pd.DataFrame) -> tuple:
@@ -402,19 +413,63 @@ def plan_schema(
     into = tuple(i for i, c in enumerate(numeric) if reads[c] == "number")
     direct = tuple(at[numeric[i]] for i in into)
     whole = all(is_plain_number(d) for d in dtypes)
-    return Schema(at, reads, numeric, direct, into, whole)
+    boxed = all(isinstance(dtypes[j], np.dtype) for j in direct)
+    known = {col: frozenset(levels) for col, levels in categories.items()}
+    return Schema(at, reads, numeric, direct, into, whole, boxed, known)
+
+
+FEW_CELLS = 16
+"""A categorical column of at most this many cells is coded in Python (:meth:`Coded.of`)."""
+
+
+class Coded:
+    """A categorical column of a :class:`Table`: each cell's code into ``text`` (-1: missing)
+    and ``text``, the distinct values of the rows as text (the form categories are stored in,
+    the text every cell of the column would give). The views look each distinct value up once,
+    not each cell, with none of a pandas Categorical's per-call cost."""
+
+    __slots__ = ("codes", "text")
+
+    def __init__(self, codes: np.ndarray, text: list[str]):
+        self.codes, self.text = codes, text
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @classmethod
+    def of(cls, values) -> Coded:
+        """The cells ``values`` (an array or a Series; a pandas Categorical by its codes) coded
+        by their distinct values, missing cells (None, NaN, NaT, pd.NA) missing."""
+        if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+            return cls(values.cat.codes.to_numpy(), [str(c) for c in values.cat.categories])
+        cells = np.asarray(values)
+        if cells.dtype == object and len(cells) <= FEW_CELLS:
+            return cls._few(cells)
+        codes, uniques = pd.factorize(cells, use_na_sentinel=True)
+        return cls(codes, [str(v) for v in uniques])
+
+    @classmethod
+    def _few(cls, cells: np.ndarray) -> Coded:
+        """:meth:`of` a few object cells in Python, as ``pd.factorize`` codes them (values
+        equal by hash and ``==`` share a code, in the order first seen; a missing cell -1),
+        without its per-call set-up, most of its cost on a few cells."""
+        codes = np.empty(len(cells), dtype=np.intp)
+        first: dict = {}
+        for i, value in enumerate(cells):
+            codes[i] = -1 if pd.isna(value) else first.setdefault(value, len(first))
+        return cls(codes, [str(value) for value in first])
 
 
 class Table:
     """Checked rows of the training columns, each column read once: the numeric columns as
-    one read-only float64 block, the categorical ones as pandas Categoricals (the views read a
-    Categorical's codes and its categories as text, the same levels as every cell's text,
-    which each view and fold would otherwise make again). The preprocessing views read it as
-    they read the DataFrame of :func:`check_columns` (``len(table)``, ``table[name]`` for a
-    categorical column, ``table.numeric(names)``) and compute the same matrices from it, with
-    no per-view pandas selection."""
+    one read-only float64 block, the categorical ones :class:`Coded` (the views read the codes
+    and the distinct values as text, which each view and fold would otherwise make again from
+    every cell). The preprocessing views read it as they read the DataFrame of
+    :func:`check_columns` (``len(table)``, ``table[name]`` for a categorical column,
+    ``table.numeric(names)``) and compute the same matrices from it, with no per-view pandas
+    selection."""
 
-    def __init__(self, n: int, block: np.ndarray, names: tuple, cells: dict[str, pd.Series]):
+    def __init__(self, n: int, block: np.ndarray, names: tuple, cells: dict[str, Coded]):
         block.flags.writeable = False  # shared by every view of one call
         self.n, self.block, self.cells = n, block, cells
         self.index = {name: j for j, name in enumerate(names)}
@@ -423,7 +478,7 @@ class Table:
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, name: str) -> pd.Series:
+    def __getitem__(self, name: str) -> Coded:
         return self.cells[name]
 
     def numeric(self, names) -> np.ndarray:
@@ -434,23 +489,17 @@ class Table:
         return self._numeric[key]
 
 
-def as_categorical(values: pd.Series) -> pd.Series:
-    """``values`` as a pandas Categorical of the values it holds (missing cells missing), in
-    the order they first appear: what ``astype("category")`` holds but for the order of the
-    categories, which the views do not read, at a third of its cost on a few rows."""
-    codes, uniques = pd.factorize(values.to_numpy(), use_na_sentinel=True)
-    categorical = pd.Categorical.from_codes(codes, pd.Index(uniques))
-    return pd.Series(categorical, index=values.index, name=values.name)
-
-
 def read_table(frame: pd.DataFrame, schema: Schema, categories: dict[str, list[str]]) -> Table:
     """The :class:`Table` of ``frame`` (of schema ``schema``, planned with ``categories``):
     the values and the warnings of :func:`check_columns` of :func:`as_frame`, each column read
-    once."""
+    once (a frame of mixed dtypes as one object array where ``schema.boxed``)."""
+    boxed = None if schema.whole or not schema.boxed else frame.to_numpy(dtype=object)
     block = np.empty((len(frame), len(schema.numeric)))
     if schema.direct:
         if schema.whole:
             values = frame.to_numpy(dtype=np.float64, na_value=np.nan)[:, list(schema.direct)]
+        elif boxed is not None:
+            values = boxed[:, list(schema.direct)].astype(np.float64)
         else:
             values = frame.iloc[:, list(schema.direct)]
             values = values.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -463,13 +512,16 @@ def read_table(frame: pd.DataFrame, schema: Schema, categories: dict[str, list[s
             else:
                 block[:, i] = numbers_from_text(col, values, stacklevel=4)
     cells = {}
-    for col, known in categories.items():
-        values = frame.iloc[:, schema.at[col]]
-        values = time_as_number(values) if schema.reads[col] == "time" else values
-        warn_unseen(col, values, known, stacklevel=5)
-        if not isinstance(values.dtype, pd.CategoricalDtype):  # once, not once per view
-            values = as_categorical(values)
-        cells[col] = values
+    for col in categories:
+        j = schema.at[col]
+        if schema.reads[col] == "time":
+            values = time_as_number(frame.iloc[:, j])
+        else:
+            values = boxed[:, j] if boxed is not None else frame.iloc[:, j]
+        coded = cells[col] = Coded.of(values)
+        unseen = sorted(set(coded.text) - schema.known[col])
+        if unseen:
+            warn_unseen_levels(col, unseen, stacklevel=4)
     return Table(len(frame), block, schema.numeric, cells)
 
 

@@ -151,16 +151,19 @@ def test_dates_and_durations_are_numbers_at_fit_and_at_predict():
     assert (checked["day"] > 18262.0).all()
 
 
-def test_a_table_reads_what_check_columns_reads_once_per_schema():
+@pytest.mark.parametrize("integers", ["Int64", "int64"])
+def test_a_table_reads_what_check_columns_reads_once_per_schema(integers):
     """Every kind of column the predict checks treat (plain, nullable and float32 numbers,
     numbers as text with a stray token, dates, booleans and categories as text or a pandas
     Categorical, an extra column and another column order): the Table's numeric block and
-    categorical cells hold check_columns' values, with its warnings, in its order."""
+    categorical cells hold check_columns' values, with its warnings, in its order. With plain
+    integers every number read as it is has a numpy dtype: the frame is read as one object
+    array."""
     frame = pd.DataFrame(
         {
             "extra": ["unused", "x", "y"],
             "k": pd.Categorical(["a", None, "zz"]),
-            "n": pd.array([1, None, 3], dtype="Int64"),
+            "n": pd.array([1, None, 3] if integers == "Int64" else [1, 2, 3], dtype=integers),
             "f": np.array([0.1, np.nan, 2.5], dtype=np.float32),
             "t": ["1.5", "?", "2"],
             "when": pd.to_datetime(["2020-01-01", None, "2021-06-30"]),
@@ -174,6 +177,7 @@ def test_a_table_reads_what_check_columns_reads_once_per_schema():
         warnings.simplefilter("always")
         checked = check_columns(as_frame(frame), columns, categories)
     schema = plan_schema(frame, columns, categories)
+    assert schema.boxed == (integers == "int64")
     assert schema.reads == {
         "f": "number",
         "n": "number",
@@ -194,12 +198,9 @@ def test_a_table_reads_what_check_columns_reads_once_per_schema():
         as_text = (
             checked[name].astype(object).where(checked[name].notna()).map(str, na_action="ignore")
         )
-        pd.testing.assert_series_equal(
-            table[name].astype(object).map(str, na_action="ignore"),
-            as_text,
-            check_index=False,
-            check_names=False,
-        )
+        coded = table[name]
+        cells = [None if c < 0 else coded.text[c] for c in coded.codes]
+        assert cells == [None if pd.isna(v) else v for v in as_text]
     assert [str(w.message) for w in table_warnings] == [str(w.message) for w in full_warnings]
     assert len(full_warnings) == 3  # the token '?', the unseen 'zz' and 'new'
     with pytest.raises(ValueError, match="read-only"):
@@ -212,3 +213,20 @@ def test_what_the_full_checks_must_say_has_no_schema():
     assert plan_schema(frame.set_axis(["a", "a"], axis=1), ["a"], {}) is None  # repeated names
     assert plan_schema(frame.set_axis([0, "0"], axis=1), ["0"], {}) is None  # repeated as text
     assert plan_schema(frame, ["b"], {}).whole
+
+
+def test_a_few_cells_are_coded_as_pandas_codes_them():
+    """Equal values (by hash and ``==``: True, 1 and 1.0; 0, False and -0.0) share a code in
+    the order first seen, every kind of missing cell is -1, and the text of a code is its
+    first value's: as ``pd.factorize`` makes them, which codes more cells."""
+    from ensel.data import FEW_CELLS, Coded
+
+    cells = [True, 1, 1.0, "1", None, np.nan, pd.NA, pd.NaT, "a", "a", 0, False, -0.0, 0.0]
+    cells = np.array(cells, dtype=object)
+    assert len(cells) <= FEW_CELLS
+    codes, uniques = pd.factorize(cells, use_na_sentinel=True)
+    coded = Coded.of(cells)
+    np.testing.assert_array_equal(coded.codes, codes)
+    assert coded.text == [str(v) for v in uniques]
+    many = Coded.of(np.concatenate([cells] * 2))  # past FEW_CELLS: pandas itself
+    np.testing.assert_array_equal(many.codes, np.concatenate([codes] * 2))

@@ -14,17 +14,37 @@ import numpy as np
 
 from ._base import tree_leaves
 
-__all__ = ["PACK_CELLS", "PacksTrees", "TreePack"]
+try:  # numba is a dependency; the numpy walk stays for where it is not installed
+    from numba import njit
+except ImportError:  # pragma: no cover - exercised only where numba is not installed
+    njit = None
+
+__all__ = ["NODE", "PACK_CELLS", "PacksTrees", "TreePack"]
 
 PACK_CELLS = 1 << 16
 """Rows times trees up to which the walk is used; beyond, each tree's compiled ``apply`` (whose
 fixed cost the rows then outweigh) with no arrays of that size."""
 
 
+NODE = np.dtype(
+    [
+        ("left", np.int32),
+        ("right", np.int32),
+        ("feature", np.int32),
+        ("missing_left", np.bool_),
+        ("threshold", np.float64),
+    ],
+    align=True,
+)
+"""One node of a :class:`TreePack`, its fields side by side (24 bytes): a step down a tree
+reads one record, where separate arrays cost a cache miss each once the pack outgrows the
+cache (a forest's five fold siblings hold over a million nodes)."""
+
+
 class TreePack:
-    """The node arrays of ``trees`` (fitted scikit-learn estimators or their ``tree_``), one
-    after another: each leaf points to itself, so a fixed number of steps (the depth) ends
-    every walk."""
+    """The nodes of ``trees`` (fitted scikit-learn estimators or their ``tree_``), one tree
+    after another, as :data:`NODE` records: each leaf points to itself, so a fixed number of
+    steps (the depth) ends every walk."""
 
     def __init__(self, trees: list):
         compiled = [getattr(t, "tree_", t) for t in trees]
@@ -36,35 +56,73 @@ class TreePack:
         leaf = left < 0
         shift = np.repeat(self.offsets, counts)
         own = np.arange(left.size, dtype=np.intp)
-        self.left = np.where(leaf, own, left + shift)
-        self.right = np.where(leaf, own, right + shift)
-        self.feature = np.where(leaf, 0, np.concatenate([t.feature for t in compiled]))
-        self.threshold = np.concatenate([t.threshold for t in compiled])
-        self.missing_left = np.concatenate(
+        self.nodes = np.empty(left.size, dtype=NODE)
+        self.nodes["left"] = np.where(leaf, own, left + shift)
+        self.nodes["right"] = np.where(leaf, own, right + shift)
+        self.nodes["feature"] = np.where(leaf, 0, np.concatenate([t.feature for t in compiled]))
+        self.nodes["threshold"] = np.concatenate([t.threshold for t in compiled])
+        self.nodes["missing_left"] = np.concatenate(
             [np.asarray(t.missing_go_to_left, dtype=bool) for t in compiled]
         )
 
     def leaves(self, X32: np.ndarray, k: int) -> np.ndarray:
         """``(k, n)``: the leaf (a node index of its own tree, as ``apply`` gives) of each row
-        of ``X32`` (``tree_input``) in each of the first ``k`` trees."""
+        of ``X32`` (``tree_input``) in each of the first ``k`` trees: compiled where numba is
+        installed (each row walks down each tree as far as its leaf), else :meth:`walk`."""
+        if _compiled_walk is None:
+            return self.walk(X32, k)
+        return _compiled_walk(self.nodes, self.offsets[:k], X32)
+
+    def walk(self, X32: np.ndarray, k: int) -> np.ndarray:
+        """:meth:`leaves` in numpy: every row and tree one step down at a time, as many steps
+        as the deepest tree has."""
         n = X32.shape[0]
         roots = np.repeat(self.offsets[:k], n)
         node = roots
         rows = np.tile(np.arange(n, dtype=np.intp), k)
         for _ in range(int(self.depths[:k].max(initial=0))):
-            x = X32[rows, self.feature[node]]
-            go_left = np.where(np.isnan(x), self.missing_left[node], x <= self.threshold[node])
-            node = np.where(go_left, self.left[node], self.right[node])
+            at = self.nodes[node]
+            x = X32[rows, at["feature"]]
+            go_left = np.where(np.isnan(x), at["missing_left"], x <= at["threshold"])
+            node = np.where(go_left, at["left"], at["right"]).astype(np.intp)
         return (node - roots).reshape(k, n)
+
+
+def _walk(nodes, roots, X32):  # pragma: no cover - compiled
+    """The leaves of :meth:`TreePack.leaves`, row by row and tree by tree (compiled): a missing
+    value goes where the node sends missing values, else left when the float32 value is at
+    most the float64 threshold, down to the node that points to itself."""
+    n = X32.shape[0]
+    out = np.empty((roots.size, n), dtype=np.intp)
+    for t in range(roots.size):
+        root = roots[t]
+        for i in range(n):
+            node = root
+            while True:
+                at = nodes[node]
+                if at.left == node:
+                    break
+                x = X32[i, at.feature]
+                if np.isnan(x):
+                    go_left = at.missing_left
+                else:
+                    go_left = x <= at.threshold
+                node = at.left if go_left else at.right
+            out[t, i] = node - root
+    return out
+
+
+_compiled_walk = None if njit is None else njit(cache=True, nogil=True)(_walk)
 
 
 class PacksTrees:
     """For a run's dataclass: :meth:`leaves_of` its trees, walked together for small batches
     (the pack is built on first use and kept, not pickled)."""
 
-    def leaves_of(self, trees: Callable[[], list], k: int, X32: np.ndarray) -> list[np.ndarray]:
+    def leaves_of(self, trees: Callable[[], list], k: int, X32: np.ndarray):
         """The leaves of the rows of ``X32`` in the first ``k`` of ``trees()`` (the run's
-        estimators, in order; called only when the pack is built or the batch is large)."""
+        estimators, in order; called only when the pack is built or the batch is large): one
+        array per tree, a list of them or the rows of one ``(k, n)`` array from the walk."""
         if k == 0:
             return []
         if k * X32.shape[0] > PACK_CELLS:
@@ -74,7 +132,7 @@ class PacksTrees:
             pack = self.__dict__["_pack"] = TreePack(
                 [getattr(t, "tree_model_", t) for t in trees()]
             )
-        return list(pack.leaves(X32, k))
+        return pack.leaves(X32, k)
 
     def at_leaves(self, leaves: list, values: Callable[[], list]) -> np.ndarray:
         """``(k, n, ...)``: each tree's node output at each row's leaf, for the first
@@ -85,7 +143,7 @@ class PacksTrees:
             per_tree = values()
             return np.stack([per_tree[i][leaf] for i, leaf in enumerate(leaves)])
         table = self.cached("_node_values", lambda: np.concatenate(values()))
-        return table[np.stack(leaves) + pack.offsets[: len(leaves), None]]
+        return table[np.asarray(leaves) + pack.offsets[: len(leaves), None]]
 
     def cached(self, name: str, make: Callable[[], object]):
         """``make()``, computed once and kept under ``name`` (not pickled)."""

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from ._native_predict import lightgbm_raw, xgboost_value
 from ._regression import column
 from ._traits import FamilyTraits, GrowSpace
 from ._work import boosting_cost, boosting_relative_cost, depthwise_relative_cost
@@ -97,7 +98,7 @@ class _BoostedRun:
         for i, s in enumerate(self.stages[j] for j in wanted):
             s = s if self.best is None else min(s, self.best)
             if self.kind == "xgboost":
-                p = self.model.predict_proba(X, iteration_range=(0, s))
+                p = xgboost_proba(self.model, X, s)
             else:
                 p = lightgbm_proba(self.model, X, s)
             p = np.asarray(p, dtype=np.float64)
@@ -107,13 +108,25 @@ class _BoostedRun:
 
 def lightgbm_proba(model, X: np.ndarray, rounds: int) -> np.ndarray:
     """``model.predict_proba(X, num_iteration=rounds)`` of a fitted LGBMClassifier, read from
-    its booster: the wrapper's input checks and parameter handling cost more per call than a
-    few rows' trees (about half a millisecond), and the wrapper only adds ``1 - p`` beside the
-    booster's ``p`` for two classes (the same numbers, tested). One thread, as the wrapper
-    of these models (``n_jobs=1``) asks: the booster alone would start every core's, and
-    on a busy machine their start costs more than the trees."""
-    p = model.booster_.predict(X, num_iteration=rounds, num_threads=1)
+    its booster's C call (``Booster.predict``'s, with its arguments:
+    :func:`~ensel.library.families._native_predict.lightgbm_raw`): the wrappers' input checks,
+    predictor object and parameter handling cost more per call than a few rows' trees, and the
+    classifier only adds ``1 - p`` beside the booster's ``p`` for two classes (the same
+    numbers, tested). One thread, as the wrapper of these models (``n_jobs=1``) asks: the
+    booster alone would start every core's, and on a busy machine their start costs more
+    than the trees."""
+    p = lightgbm_raw(model.booster_, X, rounds)
     return p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()
+
+
+def xgboost_proba(model, X: np.ndarray, rounds: int) -> np.ndarray:
+    """``model.predict_proba(X, iteration_range=(0, rounds))`` of a fitted XGBClassifier, read
+    from its booster as the wrapper reads it (``inplace_predict``'s C call with the same
+    arguments, :func:`~ensel.library.families._native_predict.xgboost_value`; the same float32
+    ``1 - p`` beside ``p`` for two classes): the wrappers' Python work costs more per call
+    than a few rows' trees."""
+    p = xgboost_value(model.get_booster(), X, rounds, model.missing)
+    return np.vstack((1.0 - p, p)).transpose() if p.ndim == 1 else p
 
 
 def stopping_split(codes: np.ndarray, early_stop: float, random_state: int):
@@ -136,9 +149,12 @@ def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     if not columns:
         return X
-    X = X.copy()
     cat = X[:, columns]
-    cat[cat < 0] = np.nan
+    unseen = cat < 0
+    if not unseen.any():  # as it is: the view's matrix, which the boosters only read
+        return X
+    X = X.copy()
+    cat[unseen] = np.nan
     X[:, columns] = cat
     return X
 

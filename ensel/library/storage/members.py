@@ -14,7 +14,7 @@ import pandas as pd
 from ..._jobs import n_workers
 from ...data import Table, as_frame, check_columns, plan_schema, read_table, schema_key
 from ..execution.runs import FittedRun, view_key
-from ..views.base import transform
+from ..views.base import View, transform
 
 __all__ = ["BATCH_ROWS", "SMALL_ROWS", "FittedMembers"]
 
@@ -163,9 +163,11 @@ class FittedMembers:
         return out
 
 
-def _shared_views(runs, frame: pd.DataFrame, pool) -> dict:
+def _shared_views(runs, frame: pd.DataFrame | Table, pool) -> dict:
     """The transformed matrix of every (view, sibling) the runs need, each computed once, keyed
-    as ``FittedRun.predict`` looks them up."""
+    as ``FittedRun.predict`` looks them up. Views of one signature (the fold siblings' native
+    views) share one matrix: on a few rows the per-view cost is most of a view's, and a
+    signature is made once per view and kept."""
     todo = {}
     for fitted in runs:
         if not isinstance(fitted, FittedRun):
@@ -174,6 +176,11 @@ def _shared_views(runs, frame: pd.DataFrame, pool) -> dict:
         for k, (view, _) in enumerate(siblings):
             key = view_key(fitted.run.view, view, len(siblings), k, fitted.own_rows)
             todo.setdefault(key, view)
-    keys = list(todo)
+    same, firsts = {}, {}  # key -> the first key of its signature
+    for key, view in todo.items():
+        if isinstance(view, View):
+            same[key] = firsts.setdefault(view.signature(), key)
+    keys = [key for key in todo if same.get(key, key) == key]
     map_ = pool.map if pool is not None else map
-    return dict(zip(keys, map_(lambda key: transform(todo[key], frame), keys), strict=True))
+    views = dict(zip(keys, map_(lambda key: transform(todo[key], frame), keys), strict=True))
+    return {key: views[same.get(key, key)] for key in todo}

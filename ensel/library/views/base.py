@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...data import Columns, Table
+from ...data import Coded, Columns, Table
 
 __all__ = ["MAX_LEVELS", "MIN_LEVEL_ROWS", "VIEW_KINDS", "View", "make_view", "transform"]
 
@@ -64,11 +64,13 @@ class View:
     levels: list = field(default_factory=list)  # per categorical column: kept levels (one-hot)
     pooled: list = field(default_factory=list)  # per categorical column: has an "other" column
     missing_level: list = field(default_factory=list)  # per column: missing has its own column
-    # made on first use from the above: per categorical column, each level's position
+    # made on first use from the above: per categorical column, each level's position; and
+    # the view's signature
     _positions: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _signature: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def fit(self, X: pd.DataFrame) -> View:
-        self._positions = None
+        self._positions = self._signature = None
         numeric = _numeric(X, self.columns)
         if numeric.shape[1]:
             missing = np.isnan(numeric)
@@ -148,6 +150,25 @@ class View:
             out[:, at:] = missing[:, indicators]
         return out
 
+    def signature(self) -> tuple:
+        """Everything :meth:`transform` reads, hashable, made once per fitted view: views of
+        equal signatures give the same matrix on the same rows. Native views that pass
+        missing values through learn nothing from their fold but what the columns hold, so
+        the fold siblings of a library share one signature and a small batch transforms them
+        once."""
+        if self._signature is None:
+            arrays = (self.fill, self.indicators, self.mean, self.scale)
+            self._signature = (
+                self.kind,
+                self.native_missing,
+                self.columns,
+                *((a.dtype.str, a.shape, a.tobytes()) for a in arrays),
+                tuple(tuple(kept) for kept in self.levels),
+                tuple(self.pooled),
+                tuple(self.missing_level),
+            )
+        return self._signature
+
     def positions(self, j: int) -> dict[str, int]:
         """Each level of categorical column ``j`` (as text) -> its code (native views: the
         training categories) or its one-hot column (the kept levels), made once per view: a
@@ -161,10 +182,13 @@ class View:
         return self._positions[j]
 
 
-def _categories(col: pd.Series) -> tuple[np.ndarray, list[str]] | None:
-    """A categorical column's codes (-1: missing) and its categories as strings; None for a
-    column of another dtype. Reading the codes makes a view's work per category, not per row:
-    at a million rows turning every cell into a string took most of a view's seconds."""
+def _categories(col: pd.Series | Coded) -> tuple[np.ndarray, list[str]] | None:
+    """A categorical column's codes (-1: missing) and its categories as strings (a
+    :class:`~ensel.data.Coded` column of a Table holds them already); None for a column of
+    another dtype. Reading the codes makes a view's work per category, not per row: at a
+    million rows turning every cell into a string took most of a view's seconds."""
+    if isinstance(col, Coded):
+        return col.codes, col.text
     if not isinstance(col.dtype, pd.CategoricalDtype):
         return None
     return col.cat.codes.to_numpy(), [str(c) for c in col.cat.categories]

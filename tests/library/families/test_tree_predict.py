@@ -108,8 +108,11 @@ def test_packed_trees_find_the_leaves_apply_finds():
     for tree, got in zip(trees[:4], leaves, strict=True):
         np.testing.assert_array_equal(got, tree.tree_.apply(X32))
     np.testing.assert_array_equal(pack.leaves(X32, 2), leaves[:2])
+    np.testing.assert_array_equal(pack.walk(X32, 4), leaves)  # numpy's walk, numba's
+    np.testing.assert_array_equal(pack.walk(X32[:1], 3), leaves[:3, :1])
     one = tree_input(X[:, :1])
     np.testing.assert_array_equal(TreePack(trees[4:]).leaves(one, 1)[0], trees[4].tree_.apply(one))
+    np.testing.assert_array_equal(TreePack(trees[4:]).walk(one, 1)[0], trees[4].tree_.apply(one))
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -206,3 +209,63 @@ def test_lightgbm_members_read_from_the_booster_equal_predict_proba(n_classes):
             np.testing.assert_array_equal(
                 got, run.model.predict_proba(X[rows], num_iteration=rounds)
             )
+
+
+def _with_codes(X: np.ndarray) -> np.ndarray:
+    """``X`` with column 4 made category codes 0..2 (missing where it was)."""
+    X = X.copy()
+    X[:, 4] = np.where(np.isnan(X[:, 4]), np.nan, np.digitize(X[:, 4], [-0.5, 0.5]))
+    return X
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_boosters_called_directly_equal_their_wrappers(n_classes, name, categorical):
+    """The C calls made directly give the wrappers' numbers bit for bit (xgboost's float32
+    values, LightGBM's float64 ones), on single rows and batches, missing values and
+    native categorical columns included."""
+    pytest.importorskip(name)
+    from ensel.library.families._native_predict import lightgbm_raw, xgboost_value
+
+    X, y = _data(n_classes, seed=5)
+    X = _with_codes(X) if categorical else X
+    family = get_family(name)
+    run = family.fit(
+        X,
+        y,
+        n_classes=n_classes,
+        params=family.params,
+        stages=(4, 30),
+        random_state=0,
+        categorical={4: 3} if categorical else {},
+    )
+    model = getattr(run, "inner", run).model
+    for rows in (slice(0, 1), slice(5, 6), slice(0, 300)):
+        for rounds in (4, 30):
+            if name == "xgboost":
+                booster = model.get_booster()
+                got = xgboost_value(booster, X[rows], rounds, model.missing)
+                expected = booster.inplace_predict(X[rows], iteration_range=(0, rounds))
+            else:
+                got = lightgbm_raw(model.booster_, X[rows], rounds)
+                expected = model.booster_.predict(X[rows], num_iteration=rounds, num_threads=1)
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_xgboost_members_read_from_the_booster_equal_predict_proba(n_classes):
+    """The booster's probabilities equal XGBClassifier.predict_proba's bit for bit, single
+    rows and batches, missing values included."""
+    pytest.importorskip("xgboost")
+    from ensel.library.families.gbdt import xgboost_proba
+
+    X, y = _data(n_classes, seed=4)
+    run = _fit("xgboost", X, y, n_classes, (4, 30))
+    for rows in (slice(0, 1), slice(5, 6), slice(0, 300)):
+        for rounds in (4, 30):
+            got = xgboost_proba(run.model, X[rows], rounds)
+            expected = run.model.predict_proba(X[rows], iteration_range=(0, rounds))
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)

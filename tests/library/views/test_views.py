@@ -116,3 +116,27 @@ def test_the_one_hot_levels_do_not_depend_on_the_order_of_the_rows():
     # the most frequent levels, ties broken by name
     cut = sorted(zip(-counts.to_numpy(), counts.index, strict=True))[:MAX_LEVELS]
     assert a.levels[0] == sorted(level for _, level in cut)
+
+
+def test_views_of_equal_signatures_give_the_same_matrix():
+    """Native views that pass missing values through learn nothing from their fold but the
+    columns: two folds give one signature (and one matrix); an imputing or a standardised
+    view learns medians and scales, so its folds' signatures differ."""
+    frame = _frame()
+    columns = Columns.infer(frame)
+    first, second = frame.iloc[:3], frame.iloc[3:]
+    for kind, native_missing, shared in [
+        ("native", True, True),
+        ("native", False, False),
+        ("standardized", False, False),
+    ]:
+        a = make_view(kind, columns, native_missing).fit(first)
+        b = make_view(kind, columns, native_missing).fit(second)
+        assert (a.signature() == b.signature()) is shared
+        if shared:
+            np.testing.assert_array_equal(a.transform(frame), b.transform(frame))
+        assert a.signature() is a.signature()  # made once
+        again = make_view(kind, columns, native_missing).fit(first)
+        assert again.signature() == a.signature()
+        again.fit(second)
+        assert again.signature() == b.signature()  # a refit forgets the old one
