@@ -24,14 +24,13 @@ so results do not depend on the machine's load.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from benchmarks._record import append_row, git_commit, load_results, utc_now
+from benchmarks._record import append_row, git_commit, load_results, provenance
 from benchmarks._report import ROOT
 from ensel.bayesnet import edit_distance, select_tasks
 from ensel.bayesnet._dag import TaskDag
@@ -375,22 +374,13 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
 
 # --------------------------------------------------------------------------- io
 def _meta(commit: str) -> dict:
-    """What a cell's row records about its run: the commit (read once when the run starts: the
-    code it imported), the date, the load, the versions the search depends on, the machine."""
-    import numpy
+    """What a cell's row records about its run: ``provenance()`` with the commit read once when
+    the run started (the code it imported), and the versions the search depends on."""
     import pgmpy
     import scipy
 
-    return {
-        "commit": commit,
-        "date": utc_now(),
-        "load": [round(x, 1) for x in os.getloadavg()],
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
-        "pgmpy": pgmpy.__version__,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-    }
+    versions = {"numpy": np.__version__, "scipy": scipy.__version__, "pgmpy": pgmpy.__version__}
+    return {**provenance(), "commit": commit, "python": platform.python_version(), **versions}
 
 
 PARTS = {

@@ -38,7 +38,14 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
-from benchmarks._record import PeakMemory, append_row, load_results, provenance, quick_results
+from benchmarks._record import (
+    PeakMemory,
+    append_row,
+    load_results,
+    provenance,
+    results_path,
+    suite_parser,
+)
 from benchmarks._report import ROOT, markdown_table, median_seconds
 from ensel import EnsembleSelectionClassifier
 from ensel.compress import fit_mimic, label, munge
@@ -389,8 +396,7 @@ def report(rows: list[dict]) -> str:
 
 
 def parse(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny spec, 2,000 pseudo rows")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--problems", nargs="*", default=list(PROBLEMS))
     parser.add_argument("--sweep", nargs="*", default=list(SWEEP))
     parser.add_argument("--hidden", nargs="*", type=int, default=list(HIDDEN))
@@ -400,7 +406,6 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--munge", choices=("own", "pair"), default="own")
     parser.add_argument("--costs", action="store_true", help="time predictions, size on disk")
-    parser.add_argument("--results", default=None)
     parser.add_argument("--report", action="store_true", help="print the tables, fit nothing")
     args = parser.parse_args(argv)
     args.spec, args.cache = "default", CACHE
@@ -416,8 +421,7 @@ def parse(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse(argv)
-    default = quick_results("compression") if args.quick else RESULTS
-    path = Path(args.results) if args.results else default
+    path = results_path(args, RESULTS, "compression")
     if not args.report:
         args.cache.mkdir(parents=True, exist_ok=True)
         run(args, path)

@@ -14,14 +14,14 @@ Reported per table: the client's peak resident memory (this process alone) and e
 in rows per second, and the runs each fit built and did not. Targets: the client's peak at
 most 1 GB while fitting 1M rows from parquet; dask scoring throughput within 20% of the
 in-memory path's on the same 2 cores.
---quick: 8,000 rows, the tiny spec, a 240 s budget; it prints the table and writes nothing.
---smoke: the quick mode on 1,000 rows, 2 folds and no budget (a budgeted fit fills its budget),
-for the test that runs this code path in seconds.
+Each block's row is appended to ``benchmarks/results/dask_data.jsonl`` with its provenance.
+--quick: 8,000 rows, the tiny spec, a 240 s budget, rows into a temporary file. --smoke: the
+quick mode on 1,000 rows, 2 folds and no budget (a budgeted fit fills its budget), for the test
+that runs this code path in seconds.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import tempfile
@@ -32,11 +32,19 @@ import numpy as np
 import pandas as pd
 import psutil
 
-from benchmarks._record import PeakMemory, git_commit, load_average, versions
-from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._record import (
+    ROOT,
+    PeakMemory,
+    append_row,
+    load_average,
+    provenance,
+    results_path,
+    suite_parser,
+)
+from benchmarks._report import machine_line, markdown_table
 from benchmarks._scale_data import make_table
 
-SECTION = "## Data beyond one machine (dask)"
+RESULTS = ROOT / "benchmarks" / "results" / "dask_data.jsonl"
 CHUNK_ROWS = 100_000
 """Rows per parquet file (and row group) of the synthetic table; written a file at a time."""
 IN_MEMORY_MAX_ROWS = 1_000_000
@@ -205,8 +213,7 @@ def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--smoke", action="store_true", help="1,000 rows, no budget, for tests")
     parser.add_argument("--rows", type=int, nargs="+", help="default 1,000,000 (quick 8,000)")
     parser.add_argument("--time-limit", type=float, help="seconds a fit (default 300, quick 240)")
@@ -220,7 +227,7 @@ def main(argv=None) -> None:
     if not args.smoke:
         args.time_limit = args.time_limit or (240.0 if args.quick else 300.0)
     args.spec = args.spec or ("tiny" if args.quick else "default")
-    rows = []
+    results, rows = results_path(args, RESULTS, "dask_data"), []
     base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-", dir=args.workdir))
     try:
         for n in args.rows:
@@ -239,14 +246,20 @@ def main(argv=None) -> None:
             shutil.rmtree(path)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    table = pd.DataFrame(rows)
+    run = {"spec": args.spec, "time_limit": args.time_limit, "cv": args.cv, **provenance()}
+    for row in rows:
+        append_row(results, {**row, **run})
+    print("\n".join(report_lines(pd.DataFrame(rows), args)))
+
+
+def report_lines(table: pd.DataFrame, args) -> list[str]:
+    """The printed table of the blocks' rows and the two targets, checked."""
     command = "python -m benchmarks.bench_dask_data " + " ".join(
         ["--quick"] if args.quick else [f"--rows {' '.join(map(str, args.rows))}"]
     )
     lines = [
         "",
         machine_line(command),
-        f"commit {git_commit()}; {versions()}",
         "",
         f"Spec `{args.spec}`, time budget {args.time_limit or 0:g} s per fit (0: none), "
         f"cv={args.cv!r} ('auto': 5 folds "
@@ -274,9 +287,7 @@ def main(argv=None) -> None:
                 f"- {n:,} rows: dask scoring throughput {ratio:.2f}x the in-memory path's "
                 f"(target >= {TARGET_THROUGHPUT}: {verdict})"
             )
-    print("\n".join(lines))
-    if not args.quick:
-        write_section(SECTION, lines)
+    return lines
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ setting; the open-set forests decide only whether to reject.
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import pandas as pd
 from sklearn.datasets import load_digits
 from sklearn.ensemble import RandomForestClassifier
 
-from benchmarks._record import measured_rows, quick_results
+from benchmarks._record import measured_rows, results_path, suite_parser
 from ensel.risk import OpenSetForest
 from ensel.risk.openset import STEELE
 
@@ -109,14 +108,13 @@ def digits_table(frame: pd.DataFrame) -> pd.DataFrame:
     return both.rename_axis(columns="unknown classes")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one trial of 10 trees")
+def main(argv=None) -> None:
+    parser = suite_parser(__doc__, DIGITS_RESULTS)
     parser.add_argument("--digits", action="store_true", help="Steele's Fig. 1 (the one part)")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--trees", type=int, default=40)
-    args = parser.parse_args()
-    results = quick_results("openset_digits") if args.quick else DIGITS_RESULTS
+    args = parser.parse_args(argv)
+    results = results_path(args, DIGITS_RESULTS, "openset_digits")
     trials, trees = (1, 10) if args.quick else (args.trials, args.trees)
     print(run_digits(trials, trees, results).round(3).to_string())
 

@@ -29,9 +29,6 @@ Participation (262 test rows) the F-score scale spans 0.04 (best constant 0.628,
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +45,15 @@ from benchmarks._paper_libraries import (
     sibling_predictions,
     table_4_4,
 )
-from benchmarks._record import ROOT, PeakMemory, append_row, load_results, provenance, quick_results
+from benchmarks._record import (
+    ROOT,
+    PeakMemory,
+    append_row,
+    load_results,
+    provenance,
+    results_path,
+    suite_parser,
+)
 from ensel.library import build_library
 from ensel.metrics import (
     LIFT_FRACTION,
@@ -129,7 +134,7 @@ def _append(path: Path, name, fold, spec, n_folds, got, peak_mb) -> None:
         scores.setdefault(method, {})[metric] = value
     row = {
         "dataset": name, "fold": fold, "spec": spec, "folds": n_folds, "scores": scores,
-        "peak_mb": round(peak_mb, 1), "machine": machine(), **provenance(),
+        "peak_mb": round(peak_mb, 1), **provenance(),
     }  # fmt: skip
     append_row(path, row)
 
@@ -142,16 +147,6 @@ def rows_from_results(results: list[dict]) -> list[dict]:
         for m, by_metric in r["scores"].items()
         for k, v in by_metric.items()
     ]
-
-
-def machine() -> dict:
-    """The machine a row was measured on."""
-    return {
-        "arch": platform.machine(),
-        "cpus": os.cpu_count(),
-        "processor": platform.processor() or "unknown",
-        "python": platform.python_version(),
-    }
 
 
 def _scores(lib, P_test: np.ndarray, y_test: np.ndarray, cv):
@@ -245,29 +240,17 @@ def normalise(frame: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(norm=(frame["score"].to_numpy() - s[:, 0]) / (s[:, 1] - s[:, 0]))
 
 
-def fold_wins(rows: list[dict], scale: pd.DataFrame, a: str, b: str) -> dict[str, int]:
-    """Per dataset, the number of folds where method ``a`` has a higher mean normalised score
-    than ``b`` (each fold's raw scores on the dataset's scale): how stable the mean is."""
-    frame = pd.DataFrame(rows)
-    part = normalise(frame[frame["method"].isin([a, b])], scale)
-    per_fold = part.groupby(["dataset", "fold", "method"])["norm"].mean().unstack("method")
-    return (per_fold[a] > per_fold[b]).groupby(level="dataset").sum().astype(int).to_dict()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
+def main(argv=None) -> None:
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--folds", type=int, default=FOLDS, help="outer folds per dataset")
     parser.add_argument("--store", help="directory that keeps the libraries (resumable)")
-    parser.add_argument("--results", help=f"JSON rows to append to (default {RESULTS.name})")
     parser.add_argument("--report", action="store_true", help="fit nothing; tables from rows")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.folds < 2:
         parser.error(f"--folds must be at least 2; got {args.folds}")
     spec = "tiny" if args.quick else "default"
-    default = quick_results("paper_tables_4") if args.quick else RESULTS
-    results = Path(args.results) if args.results else default
+    results = results_path(args, RESULTS, "paper_tables_4")
     if not args.report:
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(args.store or tmp)

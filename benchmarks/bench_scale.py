@@ -32,12 +32,10 @@ seconds beside it). AutoGluon runs in its own venv with ray, as users install it
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
 import pickle
-import platform
 import shutil
 import tempfile
 import time
@@ -48,7 +46,14 @@ import pandas as pd
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
-from benchmarks._record import PeakMemory, append_row, git_commit, load_results, versions
+from benchmarks._record import (
+    PeakMemory,
+    append_row,
+    load_results,
+    provenance,
+    results_path,
+    suite_parser,
+)
 from benchmarks._scale_data import make_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -286,16 +291,6 @@ def run_autogluon(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -
 RUNNERS = {"ensel": run_ensel, "lightgbm": run_lightgbm, "hgb": run_hgb, "autogluon": run_autogluon}
 
 
-# ---------------------------------------------------------------------------- bookkeeping
-
-
-def _versions() -> dict:
-    """Python and the packages behind a row (xgboost installs as ``xgboost-cpu``)."""
-    packages = ("ensel", "numpy", "scikit-learn", "lightgbm", "xgboost", "xgboost-cpu",
-                "catboost", "pandas")  # fmt: skip
-    return {"python": platform.python_version(), **versions(packages)}
-
-
 def run_block(
     tables, budgets, tools, seeds, n_jobs: int, path: Path, max_memory: str | None = None
 ) -> list[dict]:
@@ -319,14 +314,10 @@ def run_block(
                     if (tool, table, budget, seed, max_memory if tool == "ensel" else None) in done:
                         continue
                     data = data or load_table(table, seed)
-                    load_before = os.getloadavg()[0]
                     row = {
                         "tool": tool, "table": table, "rows": len(data[0]),
                         "columns": data[0].shape[1], "budget": budget, "seed": seed,
-                        "n_jobs": n_jobs, "commit": git_commit(), "versions": _versions(),
-                        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-                        "load_before": load_before,
+                        "n_jobs": n_jobs, **provenance(),
                     }  # fmt: skip
                     try:
                         row.update(runners[tool](*data, budget, seed, n_jobs))
@@ -356,23 +347,19 @@ def report(path: Path) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="synth20k at 60 s, no AutoGluon")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--tables", nargs="+", default=list(REGISTERED[:6]))
     parser.add_argument("--budgets", nargs="+", type=float, default=[300.0, 600.0])
     parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--n-jobs", type=int, default=-1)
-    parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS}")
     parser.add_argument("--report", action="store_true", help="fit nothing: print the table")
     parser.add_argument("--max-memory", default=None, help="ensel's max_memory, e.g. 1.2GB")
     args = parser.parse_args(argv)
     if args.quick:
         args.tables, args.budgets = ["synth20k"], [60.0]
         args.tools = [t for t in args.tools if t != "autogluon"]
-    path = args.results or (
-        Path(tempfile.gettempdir()) / "ensel-scale-quick.jsonl" if args.quick else RESULTS
-    )
+    path = results_path(args, RESULTS, "scale")
     if not args.report:
         run_block(
             args.tables, args.budgets, args.tools, args.seeds, args.n_jobs, path, args.max_memory

@@ -12,7 +12,6 @@ quick run goes to a temporary file) with the run's provenance, and the table is 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._peers import autogluon_python
-from benchmarks._record import provenance, quick_results
+from benchmarks._record import append_row, provenance, results_path, suite_parser
 from benchmarks._report import median_seconds
 from ensel._candidates import candidate_scorer
 from ensel.metrics import METRICS, resolve_metric
@@ -88,24 +87,21 @@ def record(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], pa
     """Append the step rows and the bagged runs to ``path``, each with one run's provenance
     (the same ``utc`` marks the rows of one run)."""
     run = provenance()
-    with path.open("a") as out:
-        for row in rows:
-            out.write(json.dumps({"kind": "step", **row, **run}) + "\n")
-        for metric, seconds in bagged.items():
-            entry = {"kind": "bagged", "M": size[0], "N": size[1], "metric": metric}
-            out.write(json.dumps({**entry, "seconds": seconds, **run}) + "\n")
+    for row in rows:
+        append_row(path, {"kind": "step", **row, **run})
+    for metric, seconds in bagged.items():
+        entry = {"kind": "bagged", "M": size[0], "N": size[1], "metric": metric}
+        append_row(path, {**entry, "seconds": seconds, **run})
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small libraries, few steps")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--no-peer", action="store_true", help="skip AutoGluon")
     parser.add_argument("--sizes", help="only these libraries, e.g. 2000x5000")
     parser.add_argument("--metrics", help="only these metrics, e.g. roc,lft")
     parser.add_argument("--steps", type=int, help="greedy steps timed per metric")
-    parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS.name}")
     args = parser.parse_args(argv)
-    results = args.results or (quick_results("selection") if args.quick else RESULTS)
+    results = results_path(args, RESULTS, "selection")
 
     sizes = (
         [(200, 1000), (2000, 5000)]
