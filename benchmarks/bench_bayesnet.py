@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from benchmarks._record import append_row, git_commit, load_results, provenance
-from benchmarks._report import ROOT
+from benchmarks._report import ROOT, write_blocks
 from ensel.bayesnet import edit_distance, select_tasks
 from ensel.bayesnet._dag import TaskDag
 from ensel.bayesnet._multitask import log_keep, multitask_climb
@@ -798,17 +798,10 @@ def plot_fig25(path, out_png) -> None:
 
 
 def report(path) -> None:
-    lines = report_lines(path)
+    """The tables into docs/bayesnet.md's generated block and Fig. 2.5's bar chart."""
+    body = "\n".join(x.replace("### ", "#### ") for x in report_lines(path))
+    write_blocks([ROOT / "docs" / "bayesnet.md"], {"bayesnet": body})
     plot_fig25(path, ROOT / "docs" / "bayesnet_fig25.png")
-    # the same tables between the markers of docs/bayesnet.md
-    doc = ROOT / "docs" / "bayesnet.md"
-    begin, end = "<!-- bench_bayesnet:begin -->", "<!-- bench_bayesnet:end -->"
-    text = doc.read_text()
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        tail = rest.split(end, 1)[1]
-        body = "\n".join(x.replace("### ", "#### ") for x in lines)
-        doc.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
 
 
 def quick(bases: dict, smoke: bool = False) -> None:
