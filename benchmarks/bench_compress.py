@@ -7,21 +7,18 @@ sweeps of the mimic's hidden units and of the number of pseudo rows.
         [--n-pseudo N] [--sweep pima ...] [--munge own|pair] [--costs] [--results PATH]
         [--report]
 
-Each problem is split once 70/30 (``datasets.protocol_split``, seed 0: stratified, grouped
-where the data has groups). The library (`default` spec, cv=5, built under ``--time-limit``
-seconds; `tiny` with --quick) is built on the 70% into `.bench-cache/compress/` and the
-ensemble is selected for RMS as in §4.4. MUNGE rows (p=0.5, s=10) are drawn from the 70% and
-labelled by the ensemble once (cached: labelling is the slow part); each mimic is
-``fit_mimic`` on a prefix of them plus the training rows, which is what ``compress(clf, X,
-n_pseudo, hidden)`` does in one call. ``--munge pair`` draws the rows with the paper's
-sequential pair update (``munge(..., update="pair")``) instead of ensel's default. The best
-single member and the best net (family `mlp`) are chosen by hillclimb (out-of-fold) RMSE.
-Scores are on the 30%.
+Each problem is split once 70/30 (``datasets.protocol_split``, seed 0). The library (`default`
+spec, cv=5, ``--time-limit`` seconds; `tiny` with --quick) is built into
+`.bench-cache/compress/` and the ensemble selected for RMS. MUNGE rows (p=0.5, s=10; ``--munge
+pair``: the paper's sequential pair update) are drawn from the training rows and labelled by
+the ensemble once (cached); each mimic is ``fit_mimic`` on a prefix of them plus the training
+rows, what ``compress(clf, X, n_pseudo, hidden)`` does in one call. The best single member and
+the best net (family `mlp`) are chosen by hillclimb RMSE; scores are on the 30%. ``--costs``
+adds predict seconds and sizes on disk (Tables 4.6-4.7).
 
-One row per (problem, hidden units, pseudo rows, MUNGE update) goes to
-`benchmarks/results/paper_compression.jsonl` as it is measured; a rerun skips the rows already
-there. ``--report`` prints the tables from the rows; docs/papers.md's `compression` block is
-built from the same rows by ``python -m benchmarks.papers_report``.
+One row per (problem, hidden units, pseudo rows, MUNGE update) goes to ``RESULTS`` as it is
+measured; a rerun skips the rows already there. ``--report`` prints the tables;
+``benchmarks.papers_report`` builds docs/papers.md's blocks from the same rows.
 """
 
 from __future__ import annotations

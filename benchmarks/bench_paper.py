@@ -1,30 +1,21 @@
-"""Tables 4.1 and 4.2 of the dissertation on real data: ES, MODSEL and BAYESAVG, with libraries
-of uncalibrated (NOCAL), Platt-calibrated (CAL) and both kinds of members (BOTH), with and
-without embedded 5-fold cross-validation (CV), as normalised scores per metric and their mean;
-and Table 4.3, the percent loss reduction of ES-CV against MODSEL and MODSEL-CV per dataset.
+"""Tables 4.1-4.4 of the dissertation on real data: ES, MODSEL and BAYESAVG on libraries of
+uncalibrated (NOCAL), Platt-calibrated (CAL) and both kinds of members (BOTH), with and without
+embedded 5-fold cross-validation (CV), as normalised scores per metric and their mean; Table
+4.3, the percent loss reduction of ES-CV against MODSEL; Table 4.4's breakdown of
+cross-validation's gain (ES-HILL, ES-AVG: ``_paper_libraries``); and §4.3.5's proxy metrics.
 
     python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--folds 5]
                                      [--store DIR] [--results FILE] [--report]
 
-Beside the libraries as ensel builds them (calibration cross-fitted), CALHC and BOTHHC
-calibrate the uncalibrated members on the hillclimb set itself, as §4.3.1 does; ES-HILL and
-ES-AVG are Table 4.4's breakdown of cross-validation's gain (see ``_paper_libraries``). Each
-dataset and outer fold appends one row to ``--results`` (paper_tables_4.jsonl; a temporary
-file with --quick); ``--report`` fits nothing and prints the tables from the rows, and
-``python -m benchmarks.papers_report`` puts them in docs/papers.md.
-
-Each entry is the average over outer folds, as the dissertation's are averages of five folds
-(§4.3.2): each dataset is split into ``--folds`` stratified folds (grouped where rows share a
+Each dataset is split into ``--folds`` stratified outer folds (grouped where rows share a
 patient), and for each fold the library (`default` spec, `tiny` with --quick) is built on the
-other folds twice: cv=5, and cv=None (a 20% hillclimb split). NOCAL/CAL/BOTH are its members
-with calibration none / platt / both. Every row of a dataset is tested once. Raw test scores
-are averaged over folds, then normalised per dataset and metric (§4.3.1, App. 4.D: one scale per
-problem): 0 = the best constant prediction (averaged over folds), 1 = the best fold-averaged
-score of any library member or method on that dataset.
-
-A single 70/30 split is too noisy for this table on datasets of a few hundred rows: on
-Participation (262 test rows) the F-score scale spans 0.04 (best constant 0.628, best member
-0.667), so one test row moves a method's normalised FSC by about 0.1.
+other folds twice: cv=5, and cv=None (a 20% hillclimb split). CALHC and BOTHHC calibrate the
+uncalibrated members on the hillclimb set itself, as §4.3.1 does. Raw test scores are averaged
+over folds (a single 70/30 split is too noisy on a few hundred rows), then normalised per
+dataset and metric (§4.3.1, App. 4.D): 0 = the best constant prediction, 1 = the best
+fold-averaged score of any member or method. Each dataset and fold appends one row to
+``--results``; ``--report`` prints the tables from the rows, and
+``benchmarks.papers_report`` puts them in docs/papers.md.
 """
 
 from __future__ import annotations

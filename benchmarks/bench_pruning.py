@@ -1,22 +1,17 @@
 """Dissertation §4.3.3, §4.3.4 and §4.3.6 on real data: library pruning (Fig. 4.4-4.5),
-hillclimb-set size (Fig. 4.2) and the percent loss reduction of ensemble selection over model
-selection (Table 4.3), on the cross-validated libraries of ``bench_paper``.
+hillclimb-set size (Fig. 4.2) and Table 4.3's percent loss reduction of ensemble selection over
+model selection, on the cross-validated libraries of ``bench_paper`` (its folds and store
+layout; a library in ``--store`` is reused).
 
     python -m benchmarks.bench_pruning [--quick] [--store DIR] [--datasets a,b] [--folds 0,1]
-                                       [--spec default] [--rows N]
+                                       [--spec default] [--rows N] [--oof N] [--out CSV]
 
-For each dataset and outer fold (bench_paper's folds and store layout: a library built with
-cv=5 on the other folds, reused from ``--store`` when it is there) ensemble selection runs on
-the library's out-of-fold hillclimb predictions and is scored on the outer test fold (with
-``--oof N``: selected on one stratified half of the out-of-fold predictions, scored on the other):
-- pruning: only the best ``fraction`` of members by their hillclimb score on the target metric
-  take part (``prune_fraction``), with 20 bags of half the pool and without bagging;
-- hillclimb size: a random subset of the hillclimb cases (100, 250, 500, 1000, all), with and
-  without bagging, and MODSEL on the same subset;
-- Table 4.3: percent loss reduction of ES-CV against MODSEL-CV on the same library.
-Scores are normalised per dataset, fold and metric (§4.3.1): 0 = the best constant prediction,
-1 = the best test score of any member or method on that fold; then averaged over folds and
-datasets. ``--rows N`` subsamples each dataset to N rows first (to build large specs in time).
+Ensemble selection runs on a fold's out-of-fold hillclimb predictions and is scored on the
+outer test fold (``--oof N``: on one stratified half of the out-of-fold predictions, scored on
+the other, N times): pruning keeps the best ``fraction`` of members (with 20 bags and without);
+the hillclimb size draws 100 to all cases (with and without bagging, and MODSEL). Scores are
+normalised per dataset, fold and metric (§4.3.1) and averaged. ``--rows N`` subsamples each
+dataset first.
 """
 
 from __future__ import annotations

@@ -41,16 +41,6 @@ TARGET_VS_AUTOGLUON = 0.6
 TARGET_VS_BEST_MEMBER = 0.8
 
 
-def split(name: str, seed: int):
-    """``X_train, X_test, y_train, y_test, groups_train`` of the protocol split for ``seed``."""
-    ds = datasets.load(name)
-    train, test = datasets.protocol_split(ds.y, seed, groups=ds.groups, classification=False)
-    X_tr, X_te = ds.X.iloc[train].reset_index(drop=True), ds.X.iloc[test].reset_index(drop=True)
-    y_tr, y_te = ds.y.iloc[train].reset_index(drop=True), ds.y.iloc[test].reset_index(drop=True)
-    groups = None if ds.groups is None else ds.groups.iloc[train].to_numpy()
-    return X_tr, X_te, y_tr, y_te, groups
-
-
 def errors(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     return {"rmse": score("rmse", y, pred), "mae": score("mae", y, pred)}
 
@@ -183,7 +173,8 @@ def run(names, seeds, time_limit: float, spec: str, autogluon: bool, path: Path)
         for name in names:
             if (name, seed) in done:
                 continue
-            X_tr, X_te, y_tr, y_te, groups = split(name, seed)
+            X_tr, X_te, y_tr, y_te, ds = datasets.train_test(name, seed)
+            groups = datasets.train_groups(ds, seed)
             record = {"dataset": name, "seed": seed, "n_train": len(X_tr), "n_test": len(X_te)}
             record.update(run_ensel(X_tr, X_te, y_tr, y_te, groups, seed, time_limit, spec))
             record.update(run_peers(X_tr, X_te, y_tr, y_te, seed, time_limit, autogluon))

