@@ -117,18 +117,19 @@ def tree_rss_mb(pid: int) -> float:
 
 class PeakMemory:
     """Peak of ``tree_rss_mb(pid)`` while the context is open, sampled every ``interval``
-    seconds in a daemon thread (``pid`` None: this process, with its children), and the CPU
-    seconds the tree spent meanwhile (``cpu_seconds``: each process's user + system time at its
-    last sample, less what it had at the start; a process's last ``interval`` can be missed).
+    seconds in a daemon thread (``pid`` None: this process, with its children; ``children``
+    False: the process alone), and the CPU seconds the tree spent meanwhile (``cpu_seconds``:
+    each process's user + system time at its last sample, less what it had at the start; a
+    process's last ``interval`` can be missed).
 
     >>> with PeakMemory() as mem:
     ...     fit()
     >>> mem.peak_mb, mem.cpu_seconds
     """
 
-    def __init__(self, pid: int | None = None, interval: float = 0.25):
+    def __init__(self, pid: int | None = None, interval: float = 0.25, children: bool = True):
         self.pid = os.getpid() if pid is None else pid
-        self.interval = interval
+        self.interval, self.children = interval, children
         self.peak_mb = 0.0
         self._cpu0: dict[int, float] = {}
         self._cpu: dict[int, float] = {}
@@ -137,7 +138,7 @@ class PeakMemory:
 
     def _read(self) -> tuple[float, dict[int, float]]:
         rss, cpu = 0, {}
-        for proc in _tree(self.pid):
+        for proc in _tree(self.pid)[: None if self.children else 1]:
             try:
                 with proc.oneshot():
                     rss += proc.memory_info().rss

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psutil
 
 from benchmarks._record import (
     ROOT,
@@ -54,20 +53,6 @@ TARGET_CLIENT_MB = 1024
 TARGET_THROUGHPUT = 0.8
 
 
-class OwnPeak(PeakMemory):
-    """Peak resident memory of one process alone (not its children: the cluster's processes
-    are children of the client here)."""
-
-    def _read(self):
-        try:
-            proc = psutil.Process(self.pid)
-            with proc.oneshot():
-                times = proc.cpu_times()
-                return proc.memory_info().rss / 2**20, {self.pid: times.user + times.system}
-        except psutil.Error:
-            return 0.0, {}
-
-
 def write_table(path: Path, n_rows: int) -> list[str]:
     """The synthetic table in ``path`` (one parquet file per ``CHUNK_ROWS`` rows, label column
     ``label``); the feature names."""
@@ -81,11 +66,12 @@ def write_table(path: Path, n_rows: int) -> list[str]:
 
 
 class Phase:
-    """Wall seconds and the peaks of the client and of each worker process during a block."""
+    """Wall seconds and the peaks of the client and of each worker process during a block, each
+    process alone (the cluster's processes are children of the client here)."""
 
     def __init__(self, worker_pids: dict[str, int]) -> None:
-        self.client = OwnPeak()
-        self.workers = {a: OwnPeak(pid) for a, pid in worker_pids.items()}
+        self.client = PeakMemory(children=False)
+        self.workers = {a: PeakMemory(pid, children=False) for a, pid in worker_pids.items()}
 
     def __enter__(self) -> Phase:
         self.client.start()

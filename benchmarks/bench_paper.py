@@ -72,6 +72,14 @@ def outer_folds(y: pd.Series, groups: pd.Series | None, n_folds: int):
     return list(splitter.split(np.zeros(len(y)), y, groups))
 
 
+def fold_library(X, y, groups, cv, spec: str, store: Path):
+    """The library of one outer fold's training rows, built into ``store`` (or read back from
+    it: the stores are resumable, and ``bench_pruning`` reuses them)."""
+    return build_library(
+        X, y, spec=spec, cv=cv, groups=groups, store=store, n_jobs=2, random_state=SEED, verbose=0
+    )
+
+
 def run_dataset(name: str, spec: str, n_folds: int, store: Path, results: Path | None = None):
     """Score rows ``{dataset, fold, method, metric, score}`` of every fold of one dataset;
     methods starting with ``_member:`` are single library members, ``_bottom`` the best constant
@@ -88,11 +96,7 @@ def run_dataset(name: str, spec: str, n_folds: int, store: Path, results: Path |
         with PeakMemory() as memory:
             for cv in (5, None):
                 start = time.perf_counter()
-                lib = build_library(
-                    X_tr, y_tr, spec=spec, cv=cv, groups=g_tr,
-                    store=store / f"{name}-f{fold}-cv{cv}", n_jobs=2, random_state=SEED,
-                    verbose=0,
-                )  # fmt: skip
+                lib = fold_library(X_tr, y_tr, g_tr, cv, spec, store / f"{name}-f{fold}-cv{cv}")
                 key = f"build cv={cv}"
                 info[key] = info.get(key, 0.0) + time.perf_counter() - start
                 y_test = np.searchsorted(lib.classes, np.asarray(y_te))

@@ -29,11 +29,11 @@ from benchmarks import datasets
 from benchmarks.bench_paper import (
     DATASETS,
     SEED,
+    fold_library,
     outer_folds,
     percent_loss_reduction,
     perfect_score,
 )
-from ensel.library import build_library
 from ensel.metrics import METRICS, baseline_score, score, score_batch
 from ensel.selection import EnsembleSelection
 from ensel.strategies import model_selection
@@ -55,11 +55,8 @@ def load_fold(name: str, fold: int, spec: str, store: Path, rows: int | None):
         groups = None if groups is None else groups.iloc[keep].reset_index(drop=True)
     train, test = outer_folds(y, groups, 5)[fold]
     g_tr = None if groups is None else groups.iloc[train].reset_index(drop=True)
-    lib = build_library(
-        X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True), spec=spec,
-        cv=5, groups=g_tr, store=store / f"{name}-f{fold}-cv5", n_jobs=2, random_state=SEED,
-        verbose=0,
-    )  # fmt: skip
+    X_tr, y_tr = X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True)
+    lib = fold_library(X_tr, y_tr, g_tr, 5, spec, store / f"{name}-f{fold}-cv5")
     y_test = np.searchsorted(lib.classes, np.asarray(y.iloc[test]))
     return lib, np.asarray(lib.predict(X.iloc[test].reset_index(drop=True))), y_test
 
