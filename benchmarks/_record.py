@@ -208,6 +208,17 @@ def append_row(path: Path, row: dict) -> None:
         os.fsync(fh.fileno())
 
 
+def merged_rows(paths: list[Path], key: tuple[str, ...]) -> list[dict]:
+    """The rows of ``paths`` read in order, a row in a later file replacing the row with the same
+    ``key`` fields in an earlier one: rows of several runs side by side without a combined copy
+    of them."""
+    rows = {}
+    for path in paths:
+        for row in load_results(path):
+            rows[tuple(row[k] for k in key)] = row
+    return list(rows.values())
+
+
 def measured_rows(results: Path, measure) -> list[dict]:
     """``measure()``'s rows, each appended to the JSON-lines file ``results`` with the peak
     memory of the call and the provenance (commit, versions, machine, load); returns them

@@ -50,27 +50,19 @@ from benchmarks._record import (
     append_row,
     git_commit,
     load_average,
-    load_results,
+    merged_rows,
     utc_now,
     versions,
 )
 from benchmarks._report import machine_line, markdown_table
-from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
+from benchmarks._stats import over_datasets, per_dataset, predict_ratios
 from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "automl_12tables.jsonl"
 CONFIGS = ("ensel", "autogluon", "spare")
-FIRST_DATASETS = (
-    "pima",
-    "biopsy_na",
-    "participation",
-    "turnout",
-    "doctor_aus",
-    "chile",
-    "medpar_died",
-    "rwm1984_outwork",
-)
+FIRST_DATASETS = ("pima", "biopsy_na", "participation", "turnout", "doctor_aus", "chile",
+                  "medpar_died", "rwm1984_outwork")  # fmt: skip
 DATASETS = (*FIRST_DATASETS, "car", "doctor_contacts", "vietnam_i", "movies_drama")
 BUDGETS = {"ensel": (60.0, 120.0, 300.0, 600.0), "autogluon": (60.0, 300.0, 600.0)}
 OTHER_BUDGETS = (60.0, 300.0, 600.0)
@@ -222,10 +214,6 @@ def protocol(configs, budgets, seeds, datasets) -> list[tuple[str, int, str, flo
 # --------------------------------------------------------------------------------------------
 
 
-def _select(rows: pd.DataFrame, config: str, budget: float) -> pd.DataFrame:
-    return rows[(rows.config == config) & (rows.budget == budget)]
-
-
 def comparisons(rows: pd.DataFrame) -> list[tuple[tuple[str, float], tuple[str, float]]]:
     """Every (ours, theirs) of ``PAIRINGS`` at each budget both have, then ``CROSS_BUDGET``."""
     have = set(zip(rows.config, rows.budget, strict=True))
@@ -236,26 +224,6 @@ def comparisons(rows: pd.DataFrame) -> list[tuple[tuple[str, float], tuple[str, 
                 out.append(((ours, budget), (theirs, budget)))
     out += [(a, b) for a, b in CROSS_BUDGET if a in have and b in have]
     return out
-
-
-def over_datasets(rows: pd.DataFrame, ours, theirs, metric: str) -> dict:
-    """``ours`` against ``theirs`` on ``metric`` with datasets as the unit: per-dataset means
-    over the seeds both have (pairs only), then ``_stats.paired_over_datasets``."""
-    a = _select(rows, *ours).set_index(["dataset", "seed"])
-    b = _select(rows, *theirs).set_index(["dataset", "seed"])
-    both = a.index.intersection(b.index)
-    a, b = a.loc[both].reset_index(), b.loc[both].reset_index()
-    return {
-        "ensel": f"{ours[0]} {ours[1]:g}s",
-        "vs": f"{theirs[0]} {theirs[1]:g}s",
-        "metric": metric,
-        "pairs": len(both),
-        **paired_over_datasets(
-            per_dataset(a, metric)["mean"],
-            per_dataset(b, metric)["mean"],
-            HIGHER_IS_BETTER[metric],
-        ),
-    }
 
 
 def datasets_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -282,20 +250,6 @@ def per_dataset_table(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(cells).fillna("-")
 
 
-def predict_ratios(rows: pd.DataFrame, budget: float) -> pd.Series:
-    """Per dataset, ensel's mean predict microseconds per row over AutoGluon's at ``budget``
-    (rows measured the warm way only, seeds both have)."""
-    rows = rows[rows["predict_us_per_row"].notna()] if "predict_us_per_row" in rows else rows[:0]
-    a = _select(rows, "ensel", budget).set_index(["dataset", "seed"])
-    b = _select(rows, "autogluon", budget).set_index(["dataset", "seed"])
-    both = a.index.intersection(b.index)
-    if not len(both):
-        return pd.Series(dtype=float)
-    mean_a = a.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
-    mean_b = b.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
-    return (mean_a / mean_b).rename(f"ensel/autogluon {budget:g}s")
-
-
 OVERHEAD_S = 30.0
 """Per fit beyond its budget, for ``plan_lines``: loading, starting ray, predicting 4 times."""
 
@@ -320,14 +274,8 @@ KEY = ("dataset", "seed", "config", "budget")
 
 
 def merged_results(paths: list[Path]) -> list[dict]:
-    """The rows of ``paths`` read in order, a fit (``KEY``) in a later file replacing the same
-    fit in an earlier one: a report puts rows of several runs side by side without a combined
-    copy of them."""
-    rows = {}
-    for path in paths:
-        for row in load_results(path):
-            rows[tuple(row[k] for k in KEY)] = row
-    return list(rows.values())
+    """The fits of ``paths`` (``_record.merged_rows`` by ``KEY``)."""
+    return merged_rows(paths, KEY)
 
 
 def finished(paths: list[Path]) -> set[tuple]:

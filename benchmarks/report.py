@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._report import PAGE, ROOT, markdown_table, write_blocks
-from benchmarks._stats import HIGHER_IS_BETTER
-from benchmarks.bench_automl import merged_results, over_datasets, predict_ratios
+from benchmarks._stats import HIGHER_IS_BETTER, over_datasets, predict_ratios
+from benchmarks.bench_automl import merged_results
 
 RESULTS = ROOT / "benchmarks" / "results"
 AUTOML_FILES = (
@@ -147,7 +147,7 @@ def per_dataset_table(rows: pd.DataFrame) -> str:
 def cost_table(rows: pd.DataFrame) -> str:
     """Per budget and tool, over every judged fit: fit seconds (median, max), predict µs per
     row (median, max) and peak resident memory (median); then per budget ensel's predict time
-    over AutoGluon's per table (``bench_automl.predict_ratios``)."""
+    over AutoGluon's per table (``_stats.predict_ratios``)."""
     out = []
     for (budget, config), g in rows.groupby(["budget", "config"]):
         fit, pred = g["fit_s"], g["predict_us_per_row"].dropna()

@@ -65,7 +65,7 @@ def _protocol_rows(ahead: float = 0.01, ratio: float = 0.8):
 
 
 def test_over_datasets_uses_per_dataset_means_as_the_unit():
-    from benchmarks.bench_automl import over_datasets
+    from benchmarks._stats import over_datasets
 
     rows = _rows()  # dataset x: seeds 0, 1; dataset y: seed 0
     out = over_datasets(rows, ("ensel", 60.0), ("autogluon", 60.0), "auc")
