@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import platform
-import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks._predict_timing import median_seconds  # noqa: F401 (bench_risk imports it here)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = Path("docs") / "results.md"
@@ -63,16 +64,6 @@ def write_blocks(pages: list[Path], blocks: dict[str, str]) -> None:
     for name, body in blocks.items():
         if not any([write_generated(page, name, body) for page in pages]):
             raise SystemExit(f"no block {marker(name)} in {[str(p) for p in pages]}")
-
-
-def median_seconds(fn, repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of ``fn``."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def markdown_table(frame, floatfmt: str = ".4f", index: bool = True) -> str:

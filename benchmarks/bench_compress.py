@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
+from benchmarks._predict_timing import median_seconds
 from benchmarks._record import (
     PeakMemory,
     append_row,
@@ -43,7 +44,7 @@ from benchmarks._record import (
     results_path,
     suite_parser,
 )
-from benchmarks._report import ROOT, markdown_table, median_seconds
+from benchmarks._report import ROOT, markdown_table
 from ensel import EnsembleSelectionClassifier
 from ensel.compress import fit_mimic, label, munge
 from ensel.library import build_library

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._peers import autogluon_python
+from benchmarks._predict_timing import median_seconds
 from benchmarks._record import append_row, provenance, results_path, suite_parser
-from benchmarks._report import median_seconds
 from ensel._candidates import candidate_scorer
 from ensel.metrics import METRICS, resolve_metric
 from ensel.selection import EnsembleSelection
