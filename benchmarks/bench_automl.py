@@ -315,58 +315,48 @@ def run_plan(plan, paths: list[Path]) -> None:
 
 
 def report_lines(rows: pd.DataFrame, failed: pd.DataFrame, seeds, label: str, command: str):
-    """The docs section's lines for the scored ``rows`` (already restricted to ``seeds``)."""
-    by_datasets = datasets_table(rows) if len(rows) else pd.DataFrame()
-    timing_cols = [
-        c for c in ("fit_s", "predict_us_per_row", "peak_rss_mb", "load_1min") if c in rows
-    ]
-    timing = rows.groupby(["config", "budget"])[timing_cols].median() if len(rows) else rows
-    ratios = [predict_ratios(rows, b) for b in sorted(rows.budget.unique())] if len(rows) else []
-    ratios = (
-        pd.concat([r for r in ratios if len(r)], axis=1) if any(len(r) for r in ratios) else None
-    )
+    """The printed report of the scored ``rows`` (already restricted to ``seeds``) and of the
+    ``failed`` fits."""
+    lines = ["", f"**{label}.** " + machine_line(command)]
+    if len(rows):
+        lines += _scored_lines(rows, seeds)
+    if len(failed):
+        failures = markdown_table(failed[[*KEY, "error"]], index=False)
+        lines += ["Fits that failed (recorded, not scored):", "", failures]
+    return lines
+
+
+def _scored_lines(rows: pd.DataFrame, seeds) -> list[str]:
     commits = sorted(rows["commit"].dropna().unique()) if "commit" in rows else []
     ag = sorted(rows["autogluon_version"].dropna().unique()) if "autogluon_version" in rows else []
     lines = [
-        "",
-        f"**{label}.** " + machine_line(command),
-        f"Seeds {', '.join(map(str, seeds))}; {rows.dataset.nunique() if len(rows) else 0} "
-        f"datasets; ensel commit(s) {', '.join(commits) or 'not recorded'}; AutoGluon "
-        f"{', '.join(ag) or 'not recorded'}.",
+        f"Seeds {', '.join(map(str, seeds))}; {rows.dataset.nunique()} datasets; ensel commit(s) "
+        f"{', '.join(commits) or 'not recorded'}; AutoGluon {', '.join(ag) or 'not recorded'}.",
         "",
         "Over datasets (per-dataset means over seeds; differences positive when the first is "
         "better; paired t-test and sign test, two-sided):",
         "",
-        markdown_table(by_datasets, ".4g", index=False) if len(by_datasets) else "(none)",
+        markdown_table(datasets_table(rows), ".4g", index=False),
         "",
     ]
     for metric, name in (("auc", "test AUC"), ("logloss", "test log loss")):
-        table = per_dataset_table(rows, metric) if len(rows) else pd.DataFrame()
-        lines += [
-            f"Per dataset, {name} (mean +- standard error over seeds, seed count):",
-            "",
-            markdown_table(table, index=True) if len(table) else "(none)",
-            "",
-        ]
-    lines += [
+        table = markdown_table(per_dataset_table(rows, metric), index=True)
+        lines += [f"Per dataset, {name} (mean +- standard error over seeds, seed count):", ""]
+        lines += [table, ""]
+    ratios = [r for r in (predict_ratios(rows, b) for b in sorted(rows.budget.unique())) if len(r)]
+    timing = [c for c in ("fit_s", "predict_us_per_row", "peak_rss_mb", "load_1min") if c in rows]
+    return [
+        *lines,
         "Predict time per row, ensel over AutoGluon (per-dataset means, warm, all test rows):",
         "",
-        markdown_table(ratios, ".2f") if ratios is not None else "(none)",
+        markdown_table(pd.concat(ratios, axis=1), ".2f") if ratios else "(none)",
         "",
         "Median fit seconds, predict microseconds per row, peak memory (MiB, the process tree) "
         "and 1-minute load average at the start of each fit:",
         "",
-        markdown_table(timing, ".3f") if len(timing) else "(none)",
+        markdown_table(rows.groupby(["config", "budget"])[timing].median(), ".3f"),
         "",
     ]
-    if len(failed):
-        lines += [
-            "Fits that failed (recorded, not scored):",
-            "",
-            markdown_table(failed[["dataset", "seed", "config", "budget", "error"]], index=False),
-            "",
-        ]
-    return lines
 
 
 def main(argv=None) -> None:
@@ -386,7 +376,6 @@ def main(argv=None) -> None:
         " several are read in order, a fit in a later file replacing the same fit in an earlier"
         " one, and new fits are appended to the last",
     )
-    parser.add_argument("--label", default=None, help="what this run is, for the docs")
     parser.add_argument(
         "--report", action="store_true", help="fit nothing: report the fits in --results"
     )
@@ -421,7 +410,7 @@ def main(argv=None) -> None:
     failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[:0]
     rows = rows[rows["auc"].notna()] if "auc" in rows else rows.iloc[:0]
     names = " + ".join(p.name for p in paths)
-    label = args.label or ("quick run" if args.quick else f"{len(rows)} fits from {names}")
+    label = "quick run" if args.quick else f"{len(rows)} fits from {names}"
     given = sys.argv[1:] if argv is None else argv
     command = ("python -m benchmarks.bench_automl " + " ".join(given)).strip()
     lines = report_lines(rows, failed, args.seeds, label, command)
