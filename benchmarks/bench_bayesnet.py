@@ -351,9 +351,9 @@ PARTS = {
 }
 
 
-def cells_of(part: str, trials: int, search: Search, test_rows: int, args) -> list[Cell]:
+def cells_of(part: str, trials: int, search: Search, args) -> list[Cell]:
     spec = PARTS[part]
-    problems = args.problems or spec["problems"]
+    problems = spec["problems"]
     sizes = args.sizes or spec["sizes"]
     p_dels = args.p_del or spec["p_dels"]
     grid = ",".join(f"{d:.8g}" for d in args.grid) + "|" + ",".join(args.priors)
@@ -362,7 +362,7 @@ def cells_of(part: str, trials: int, search: Search, test_rows: int, args) -> li
         for size in sizes:
             for problem in problems:
                 for p in p_dels if not problem.startswith("ALARM-COMP") else (0.0,):
-                    out.append(Cell(part, problem, p, size, trial, search, test_rows, grid=grid))
+                    out.append(Cell(part, problem, p, size, trial, search, grid=grid))
     # ALARM-COMP does not use P_del: one cell per size and trial
     seen, unique = set(), []
     for c in out:
@@ -740,11 +740,6 @@ def main(argv=None) -> None:
     parser.add_argument("--smoke", action="store_true", help="the quick check, smaller: tests")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--restarts", type=int, default=5)
-    parser.add_argument("--tabu", type=int, default=100)
-    parser.add_argument("--mt-restarts", type=int, default=0)
-    parser.add_argument("--mt-tabu", type=int, default=10)
-    parser.add_argument("--test-rows", type=int, default=10_000)
-    parser.add_argument("--problems", nargs="*")
     parser.add_argument("--sizes", nargs="*", type=int)
     parser.add_argument("--p-del", nargs="*", type=float)
     parser.add_argument("--priors", nargs="*", choices=PRIORS, default=list(PRIORS))
@@ -762,9 +757,9 @@ def main(argv=None) -> None:
     if args.quick or args.smoke:
         quick(bases, smoke=args.smoke)
         return
-    search = Search(args.restarts, args.tabu, args.mt_restarts, args.mt_tabu)
+    search = Search(restarts=args.restarts)
     done = {r["key"] for r in load_results(path)}
-    cells = cells_of(args.part, args.trials, search, args.test_rows, args)
+    cells = cells_of(args.part, args.trials, search, args)
     cells = [c for c in cells if c.key() not in done]
     commit = git_commit()
     print(f"{len(cells)} cells to run ({len(done)} already in {path})", flush=True)

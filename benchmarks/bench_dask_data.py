@@ -205,7 +205,6 @@ def main(argv=None) -> None:
     parser.add_argument("--time-limit", type=float, help="seconds a fit (default 300, quick 240)")
     parser.add_argument("--spec", help="library spec (default `default`, quick `tiny`)")
     parser.add_argument("--autogluon", action="store_true", help="add AutoGluon's predict")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the tables go")
     args = parser.parse_args(argv)
     args.quick = args.quick or args.smoke
     args.rows = args.rows or ([1_000] if args.smoke else [8_000] if args.quick else [1_000_000])
@@ -214,7 +213,7 @@ def main(argv=None) -> None:
         args.time_limit = args.time_limit or (240.0 if args.quick else 300.0)
     args.spec = args.spec or ("tiny" if args.quick else "default")
     results, rows = results_path(args, RESULTS, "dask_data"), []
-    base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-", dir=args.workdir))
+    base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-"))
     try:
         for n in args.rows:
             need = n * 250  # bytes of parquet per row, generously

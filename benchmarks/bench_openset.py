@@ -1,6 +1,6 @@
 """Open-set forest on Steele's Fig. 1, with scikit-learn's digits in place of MNIST.
 
-    python -m benchmarks.bench_openset --digits [--quick] [--trials 5] [--trees 40]
+    python -m benchmarks.bench_openset --digits [--quick] [--trials 5]
 
 Rows go to paper_openset_digits.jsonl (``--quick``: a temporary file). Per trial the ten classes
 are shuffled into 4 known, 3 validation and 3 test classes; the known classes' rows are split
@@ -30,6 +30,8 @@ from ensel.risk import OpenSetForest
 from ensel.risk.openset import STEELE
 
 DIGITS_RESULTS = Path(__file__).resolve().parent / "results" / "paper_openset_digits.jsonl"
+TREES = 40
+"""Trees per forest, Steele's."""
 DIGITS_BOUNDS = (np.zeros(64), np.full(64, 16.0))
 """The pixels' known range: with the training range instead, a pixel that is blank in every
 training row puts most new rows outside the box (risk 1), known or not."""
@@ -57,7 +59,7 @@ def _sample_classes(y: np.ndarray, classes, per_class: int, rng) -> list[np.ndar
     return [rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]
 
 
-def digits_trial(trial: int, trees: int = 40) -> list[dict]:
+def digits_trial(trial: int, trees: int = TREES) -> list[dict]:
     """Accuracy of the original forest and of open-set forests (min, mean, product) with 0-3
     unknown test classes on one trial (module docstring)."""
     X, y = load_digits(return_X_y=True)
@@ -112,10 +114,9 @@ def main(argv=None) -> None:
     parser = suite_parser(__doc__, DIGITS_RESULTS)
     parser.add_argument("--digits", action="store_true", help="Steele's Fig. 1 (the one part)")
     parser.add_argument("--trials", type=int, default=5)
-    parser.add_argument("--trees", type=int, default=40)
     args = parser.parse_args(argv)
     results = results_path(args, DIGITS_RESULTS, "openset_digits")
-    trials, trees = (1, 10) if args.quick else (args.trials, args.trees)
+    trials, trees = (1, 10) if args.quick else (args.trials, TREES)
     print(run_digits(trials, trees, results).round(3).to_string())
 
 

@@ -4,10 +4,10 @@ embedded 5-fold cross-validation (CV), as normalised scores per metric and their
 4.3, the percent loss reduction of ES-CV against MODSEL; Table 4.4's breakdown of
 cross-validation's gain (ES-HILL, ES-AVG: ``_paper_libraries``); and §4.3.5's proxy metrics.
 
-    python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--folds 5]
-                                     [--store DIR] [--results FILE] [--report]
+    python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--store DIR]
+                                     [--results FILE] [--report]
 
-Each dataset is split into ``--folds`` stratified outer folds (grouped where rows share a
+Each dataset is split into ``FOLDS`` stratified outer folds (grouped where rows share a
 patient), and for each fold the library (`default` spec, `tiny` with --quick) is built on the
 other folds twice: cv=5, and cv=None (a 20% hillclimb split). CALHC and BOTHHC calibrate the
 uncalibrated members on the hillclimb set itself, as §4.3.1 does. Raw test scores are averaged
@@ -238,12 +238,9 @@ def normalise(frame: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFrame:
 def main(argv=None) -> None:
     parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--folds", type=int, default=FOLDS, help="outer folds per dataset")
     parser.add_argument("--store", help="directory that keeps the libraries (resumable)")
     parser.add_argument("--report", action="store_true", help="fit nothing; tables from rows")
     args = parser.parse_args(argv)
-    if args.folds < 2:
-        parser.error(f"--folds must be at least 2; got {args.folds}")
     spec = "tiny" if args.quick else "default"
     results = results_path(args, RESULTS, "paper_tables_4")
     if not args.report:
@@ -251,7 +248,7 @@ def main(argv=None) -> None:
             store = Path(args.store or tmp)
             for name in args.datasets.split(","):
                 start = time.perf_counter()
-                run_dataset(name, spec, args.folds, store, results)
+                run_dataset(name, spec, FOLDS, store, results)
                 print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
     for title, table in tables(rows_from_results(load_results(results))).items():
         print(f"\n{title}\n{table.round(3).to_string()}")

@@ -98,7 +98,6 @@ def main(argv=None) -> None:
     parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--no-peer", action="store_true", help="skip AutoGluon")
     parser.add_argument("--sizes", help="only these libraries, e.g. 2000x5000")
-    parser.add_argument("--metrics", help="only these metrics, e.g. roc,lft")
     parser.add_argument("--steps", type=int, help="greedy steps timed per metric")
     args = parser.parse_args(argv)
     results = results_path(args, RESULTS, "selection")
@@ -110,7 +109,6 @@ def main(argv=None) -> None:
     )
     if args.sizes:
         sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
-    metrics = args.metrics.split(",") if args.metrics else list(METRICS)
     steps = args.steps or (20 if args.quick else 100)
     python = None if args.no_peer else autogluon_python()
 
@@ -120,7 +118,7 @@ def main(argv=None) -> None:
         floor = floor_seconds(P)
         peer_steps = 3 if M * N >= 10_000_000 else 10
         peer = run_peer(python, P, y, peer_steps) if python else {}
-        for metric in metrics:
+        for metric in METRICS:
             ours = seconds_per_step(metric, P, y, steps)
             row = {"M": M, "N": N, "metric": metric, "ours": ours, "floor": floor}
             if metric in peer:
@@ -135,9 +133,7 @@ def main(argv=None) -> None:
 
     M, N = sizes[-1]
     P, y = make_library(n_members=M, n_samples=N, random_state=0)
-    bagged_metrics = metrics if not args.quick else ("rms", "roc")
-    if args.metrics:
-        bagged_metrics = [m for m in metrics if m in ("roc",)] or metrics[:1]
+    bagged_metrics = ("rms", "roc") if args.quick else METRICS
     bagged = {m: bagged_run_seconds(m, P, y) for m in bagged_metrics}
     for m, s in bagged.items():
         print(f"bagged 20 x 100 steps, M={M} N={N}, {m}: {s:.1f} s", flush=True)
