@@ -1,23 +1,18 @@
-"""Data beyond one machine (issue 30): a synthetic parquet table (``benchmarks._scale_data``:
-16 numeric and 6 categorical columns, 10% missing cells) of 1M rows (and 3M with ``--rows``)
-fitted from its parquet directory on a dask LocalCluster of 2 worker processes (one thread
-each) under a time budget, then scored whole as a dask DataFrame, one partition's predictions
-at a time on the client; against the in-memory path (the table as a pandas frame, the local
-pool of 2 processes) where it fits in memory, and, with ``--autogluon``, AutoGluon's
-``predict`` on the same rows (fitted on a sample, in its own venv).
+"""Data beyond one machine: a synthetic parquet table (``_scale_data``) of 1M rows (more with
+``--rows``) fitted from its parquet directory on a dask LocalCluster of 2 single-thread worker
+processes under a time budget, then scored whole as a dask DataFrame, a partition at a time;
+against the in-memory path (a pandas frame, the local pool of 2 processes) where it fits in
+memory, and, with ``--autogluon``, AutoGluon's ``predict`` (fitted on a sample, in its venv).
 
     python -m benchmarks.bench_dask_data [--quick] [--rows 1000000 3000000] [--time-limit 300]
-                                         [--autogluon]
+                                         [--autogluon] [--results F]
 
-Reported per table: the client's peak resident memory (this process alone) and each worker's
-(sampled every 0.25 s), wall seconds of the fit and of scoring every row, scoring throughput
-in rows per second, and the runs each fit built and did not. Targets: the client's peak at
-most 1 GB while fitting 1M rows from parquet; dask scoring throughput within 20% of the
-in-memory path's on the same 2 cores.
-Each block's row is appended to ``benchmarks/results/dask_data.jsonl`` with its provenance.
---quick: 8,000 rows, the tiny spec, a 240 s budget, rows into a temporary file. --smoke: the
-quick mode on 1,000 rows, 2 folds and no budget (a budgeted fit fills its budget), for the test
-that runs this code path in seconds.
+Each block's row (``RESULTS``, with its provenance) holds the peak resident memory of the
+client and of each worker (each process alone), wall seconds, rows scored per second, and the
+runs each fit built and did not. Targets: the client's peak at most 1 GB while fitting 1M rows
+from parquet; dask scoring throughput within 20% of the in-memory path's. --quick: 8,000 rows,
+the tiny spec, a 240 s budget, a temporary file; --smoke: 1,000 rows, 2 folds and no budget
+(the tests' run of this code path in seconds).
 """
 
 from __future__ import annotations

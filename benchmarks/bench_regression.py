@@ -3,10 +3,10 @@ scikit-learn's HistGradientBoostingRegressor, the best single library member, an
 best_quality at the same time budget, on real datasets with numeric targets.
 
     python -m benchmarks.bench_regression [--quick] [--datasets medpar,...] [--seeds 5]
-                                          [--time-limit 60] [--no-autogluon] [--fresh]
+                                          [--time-limit 60] [--no-autogluon] [--results F]
 
-Each dataset × seed is a 70/30 split (``datasets.protocol_split``: grouped where rows share a
-subject). ensel fits ``EnsembleSelectionRegressor(library="regression", metric="rmse",
+Each dataset × seed is the protocol's 70/30 split (``datasets.train_test``: grouped where rows
+share a subject). ensel fits ``EnsembleSelectionRegressor(library="regression", metric="rmse",
 time_limit=T, n_jobs=2)`` on the 70%; the best single member is the library member with the
 lowest hillclimb (out-of-fold) RMSE, predicted from the same library; HGB is ``_peers.run_hgb``
 (early stopping on 10% of the training rows); AutoGluon is ``_peers.run_autogluon`` with
