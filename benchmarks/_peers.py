@@ -202,6 +202,13 @@ def _run_job(job_dir: Path, job: dict, timeout: float) -> dict:
     return record
 
 
+def _settings(target, problem_type, eval_metric, time_limit, presets, num_cpus, seed) -> dict:
+    """The fit settings of an AutoGluon job, as the runner reads them from job.json."""
+    return {"target": target, "problem_type": problem_type, "eval_metric": eval_metric,
+            "time_limit": time_limit, "presets": presets, "num_cpus": num_cpus,
+            "seed": seed}  # fmt: skip
+
+
 FOLD_COLUMN = "__fold"
 """The train column that carries the bagging fold ids given to ``run_autogluon``."""
 
@@ -242,13 +249,7 @@ def run_autogluon(
     job = {
         "train": "train.csv",
         "test": "test.csv",
-        "target": target,
-        "problem_type": problem_type,
-        "eval_metric": eval_metric,
-        "time_limit": time_limit,
-        "presets": presets,
-        "num_cpus": num_cpus,
-        "seed": seed,
+        **_settings(target, problem_type, eval_metric, time_limit, presets, num_cpus, seed),
         "categorical": categorical,
         "classes": None if classes is None else [str(c) for c in classes],
         "fit_kwargs": fit_kwargs or {},
@@ -313,16 +314,11 @@ def run_autogluon_files(
     classes = sorted(y_train.unique().tolist())
     if len(classes) < 2:
         raise ValueError(f"target {target!r} has one class in {paths[0]}; need at least 2")
+    kind = "binary" if len(classes) == 2 else "multiclass"
     job = {
         "train": str(paths[0].resolve()),
         "test": str(paths[1].resolve()),
-        "target": target,
-        "problem_type": "binary" if len(classes) == 2 else "multiclass",
-        "eval_metric": eval_metric,
-        "time_limit": time_limit,
-        "presets": presets,
-        "num_cpus": num_cpus,
-        "seed": seed,
+        **_settings(target, kind, eval_metric, time_limit, presets, num_cpus, seed),
         "categorical": [],
         "classes": classes,
         "fit_kwargs": {},

@@ -16,18 +16,23 @@ SINGLE_CALLS = 200
 WARM_CALLS = 10
 
 
+def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    """Median wall seconds of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def warm_predict(predict: Callable[[Any], Any], rows: Any, n_rows: int, repeats: int = REPEATS):
     """``(predictions, microseconds per row)``: ``predict(rows)`` once untimed (its output is
     returned), then the median wall time of ``repeats`` more calls divided by ``n_rows``."""
     if repeats < 1 or n_rows < 1:
         raise ValueError(f"repeats and n_rows must be at least 1, got {repeats} and {n_rows}")
     out = predict(rows)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        predict(rows)
-        times.append(time.perf_counter() - start)
-    return out, 1e6 * statistics.median(times) / n_rows
+    return out, 1e6 * median_seconds(lambda: predict(rows), repeats) / n_rows
 
 
 def single_row_ms(predict: Callable[[Any], Any], rows: list, calls: int = SINGLE_CALLS) -> dict:

@@ -4,9 +4,11 @@ all its descendants, e.g. joblib workers or AutoGluon's ray workers) sampled in 
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
+import platform
 import subprocess
 import tempfile
 import threading
@@ -73,12 +75,21 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def machine() -> str:
+    """The machine a row was measured on: architecture, cores, processor and Python."""
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'unknown CPU'}, "
+        f"Python {platform.python_version()}"
+    )
+
+
 def provenance() -> dict:
-    """What an accuracy row records about its run: the commit, the versions, the load and the
-    UTC time it was recorded."""
+    """What every result row records about its run: the commit, the versions, the machine, the
+    load and the UTC time it was recorded."""
     return {
         "commit": git_commit(),
         "versions": versions(),
+        "machine": machine(),
         "load": load_average(),
         "utc": utc_now(),
     }
@@ -106,18 +117,19 @@ def tree_rss_mb(pid: int) -> float:
 
 class PeakMemory:
     """Peak of ``tree_rss_mb(pid)`` while the context is open, sampled every ``interval``
-    seconds in a daemon thread (``pid`` None: this process, with its children), and the CPU
-    seconds the tree spent meanwhile (``cpu_seconds``: each process's user + system time at its
-    last sample, less what it had at the start; a process's last ``interval`` can be missed).
+    seconds in a daemon thread (``pid`` None: this process, with its children; ``children``
+    False: the process alone), and the CPU seconds the tree spent meanwhile (``cpu_seconds``:
+    each process's user + system time at its last sample, less what it had at the start; a
+    process's last ``interval`` can be missed).
 
     >>> with PeakMemory() as mem:
     ...     fit()
     >>> mem.peak_mb, mem.cpu_seconds
     """
 
-    def __init__(self, pid: int | None = None, interval: float = 0.25):
+    def __init__(self, pid: int | None = None, interval: float = 0.25, children: bool = True):
         self.pid = os.getpid() if pid is None else pid
-        self.interval = interval
+        self.interval, self.children = interval, children
         self.peak_mb = 0.0
         self._cpu0: dict[int, float] = {}
         self._cpu: dict[int, float] = {}
@@ -126,7 +138,7 @@ class PeakMemory:
 
     def _read(self) -> tuple[float, dict[int, float]]:
         rss, cpu = 0, {}
-        for proc in _tree(self.pid):
+        for proc in _tree(self.pid)[: None if self.children else 1]:
             try:
                 with proc.oneshot():
                     rss += proc.memory_info().rss
@@ -196,6 +208,17 @@ def append_row(path: Path, row: dict) -> None:
         os.fsync(fh.fileno())
 
 
+def merged_rows(paths: list[Path], key: tuple[str, ...]) -> list[dict]:
+    """The rows of ``paths`` read in order, a row in a later file replacing the row with the same
+    ``key`` fields in an earlier one: rows of several runs side by side without a combined copy
+    of them."""
+    rows = {}
+    for path in paths:
+        for row in load_results(path):
+            rows[tuple(row[k] for k in key)] = row
+    return list(rows.values())
+
+
 def measured_rows(results: Path, measure) -> list[dict]:
     """``measure()``'s rows, each appended to the JSON-lines file ``results`` with the peak
     memory of the call and the provenance (commit, versions, machine, load); returns them
@@ -203,10 +226,8 @@ def measured_rows(results: Path, measure) -> list[dict]:
     with PeakMemory() as memory:
         rows = measure()
     extra = {"peak_mb": round(memory.peak_mb, 1), **provenance()}
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with results.open("a") as f:
-        for row in rows:
-            f.write(json.dumps({**row, **extra}) + "\n")
+    for row in rows:
+        append_row(results, {**row, **extra})
     return rows
 
 
@@ -215,3 +236,20 @@ def quick_results(name: str) -> Path:
     path = Path(tempfile.gettempdir()) / f"ensel-{name}-quick.jsonl"
     path.unlink(missing_ok=True)
     return path
+
+
+def suite_parser(doc: str, results: Path) -> argparse.ArgumentParser:
+    """A suite's command line with the two options every suite has: ``--quick`` (a small
+    end-to-end run into a temporary file) and ``--results`` (default ``results``)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a small run, a temporary file")
+    parser.add_argument("--results", type=Path, default=None, help=f"default {results.name}")
+    return parser
+
+
+def results_path(args: argparse.Namespace, results: Path, name: str) -> Path:
+    """Where a run of ``suite_parser``'s ``args`` appends its rows: ``--results``, else a fresh
+    temporary file for ``--quick`` (``quick_results(name)``), else the suite's ``results``."""
+    if args.results is not None:
+        return Path(args.results)
+    return quick_results(name) if args.quick else results

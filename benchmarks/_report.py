@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 import platform
-import re
-import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks._predict_timing import median_seconds  # noqa: F401 (bench_risk imports it here)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = Path("docs") / "results.md"
@@ -30,12 +30,6 @@ def machine_line(command: str) -> str:
 def marker(name: str) -> str:
     """The opening marker comment of the generated block ``name``."""
     return f"<!-- generated: {name} -->"
-
-
-def slot_name(section: str) -> str:
-    """A block name from a heading such as ``## AutoML comparison (quick)``:
-    lower case, words joined by ``-``."""
-    return re.sub(r"[^a-z0-9]+", "-", section.lstrip("#").strip().lower()).strip("-")
 
 
 def replace_generated(text: str, name: str, body: str) -> str | None:
@@ -64,27 +58,12 @@ def write_generated(path: Path, name: str, body: str) -> bool:
     return True
 
 
-def write_section(section: str, lines: list[str], page: Path | None = None) -> None:
-    """Write ``lines`` into the generated block named for ``section`` (``slot_name``) of
-    ``page`` (docs/results.md by default) when the page has that block; otherwise only print
-    them, since a suite's report outside a block would land on hand-written text."""
-    path = page or ROOT / PAGE
-    name = slot_name(section)
-    if write_generated(path, name, "\n".join(lines)):
-        print(f"wrote block {name} of {path.name}")
-    else:
-        print("\n".join([section, *lines]))
-        print(f"({path.name} has no block {marker(name)}: printed only)")
-
-
-def median_seconds(fn, repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of ``fn``."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+def write_blocks(pages: list[Path], blocks: dict[str, str]) -> None:
+    """Write each of ``blocks`` (name: body) into the page of ``pages`` that has its block;
+    a block no page has is an error (``SystemExit``), never text written elsewhere."""
+    for name, body in blocks.items():
+        if not any([write_generated(page, name, body) for page in pages]):
+            raise SystemExit(f"no block {marker(name)} in {[str(p) for p in pages]}")
 
 
 def markdown_table(frame, floatfmt: str = ".4f", index: bool = True) -> str:

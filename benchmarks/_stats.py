@@ -1,7 +1,9 @@
 """Comparing two configurations over several datasets with datasets as the unit (the
 conventions: seeds of one dataset are not independent pairs): per-dataset means over seeds with
 their standard errors, then wins, the mean difference, a paired t-test and a sign test over the
-datasets. Differences are signed so that positive means the first configuration is better."""
+datasets. Differences are signed so that positive means the first configuration is better.
+``over_datasets`` and ``predict_ratios`` read AutoML rows (columns dataset, seed, config,
+budget and the metrics), ``bench_automl``'s and the results page's."""
 
 from __future__ import annotations
 
@@ -58,3 +60,43 @@ def paired_over_datasets(ours: pd.Series, theirs: pd.Series, higher_is_better: b
         "p (t-test)": float(p),
         "p (sign test)": sign_test_p(wins, losses),
     }
+
+
+def select(rows: pd.DataFrame, config: str, budget: float) -> pd.DataFrame:
+    """The rows of one configuration at one budget."""
+    return rows[(rows.config == config) & (rows.budget == budget)]
+
+
+def over_datasets(rows: pd.DataFrame, ours, theirs, metric: str) -> dict:
+    """``ours`` against ``theirs`` on ``metric`` with datasets as the unit: per-dataset means
+    over the seeds both have (pairs only), then ``paired_over_datasets``; ``ours`` and
+    ``theirs`` are (configuration, budget) pairs of ``rows``."""
+    a = select(rows, *ours).set_index(["dataset", "seed"])
+    b = select(rows, *theirs).set_index(["dataset", "seed"])
+    both = a.index.intersection(b.index)
+    a, b = a.loc[both].reset_index(), b.loc[both].reset_index()
+    return {
+        "ensel": f"{ours[0]} {ours[1]:g}s",
+        "vs": f"{theirs[0]} {theirs[1]:g}s",
+        "metric": metric,
+        "pairs": len(both),
+        **paired_over_datasets(
+            per_dataset(a, metric)["mean"],
+            per_dataset(b, metric)["mean"],
+            HIGHER_IS_BETTER[metric],
+        ),
+    }
+
+
+def predict_ratios(rows: pd.DataFrame, budget: float) -> pd.Series:
+    """Per dataset, ensel's mean predict microseconds per row over AutoGluon's at ``budget``
+    (rows measured the warm way only, seeds both have)."""
+    rows = rows[rows["predict_us_per_row"].notna()] if "predict_us_per_row" in rows else rows[:0]
+    a = select(rows, "ensel", budget).set_index(["dataset", "seed"])
+    b = select(rows, "autogluon", budget).set_index(["dataset", "seed"])
+    both = a.index.intersection(b.index)
+    if not len(both):
+        return pd.Series(dtype=float)
+    mean_a = a.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
+    mean_b = b.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
+    return (mean_a / mean_b).rename(f"ensel/autogluon {budget:g}s")

@@ -4,57 +4,31 @@ datasets as the unit.
 
     python -m benchmarks.bench_automl [--quick] [--budgets 60 300 600] [--seeds 0 1 2 3 4]
         [--datasets ...] [--configs ensel autogluon] [--results FILE.jsonl [MORE.jsonl ...]]
-    python -m benchmarks.bench_automl --report --seeds 2 3 4     # fit nothing: the targets
+    python -m benchmarks.bench_automl --report --seeds 2 3 4     # fit nothing: the tables
     python -m benchmarks.bench_automl --plan --seeds 2 3 4       # fit nothing: what is left
 
-Protocol: ``DATASETS`` (the 8 of the first protocol, pima to rwm1984_outwork, and 4 larger
-ones: car, doctor_contacts, vietnam_i, movies_drama; binary and multiclass, some with missing
-values of their own, two with grouped splits), seeds 0-4 of the fixed 70/30 protocol split
-(``benchmarks.datasets.train_test``), and each configuration at its ``BUDGETS`` (``--budgets``
-overrides them for every configuration):
+Protocol: ``DATASETS`` (binary and multiclass, some with missing values of their own, three
+with groups), seeds of the fixed 70/30 split (``datasets.train_test``), each configuration at
+its ``BUDGETS`` (``--budgets`` overrides them): ``ensel``, ``EnsembleSelectionClassifier()``
+with its defaults and ``n_jobs=2``; ``autogluon``, ``TabularPredictor(presets="best_quality",
+eval_metric="log_loss")`` with ``num_cpus=2``, installed as its users install it
+(``benchmarks._peers``); ``spare``, the ``default_spare`` library, on request. Where a dataset
+has groups, the fit is grouped as well as the split: ensel's folds by ``groups``, AutoGluon's
+bagging folds by ``bagging_folds`` (its DyStack holdout is still drawn by row).
 
-- ``ensel``: ``EnsembleSelectionClassifier()`` with its defaults, ``time_limit=B``,
-  ``n_jobs=2``, at 60, 120, 300 and 600 s (120 s is what 600 s is judged against);
-- ``autogluon``: ``TabularPredictor(presets="best_quality", eval_metric="log_loss")`` with
-  ``time_limit=B`` and ``num_cpus=2``, installed as its users install it
-  (``autogluon.tabular[all]``: ray, DyStack at its default; ``benchmarks._peers``), at 60, 300
-  and 600 s;
-- ``spare``: the ``default_spare`` library (the default plus a spare-time tier fitted in the
-  time the default leaves), on request. Rows of ensel fits also
-  record ``unused_s`` (the budget's seconds left when the fit ended), ``unused_reason`` (what
-  the estimator says of a fit that ended early, ``budget_.unused_reason``) and
-  ``spare_members`` (members with weight from the spare tier).
+Every row records the fit (dataset, seed, configuration, budget, grouped or not), test AUC
+(one-vs-rest macro for multiclass) and log loss, fit wall seconds, predict microseconds per
+row (``_predict_timing``: warm, all test rows, the same for both), the peak memory and CPU
+seconds of the fitting process tree, the model chosen, ensel's budget left unused and why,
+the versions, the load at the start and the end, and when it started (rows of separate
+sessions on the larger tables differ by up to 0.004 of log loss with the same code).
 
-Where a dataset has groups (biopsy_na, doctor_contacts, vietnam_i: one subject in several
-rows), the fit is grouped as well as the split: ensel gets ``fit(X, y, groups=...)``, AutoGluon
-its ``groups`` argument with ``bagging_folds`` (eight folds, each subject in one). AutoGluon's
-DyStack holdout is drawn by row, not by group (its ``groups`` reaches only the bagging folds).
-
-Every row records the dataset, seed, configuration and budget; whether the fit was grouped;
-test AUC (one-vs-rest macro for multiclass) and log loss; fit wall seconds; predict
-microseconds per row, the same way for both (``benchmarks._predict_timing``: warm, all test
-rows as one batch, in the process holding the model); the peak resident memory and the CPU
-seconds of the fitting process tree (ensel's process and its workers, or AutoGluon's runner and
-its ray workers); the model chosen (AutoGluon's ``model_best``, or ensel's heaviest member);
-ensel's commit and versions, AutoGluon's version and its models' packages; the 1/5/15-minute
-load average at the start and the 1-minute one at the end; and when the fit started
-(``started_utc``; rows of separate sessions on the larger tables differ by up to 0.004 of log
-loss with the same code, so a comparison names its sessions).
-
-Report (``benchmarks._stats``): per dataset, the mean over the chosen seeds with its standard
-error; over datasets, wins, the mean difference, a paired t-test and a sign test (two-sided);
-predict time per row as ensel's over AutoGluon's per dataset; and the targets, checked. It is
-printed; the tables of docs/results.md come from the same rows (``benchmarks.report``).
-Defaults may be tuned on seeds 0-1 only; the targets are judged on seeds 2-4 (``--report
---seeds 2 3 4``).
-
-Each finished fit is appended to ``--results`` (JSON lines, ``RESULTS`` by default, kept in
-git), so an interrupted run resumes and later sessions add to it. ``--results`` takes several
-files: they are read in order, a fit (dataset, seed, configuration, budget) in a later one
-replacing the same fit in an earlier one, and new fits go to the last; so rows of separate runs
-are reported side by side without a combined copy. ``--quick`` runs ensel and
-AutoGluon on pima, seed 0, 120 s (AutoGluon starts ray within its budget: 60 s
-left it nothing to fit at a load average of 12), into a temporary file.
+Each finished fit is appended to the last of ``--results`` (``RESULTS`` by default), so an
+interrupted run resumes; several files are read in order, a fit in a later one replacing the
+same fit in an earlier one. The printed report (``_stats``: per-dataset means over the chosen
+seeds, then wins, the mean difference, a paired t-test and a sign test over datasets) is what
+the docs' tables come from (``benchmarks.report``); defaults are tuned on seeds 0-1 and judged
+on seeds 2-4. ``--quick``: ensel and AutoGluon on pima, seed 0, 120 s, into a temporary file.
 """
 
 from __future__ import annotations
@@ -76,32 +50,23 @@ from benchmarks._record import (
     append_row,
     git_commit,
     load_average,
-    load_results,
+    merged_rows,
     utc_now,
     versions,
 )
 from benchmarks._report import machine_line, markdown_table
-from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
+from benchmarks._stats import over_datasets, per_dataset, predict_ratios
 from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "automl_12tables.jsonl"
 CONFIGS = ("ensel", "autogluon", "spare")
-FIRST_DATASETS = (
-    "pima",
-    "biopsy_na",
-    "participation",
-    "turnout",
-    "doctor_aus",
-    "chile",
-    "medpar_died",
-    "rwm1984_outwork",
-)
+FIRST_DATASETS = ("pima", "biopsy_na", "participation", "turnout", "doctor_aus", "chile",
+                  "medpar_died", "rwm1984_outwork")  # fmt: skip
 DATASETS = (*FIRST_DATASETS, "car", "doctor_contacts", "vietnam_i", "movies_drama")
 BUDGETS = {"ensel": (60.0, 120.0, 300.0, 600.0), "autogluon": (60.0, 300.0, 600.0)}
 OTHER_BUDGETS = (60.0, 300.0, 600.0)
 """Budgets per configuration in the full protocol (``OTHER_BUDGETS`` for the variants)."""
-JUDGED_SEEDS = (2, 3, 4)
 AUTOGLUON_FOLDS = 8
 """best_quality's ``num_bag_folds``: the grouped bagging folds are made this many."""
 PAIRINGS = (("ensel", "autogluon"), ("spare", "ensel"), ("spare", "autogluon"))
@@ -249,10 +214,6 @@ def protocol(configs, budgets, seeds, datasets) -> list[tuple[str, int, str, flo
 # --------------------------------------------------------------------------------------------
 
 
-def _select(rows: pd.DataFrame, config: str, budget: float) -> pd.DataFrame:
-    return rows[(rows.config == config) & (rows.budget == budget)]
-
-
 def comparisons(rows: pd.DataFrame) -> list[tuple[tuple[str, float], tuple[str, float]]]:
     """Every (ours, theirs) of ``PAIRINGS`` at each budget both have, then ``CROSS_BUDGET``."""
     have = set(zip(rows.config, rows.budget, strict=True))
@@ -263,26 +224,6 @@ def comparisons(rows: pd.DataFrame) -> list[tuple[tuple[str, float], tuple[str, 
                 out.append(((ours, budget), (theirs, budget)))
     out += [(a, b) for a, b in CROSS_BUDGET if a in have and b in have]
     return out
-
-
-def over_datasets(rows: pd.DataFrame, ours, theirs, metric: str) -> dict:
-    """``ours`` against ``theirs`` on ``metric`` with datasets as the unit: per-dataset means
-    over the seeds both have (pairs only), then ``_stats.paired_over_datasets``."""
-    a = _select(rows, *ours).set_index(["dataset", "seed"])
-    b = _select(rows, *theirs).set_index(["dataset", "seed"])
-    both = a.index.intersection(b.index)
-    a, b = a.loc[both].reset_index(), b.loc[both].reset_index()
-    return {
-        "ensel": f"{ours[0]} {ours[1]:g}s",
-        "vs": f"{theirs[0]} {theirs[1]:g}s",
-        "metric": metric,
-        "pairs": len(both),
-        **paired_over_datasets(
-            per_dataset(a, metric)["mean"],
-            per_dataset(b, metric)["mean"],
-            HIGHER_IS_BETTER[metric],
-        ),
-    }
 
 
 def datasets_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -309,64 +250,6 @@ def per_dataset_table(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(cells).fillna("-")
 
 
-def predict_ratios(rows: pd.DataFrame, budget: float) -> pd.Series:
-    """Per dataset, ensel's mean predict microseconds per row over AutoGluon's at ``budget``
-    (rows measured the warm way only, seeds both have)."""
-    rows = rows[rows["predict_us_per_row"].notna()] if "predict_us_per_row" in rows else rows[:0]
-    a = _select(rows, "ensel", budget).set_index(["dataset", "seed"])
-    b = _select(rows, "autogluon", budget).set_index(["dataset", "seed"])
-    both = a.index.intersection(b.index)
-    if not len(both):
-        return pd.Series(dtype=float)
-    mean_a = a.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
-    mean_b = b.loc[both, "predict_us_per_row"].groupby(level="dataset").mean()
-    return (mean_a / mean_b).rename(f"ensel/autogluon {budget:g}s")
-
-
-def targets(rows: pd.DataFrame, n_datasets: int = len(DATASETS)) -> list[str]:
-    """The targets, each checked on ``rows`` (restrict the seeds beforehand): ahead of
-    AutoGluon at 300 and 600 s on AUC and log loss on at least 3/4 of the datasets with a
-    paired t-test p < 0.05 (the sign test's p alongside); ensel 600 s better than ensel 120 s
-    in log loss, p < 0.05; predict time per row no dataset above 2x AutoGluon's, median at
-    most 1x."""
-    lines = []
-    need = int(np.ceil(0.75 * n_datasets))
-    for budget in (300.0, 600.0):
-        for metric in ("auc", "logloss"):
-            r = over_datasets(rows, ("ensel", budget), ("autogluon", budget), metric)
-            if not r["datasets"]:
-                lines.append(f"- ensel vs AutoGluon at {budget:g} s, {metric}: no pairs yet")
-                continue
-            ok = r["datasets"] == n_datasets and r["wins"] >= need and r["p (t-test)"] < 0.05
-            ok = ok and r["mean diff"] > 0
-            lines.append(
-                f"- ensel vs AutoGluon at {budget:g} s, {metric}: {r['wins']}/{r['datasets']} "
-                f"datasets won (need {need}/{n_datasets}), mean diff {r['mean diff']:+.4f} +- "
-                f"{r['se diff']:.4f}, t-test p {r['p (t-test)']:.3g}, sign test p "
-                f"{r['p (sign test)']:.3g}: **{'met' if ok else 'not met'}**"
-            )
-    r = over_datasets(rows, ("ensel", 600.0), ("ensel", 120.0), "logloss")
-    ok = r["p (t-test)"] < 0.05 and r["mean diff"] > 0
-    lines.append(
-        f"- ensel 600 s vs ensel 120 s, log loss: {r['wins']}/{r['datasets']} datasets better, "
-        f"mean diff {r['mean diff']:+.4f} +- {r['se diff']:.4f}, t-test p {r['p (t-test)']:.3g}"
-        f", sign test p {r['p (sign test)']:.3g}: **{'met' if ok else 'not met'}**"
-        if r["datasets"]
-        else "- ensel 600 s vs ensel 120 s, log loss: no pairs yet"
-    )
-    for budget in sorted(set(rows.budget) & set(BUDGETS["autogluon"])):
-        ratio = predict_ratios(rows, budget)
-        if not len(ratio):
-            continue
-        ok = ratio.max() <= 2.0 and ratio.median() <= 1.0
-        lines.append(
-            f"- predict time per row at {budget:g} s, ensel/AutoGluon over {len(ratio)} "
-            f"datasets: max {ratio.max():.2f}x ({ratio.idxmax()}), median {ratio.median():.2f}x"
-            f": **{'met' if ok else 'not met'}**"
-        )
-    return lines
-
-
 OVERHEAD_S = 30.0
 """Per fit beyond its budget, for ``plan_lines``: loading, starting ray, predicting 4 times."""
 
@@ -391,14 +274,8 @@ KEY = ("dataset", "seed", "config", "budget")
 
 
 def merged_results(paths: list[Path]) -> list[dict]:
-    """The rows of ``paths`` read in order, a fit (``KEY``) in a later file replacing the same
-    fit in an earlier one: a report puts rows of several runs side by side without a combined
-    copy of them."""
-    rows = {}
-    for path in paths:
-        for row in load_results(path):
-            rows[tuple(row[k] for k in KEY)] = row
-    return list(rows.values())
+    """The fits of ``paths`` (``_record.merged_rows`` by ``KEY``)."""
+    return merged_rows(paths, KEY)
 
 
 def finished(paths: list[Path]) -> set[tuple]:
@@ -438,62 +315,48 @@ def run_plan(plan, paths: list[Path]) -> None:
 
 
 def report_lines(rows: pd.DataFrame, failed: pd.DataFrame, seeds, label: str, command: str):
-    """The docs section's lines for the scored ``rows`` (already restricted to ``seeds``)."""
-    by_datasets = datasets_table(rows) if len(rows) else pd.DataFrame()
-    timing_cols = [
-        c for c in ("fit_s", "predict_us_per_row", "peak_rss_mb", "load_1min") if c in rows
-    ]
-    timing = rows.groupby(["config", "budget"])[timing_cols].median() if len(rows) else rows
-    ratios = [predict_ratios(rows, b) for b in sorted(rows.budget.unique())] if len(rows) else []
-    ratios = (
-        pd.concat([r for r in ratios if len(r)], axis=1) if any(len(r) for r in ratios) else None
-    )
+    """The printed report of the scored ``rows`` (already restricted to ``seeds``) and of the
+    ``failed`` fits."""
+    lines = ["", f"**{label}.** " + machine_line(command)]
+    if len(rows):
+        lines += _scored_lines(rows, seeds)
+    if len(failed):
+        failures = markdown_table(failed[[*KEY, "error"]], index=False)
+        lines += ["Fits that failed (recorded, not scored):", "", failures]
+    return lines
+
+
+def _scored_lines(rows: pd.DataFrame, seeds) -> list[str]:
     commits = sorted(rows["commit"].dropna().unique()) if "commit" in rows else []
     ag = sorted(rows["autogluon_version"].dropna().unique()) if "autogluon_version" in rows else []
     lines = [
-        "",
-        f"**{label}.** " + machine_line(command),
-        f"Seeds {', '.join(map(str, seeds))}; {rows.dataset.nunique() if len(rows) else 0} "
-        f"datasets; ensel commit(s) {', '.join(commits) or 'not recorded'}; AutoGluon "
-        f"{', '.join(ag) or 'not recorded'}.",
-        "",
-        "Targets (datasets as the unit, two-sided tests):",
-        "",
-        *(targets(rows) if len(rows) else ["(no rows)"]),
+        f"Seeds {', '.join(map(str, seeds))}; {rows.dataset.nunique()} datasets; ensel commit(s) "
+        f"{', '.join(commits) or 'not recorded'}; AutoGluon {', '.join(ag) or 'not recorded'}.",
         "",
         "Over datasets (per-dataset means over seeds; differences positive when the first is "
         "better; paired t-test and sign test, two-sided):",
         "",
-        markdown_table(by_datasets, ".4g", index=False) if len(by_datasets) else "(none)",
+        markdown_table(datasets_table(rows), ".4g", index=False),
         "",
     ]
     for metric, name in (("auc", "test AUC"), ("logloss", "test log loss")):
-        table = per_dataset_table(rows, metric) if len(rows) else pd.DataFrame()
-        lines += [
-            f"Per dataset, {name} (mean +- standard error over seeds, seed count):",
-            "",
-            markdown_table(table, index=True) if len(table) else "(none)",
-            "",
-        ]
-    lines += [
+        table = markdown_table(per_dataset_table(rows, metric), index=True)
+        lines += [f"Per dataset, {name} (mean +- standard error over seeds, seed count):", ""]
+        lines += [table, ""]
+    ratios = [r for r in (predict_ratios(rows, b) for b in sorted(rows.budget.unique())) if len(r)]
+    timing = [c for c in ("fit_s", "predict_us_per_row", "peak_rss_mb", "load_1min") if c in rows]
+    return [
+        *lines,
         "Predict time per row, ensel over AutoGluon (per-dataset means, warm, all test rows):",
         "",
-        markdown_table(ratios, ".2f") if ratios is not None else "(none)",
+        markdown_table(pd.concat(ratios, axis=1), ".2f") if ratios else "(none)",
         "",
         "Median fit seconds, predict microseconds per row, peak memory (MiB, the process tree) "
         "and 1-minute load average at the start of each fit:",
         "",
-        markdown_table(timing, ".3f") if len(timing) else "(none)",
+        markdown_table(rows.groupby(["config", "budget"])[timing].median(), ".3f"),
         "",
     ]
-    if len(failed):
-        lines += [
-            "Fits that failed (recorded, not scored):",
-            "",
-            markdown_table(failed[["dataset", "seed", "config", "budget", "error"]], index=False),
-            "",
-        ]
-    return lines
 
 
 def main(argv=None) -> None:
@@ -513,7 +376,6 @@ def main(argv=None) -> None:
         " several are read in order, a fit in a later file replacing the same fit in an earlier"
         " one, and new fits are appended to the last",
     )
-    parser.add_argument("--label", default=None, help="what this run is, for the docs")
     parser.add_argument(
         "--report", action="store_true", help="fit nothing: report the fits in --results"
     )
@@ -548,7 +410,7 @@ def main(argv=None) -> None:
     failed = rows[rows["error"].notna()] if "error" in rows else rows.iloc[:0]
     rows = rows[rows["auc"].notna()] if "auc" in rows else rows.iloc[:0]
     names = " + ".join(p.name for p in paths)
-    label = args.label or ("quick run" if args.quick else f"{len(rows)} fits from {names}")
+    label = "quick run" if args.quick else f"{len(rows)} fits from {names}"
     given = sys.argv[1:] if argv is None else argv
     command = ("python -m benchmarks.bench_automl " + " ".join(given)).strip()
     lines = report_lines(rows, failed, args.seeds, label, command)

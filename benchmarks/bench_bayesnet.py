@@ -24,15 +24,14 @@ so results do not depend on the machine's load.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from benchmarks._record import append_row, git_commit, load_results, utc_now
-from benchmarks._report import ROOT
+from benchmarks._record import append_row, git_commit, load_results, provenance
+from benchmarks._report import ROOT, write_blocks
 from ensel.bayesnet import edit_distance, select_tasks
 from ensel.bayesnet._dag import TaskDag
 from ensel.bayesnet._multitask import log_keep, multitask_climb
@@ -90,30 +89,31 @@ def make_tasks(problem: str, p_del: float, trial: int, n_integrate: int, bases: 
 
 # --------------------------------------------------------------------------- measures
 def _kl(true_nets, nets, tests) -> float:
-    return float(
-        np.mean(
-            [
-                np.mean(t.log_prob(c) - n.log_prob(c))
-                for t, n, c in zip(true_nets, nets, tests, strict=True)
-            ]
-        )
-    )
+    """Empirical KL of the learnt networks from the true ones on test rows, mean over tasks."""
+    pairs = zip(true_nets, nets, tests, strict=True)
+    return float(np.mean([np.mean(t.log_prob(c) - n.log_prob(c)) for t, n, c in pairs]))
 
 
 def _edit(true_nets, adjs, names) -> float:
-    return float(
-        np.mean([edit_distance(_edges(a, names), t) for a, t in zip(adjs, true_nets, strict=True)])
-    )
+    """Edit distance of the learnt structures to the true ones, mean over tasks."""
+    pairs = zip(adjs, true_nets, strict=True)
+    return float(np.mean([edit_distance(_edges(a, names), t) for a, t in pairs]))
 
 
 def _edges(adj, names):
     return [(names[u], names[v]) for u, v in zip(*np.nonzero(adj), strict=True)]
 
 
-def _fit_nets(names, states, adjs, codes, pseudocount=1.0):
+def _fit_nets(names, states, adjs, codes):
+    return [DiscreteNetwork.fit(names, states, a, c) for a, c in zip(adjs, codes, strict=True)]
+
+
+def _single(scorers, search: Search, trial: int) -> list:
+    """Each task's single-task structure, searched alone with ``search``'s effort."""
+    present = np.ones(len(scorers[0].cards), dtype=bool)
     return [
-        DiscreteNetwork.fit(names, states, a, c, pseudocount)
-        for a, c in zip(adjs, codes, strict=True)
+        hill_climb(TaskDag(sc, present), search.restarts, search.tabu, random_state=[trial, i])
+        for i, sc in enumerate(scorers)
     ]
 
 
@@ -140,29 +140,18 @@ def run_cell(cell: Cell, bases: dict, priors=PRIORS, grid=GRID) -> dict:
     present = np.ones(len(names), dtype=bool)
 
     def record(method, adjs, nets, **extra):
-        out["methods"][method] = {
-            "edit": _edit(truth, adjs, names),
-            "kl": _kl(truth, nets, tests),
-            **extra,
-        }
+        measured = {"edit": _edit(truth, adjs, names), "kl": _kl(truth, nets, tests)}
+        out["methods"][method] = {**measured, **extra}
 
     # single-task, all rows
-    stl = [
-        hill_climb(TaskDag(sc, present), s.restarts, s.tabu, random_state=[cell.trial, i])
-        for i, sc in enumerate(scorers)
-    ]
+    stl = _single(scorers, s, cell.trial)
     stl_bdeu = sum(sc.total(a) for sc, a in zip(scorers, stl, strict=True))
     record("STL", stl, _fit_nets(names, states, stl, codes), train_bdeu=stl_bdeu)
     # identical structures through TSK, at k·α (the δ = 1 objective) and at α
     for method, ess in (("IDENTICAL", float(k)), ("IDENTICAL-a1", 1.0)):
         adj = learn_identical(codes, cards, ess, s.restarts, s.tabu, None, cell.trial)
-        adjs = [adj] * k
-        record(
-            method,
-            adjs,
-            _fit_nets(names, states, adjs, codes),
-            train_bdeu=sum(sc.total(adj) for sc in scorers),
-        )
+        nets = _fit_nets(names, states, [adj] * k, codes)
+        record(method, [adj] * k, nets, train_bdeu=sum(sc.total(adj) for sc in scorers))
     # pooled data: one structure and one parameter set from all rows
     pooled = np.vstack(codes)
     padj = hill_climb(TaskDag(BDeu(pooled, cards), present), s.restarts, s.tabu, cell.trial)
@@ -191,46 +180,25 @@ def _multitask(cell: Cell, truth, codes, tests, seed: int, priors, grid) -> tupl
         valid.append(c[perm[:n_val]])
         train.append(c[perm[n_val:]])
     tscorers = [BDeu(c, cards) for c in train]
-    tstl = [
-        hill_climb(TaskDag(sc, present), s.restarts, s.tabu, random_state=[cell.trial, i])
-        for i, sc in enumerate(tscorers)
-    ]
+    tstl = _single(tscorers, s, cell.trial)
     tident = learn_identical(train, cards, float(k), s.restarts, s.tabu, None, cell.trial)
     for prior in priors:
         rows = []
         for delta in (0.0, *grid):
             dags = [TaskDag(sc, present, a) for sc, a in zip(tscorers, tstl, strict=True)]
             if delta > 0:
-                multitask_climb(
-                    dags,
-                    log_keep(delta),
-                    prior,
-                    2,
-                    s.mt_tabu,
-                    s.mt_restarts,
-                    [[tident] * k],
-                    cell.trial,
-                )
+                climb = (s.mt_tabu, s.mt_restarts, [[tident] * k], cell.trial)
+                multitask_climb(dags, log_keep(delta), prior, 2, *climb)
             adjs = [d.adj.copy() for d in dags]
             vnets = _fit_nets(names, states, adjs, train)
             vll = float(np.mean([n.log_prob(v).mean() for n, v in zip(vnets, valid, strict=True)]))
             nets = _fit_nets(names, states, adjs, codes)
-            rows.append(
-                {
-                    "prior": prior,
-                    "delta": delta,
-                    "valid_ll": vll,
-                    "edit": _edit(truth, adjs, names),
-                    "kl": _kl(truth, nets, tests),
-                    "train_bdeu": sum(sc.total(a) for sc, a in zip(tscorers, adjs, strict=True)),
-                }
-            )
+            bdeu = sum(sc.total(a) for sc, a in zip(tscorers, adjs, strict=True))
+            edit, kl = _edit(truth, adjs, names), _kl(truth, nets, tests)
+            rows.append({"prior": prior, "delta": delta, "valid_ll": vll, "train_bdeu": bdeu,
+                         "edit": edit, "kl": kl})  # fmt: skip
         best = max(rows, key=lambda r: (r["valid_ll"], -r["delta"]))
-        methods[f"MTL-{prior.capitalize()}"] = {
-            "edit": best["edit"],
-            "kl": best["kl"],
-            "delta": best["delta"],
-        }
+        methods[f"MTL-{prior.capitalize()}"] = {k: best[k] for k in ("edit", "kl", "delta")}
         sweep += rows
     return methods, sweep
 
@@ -282,15 +250,9 @@ class _Principal:
             adj = dags[0].adj.copy()
             vll = float(DiscreteNetwork.fit(names, states, adj, train).log_prob(valid).mean())
             net = DiscreteNetwork.fit(names, states, adj, self.codes[0])
-            res.append(
-                {
-                    "delta": delta,
-                    "valid_ll": vll,
-                    "kl": float(np.mean(self.principal.log_prob(test) - net.log_prob(test))),
-                    "edit": edit_distance(_edges(adj, names), self.principal),
-                    "adj": adj,
-                }
-            )
+            kl = float(np.mean(self.principal.log_prob(test) - net.log_prob(test)))
+            edit = edit_distance(_edges(adj, names), self.principal)
+            res.append({"delta": delta, "valid_ll": vll, "kl": kl, "edit": edit, "adj": adj})
         chosen = max(res, key=lambda r: (r["valid_ll"], -r["delta"]))
         oracle = min(res, key=lambda r: r["kl"])
         return chosen, oracle
@@ -311,17 +273,11 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
     codes = [t.sample_codes(cell.size, random_state=[seed, i]) for i, t in enumerate(pool)]
     test = principal.sample_codes(cell.test_rows, random_state=[seed, 99])
     frames = [t.to_frame(c) for t, c in zip(pool, codes, strict=True)]
+    options = {"restarts": s.restarts, "random_state": cell.trial}
     rank_direct, d_scores = select_tasks(
-        frames[0],
-        frames[1:],
-        "direct",
-        restarts=s.restarts,
-        random_state=cell.trial,
-        return_scores=True,
+        frames[0], frames[1:], "direct", return_scores=True, **options
     )
-    rank_indirect = select_tasks(
-        frames[0], frames[1:], "indirect", restarts=s.restarts, random_state=cell.trial
-    )
+    rank_indirect = select_tasks(frames[0], frames[1:], "indirect", **options)
     true_dist = [edit_distance(e, principal) for e in extras]
     rank_true = [int(i) for i in np.argsort(true_dist, kind="stable")]
     present = np.ones(len(names), dtype=bool)
@@ -375,22 +331,13 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
 
 # --------------------------------------------------------------------------- io
 def _meta(commit: str) -> dict:
-    """What a cell's row records about its run: the commit (read once when the run starts: the
-    code it imported), the date, the load, the versions the search depends on, the machine."""
-    import numpy
+    """What a cell's row records about its run: ``provenance()`` with the commit read once when
+    the run started (the code it imported), and the versions the search depends on."""
     import pgmpy
     import scipy
 
-    return {
-        "commit": commit,
-        "date": utc_now(),
-        "load": [round(x, 1) for x in os.getloadavg()],
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
-        "pgmpy": pgmpy.__version__,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-    }
+    versions = {"numpy": np.__version__, "scipy": scipy.__version__, "pgmpy": pgmpy.__version__}
+    return {**provenance(), "commit": commit, "python": platform.python_version(), **versions}
 
 
 PARTS = {
@@ -404,9 +351,9 @@ PARTS = {
 }
 
 
-def cells_of(part: str, trials: int, search: Search, test_rows: int, args) -> list[Cell]:
+def cells_of(part: str, trials: int, search: Search, args) -> list[Cell]:
     spec = PARTS[part]
-    problems = args.problems or spec["problems"]
+    problems = spec["problems"]
     sizes = args.sizes or spec["sizes"]
     p_dels = args.p_del or spec["p_dels"]
     grid = ",".join(f"{d:.8g}" for d in args.grid) + "|" + ",".join(args.priors)
@@ -415,7 +362,7 @@ def cells_of(part: str, trials: int, search: Search, test_rows: int, args) -> li
         for size in sizes:
             for problem in problems:
                 for p in p_dels if not problem.startswith("ALARM-COMP") else (0.0,):
-                    out.append(Cell(part, problem, p, size, trial, search, test_rows, grid=grid))
+                    out.append(Cell(part, problem, p, size, trial, search, grid=grid))
     # ALARM-COMP does not use P_del: one cell per size and trial
     seen, unique = set(), []
     for c in out:
@@ -438,15 +385,7 @@ CHAPTER_FIG27 = (
     "at the smaller sizes MTL needs about half as much data as STL for the same edit distance, "
     "and it saves less data in KL."
 )
-METHODS = (
-    "STL",
-    "IDENTICAL",
-    "IDENTICAL-a1",
-    "POOLED",
-    "MTL-Paired",
-    "MTL-Paired+0",
-    "MTL-Edit",
-)
+METHODS = ("STL", "IDENTICAL", "IDENTICAL-a1", "POOLED", "MTL-Paired", "MTL-Paired+0", "MTL-Edit")
 
 
 def _ms(values) -> str:
@@ -665,19 +604,8 @@ def _fig27_lines(records) -> list[str]:
         CHAPTER_FIG27,
         "",
         *_head(
-            [
-                "rows/task",
-                "restarts",
-                "trials",
-                "STL edit",
-                "MTL edit",
-                "MTL - STL edit",
-                "STL edit at 2x rows",
-                "IDENTICAL edit",
-                "STL KL",
-                "MTL KL",
-                "MTL - STL KL",
-            ]
+            "rows/task|restarts|trials|STL edit|MTL edit|MTL - STL edit|STL edit at 2x rows|"
+            "IDENTICAL edit|STL KL|MTL KL|MTL - STL KL".split("|")
         ),
     ]
     stl_at = {(g[2], g[3]): [r["methods"]["STL"]["edit"] for r in rs] for g, rs in groups.items()}
@@ -686,23 +614,10 @@ def _fig27_lines(records) -> list[str]:
         e = {k: [r["methods"][k]["edit"] for r in rs_list] for k in ("STL", name, "IDENTICAL")}
         kl = {k: [r["methods"][k]["kl"] for r in rs_list] for k in ("STL", name)}
         double = stl_at.get((2 * size, rs))
-        lines.append(
-            _row(
-                [
-                    size,
-                    rs,
-                    len(rs_list),
-                    _ms(e["STL"]),
-                    _ms(e[name]),
-                    _paired(e[name], e["STL"]),
-                    _ms(double) if double else "-",
-                    _ms(e["IDENTICAL"]),
-                    _ms(kl["STL"]),
-                    _ms(kl[name]),
-                    _paired(kl[name], kl["STL"]),
-                ]
-            )
-        )
+        edits = [_ms(e["STL"]), _ms(e[name]), _paired(e[name], e["STL"])]
+        edits += [_ms(double) if double else "-", _ms(e["IDENTICAL"])]
+        kls = [_ms(kl["STL"]), _ms(kl[name]), _paired(kl[name], kl["STL"])]
+        lines.append(_row([size, rs, len(rs_list), *edits, *kls]))
     return lines
 
 
@@ -749,21 +664,9 @@ def _restarts_lines(records) -> list[str]:
         "and the change in that gain (more restarts minus fewer, paired by trial).",
         "",
         *_head(
-            [
-                "problem",
-                "P_del",
-                "rows/task",
-                "restarts",
-                "trials",
-                "STL edit (fewer)",
-                "STL edit (more)",
-                "MTL - STL (fewer)",
-                "MTL - STL (more)",
-                "change",
-                "MTL - IDENTICAL (fewer)",
-                "MTL - IDENTICAL (more)",
-                "change",
-            ]
+            "problem|P_del|rows/task|restarts|trials|STL edit (fewer)|STL edit (more)|"
+            "MTL - STL (fewer)|MTL - STL (more)|change|MTL - IDENTICAL (fewer)|"
+            "MTL - IDENTICAL (more)|change".split("|")
         ),
         *rows,
     ]
@@ -808,17 +711,10 @@ def plot_fig25(path, out_png) -> None:
 
 
 def report(path) -> None:
-    lines = report_lines(path)
+    """The tables into docs/bayesnet.md's generated block and Fig. 2.5's bar chart."""
+    body = "\n".join(x.replace("### ", "#### ") for x in report_lines(path))
+    write_blocks([ROOT / "docs" / "bayesnet.md"], {"bayesnet": body})
     plot_fig25(path, ROOT / "docs" / "bayesnet_fig25.png")
-    # the same tables between the markers of docs/bayesnet.md
-    doc = ROOT / "docs" / "bayesnet.md"
-    begin, end = "<!-- bench_bayesnet:begin -->", "<!-- bench_bayesnet:end -->"
-    text = doc.read_text()
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        tail = rest.split(end, 1)[1]
-        body = "\n".join(x.replace("### ", "#### ") for x in lines)
-        doc.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
 
 
 def quick(bases: dict, smoke: bool = False) -> None:
@@ -844,11 +740,6 @@ def main(argv=None) -> None:
     parser.add_argument("--smoke", action="store_true", help="the quick check, smaller: tests")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--restarts", type=int, default=5)
-    parser.add_argument("--tabu", type=int, default=100)
-    parser.add_argument("--mt-restarts", type=int, default=0)
-    parser.add_argument("--mt-tabu", type=int, default=10)
-    parser.add_argument("--test-rows", type=int, default=10_000)
-    parser.add_argument("--problems", nargs="*")
     parser.add_argument("--sizes", nargs="*", type=int)
     parser.add_argument("--p-del", nargs="*", type=float)
     parser.add_argument("--priors", nargs="*", choices=PRIORS, default=list(PRIORS))
@@ -866,9 +757,9 @@ def main(argv=None) -> None:
     if args.quick or args.smoke:
         quick(bases, smoke=args.smoke)
         return
-    search = Search(args.restarts, args.tabu, args.mt_restarts, args.mt_tabu)
+    search = Search(restarts=args.restarts)
     done = {r["key"] for r in load_results(path)}
-    cells = cells_of(args.part, args.trials, search, args.test_rows, args)
+    cells = cells_of(args.part, args.trials, search, args)
     cells = [c for c in cells if c.key() not in done]
     commit = git_commit()
     print(f"{len(cells)} cells to run ({len(done)} already in {path})", flush=True)

@@ -7,21 +7,18 @@ sweeps of the mimic's hidden units and of the number of pseudo rows.
         [--n-pseudo N] [--sweep pima ...] [--munge own|pair] [--costs] [--results PATH]
         [--report]
 
-Each problem is split once 70/30 (``datasets.protocol_split``, seed 0: stratified, grouped
-where the data has groups). The library (`default` spec, cv=5, built under ``--time-limit``
-seconds; `tiny` with --quick) is built on the 70% into `.bench-cache/compress/` and the
-ensemble is selected for RMS as in §4.4. MUNGE rows (p=0.5, s=10) are drawn from the 70% and
-labelled by the ensemble once (cached: labelling is the slow part); each mimic is
-``fit_mimic`` on a prefix of them plus the training rows, which is what ``compress(clf, X,
-n_pseudo, hidden)`` does in one call. ``--munge pair`` draws the rows with the paper's
-sequential pair update (``munge(..., update="pair")``) instead of ensel's default. The best
-single member and the best net (family `mlp`) are chosen by hillclimb (out-of-fold) RMSE.
-Scores are on the 30%.
+Each problem is split once 70/30 (``datasets.protocol_split``, seed 0). The library (`default`
+spec, cv=5, ``--time-limit`` seconds; `tiny` with --quick) is built into
+`.bench-cache/compress/` and the ensemble selected for RMS. MUNGE rows (p=0.5, s=10; ``--munge
+pair``: the paper's sequential pair update) are drawn from the training rows and labelled by
+the ensemble once (cached); each mimic is ``fit_mimic`` on a prefix of them plus the training
+rows, what ``compress(clf, X, n_pseudo, hidden)`` does in one call. The best single member and
+the best net (family `mlp`) are chosen by hillclimb RMSE; scores are on the 30%. ``--costs``
+adds predict seconds and sizes on disk (Tables 4.6-4.7).
 
-One row per (problem, hidden units, pseudo rows, MUNGE update) goes to
-`benchmarks/results/paper_compression.jsonl` as it is measured; a rerun skips the rows already
-there. ``--report`` prints the tables from the rows; docs/papers.md's `compression` block is
-built from the same rows by ``python -m benchmarks.papers_report``.
+One row per (problem, hidden units, pseudo rows, MUNGE update) goes to ``RESULTS`` as it is
+measured; a rerun skips the rows already there. ``--report`` prints the tables;
+``benchmarks.papers_report`` builds docs/papers.md's blocks from the same rows.
 """
 
 from __future__ import annotations
@@ -38,8 +35,16 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
-from benchmarks._record import PeakMemory, append_row, load_results, provenance, quick_results
-from benchmarks._report import ROOT, markdown_table, median_seconds
+from benchmarks._predict_timing import median_seconds
+from benchmarks._record import (
+    PeakMemory,
+    append_row,
+    load_results,
+    provenance,
+    results_path,
+    suite_parser,
+)
+from benchmarks._report import ROOT, markdown_table
 from ensel import EnsembleSelectionClassifier
 from ensel.compress import fit_mimic, label, munge
 from ensel.library import build_library
@@ -389,8 +394,7 @@ def report(rows: list[dict]) -> str:
 
 
 def parse(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny spec, 2,000 pseudo rows")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--problems", nargs="*", default=list(PROBLEMS))
     parser.add_argument("--sweep", nargs="*", default=list(SWEEP))
     parser.add_argument("--hidden", nargs="*", type=int, default=list(HIDDEN))
@@ -400,7 +404,6 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--munge", choices=("own", "pair"), default="own")
     parser.add_argument("--costs", action="store_true", help="time predictions, size on disk")
-    parser.add_argument("--results", default=None)
     parser.add_argument("--report", action="store_true", help="print the tables, fit nothing")
     args = parser.parse_args(argv)
     args.spec, args.cache = "default", CACHE
@@ -416,8 +419,7 @@ def parse(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse(argv)
-    default = quick_results("compression") if args.quick else RESULTS
-    path = Path(args.results) if args.results else default
+    path = results_path(args, RESULTS, "compression")
     if not args.report:
         args.cache.mkdir(parents=True, exist_ok=True)
         run(args, path)

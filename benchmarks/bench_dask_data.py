@@ -1,27 +1,22 @@
-"""Data beyond one machine (issue 30): a synthetic parquet table (``benchmarks._scale_data``:
-16 numeric and 6 categorical columns, 10% missing cells) of 1M rows (and 3M with ``--rows``)
-fitted from its parquet directory on a dask LocalCluster of 2 worker processes (one thread
-each) under a time budget, then scored whole as a dask DataFrame, one partition's predictions
-at a time on the client; against the in-memory path (the table as a pandas frame, the local
-pool of 2 processes) where it fits in memory, and, with ``--autogluon``, AutoGluon's
-``predict`` on the same rows (fitted on a sample, in its own venv).
+"""Data beyond one machine: a synthetic parquet table (``_scale_data``) of 1M rows (more with
+``--rows``) fitted from its parquet directory on a dask LocalCluster of 2 single-thread worker
+processes under a time budget, then scored whole as a dask DataFrame, a partition at a time;
+against the in-memory path (a pandas frame, the local pool of 2 processes) where it fits in
+memory, and, with ``--autogluon``, AutoGluon's ``predict`` (fitted on a sample, in its venv).
 
     python -m benchmarks.bench_dask_data [--quick] [--rows 1000000 3000000] [--time-limit 300]
-                                         [--autogluon]
+                                         [--autogluon] [--results F]
 
-Reported per table: the client's peak resident memory (this process alone) and each worker's
-(sampled every 0.25 s), wall seconds of the fit and of scoring every row, scoring throughput
-in rows per second, and the runs each fit built and did not. Targets: the client's peak at
-most 1 GB while fitting 1M rows from parquet; dask scoring throughput within 20% of the
-in-memory path's on the same 2 cores.
---quick: 8,000 rows, the tiny spec, a 240 s budget; it prints the table and writes nothing.
---smoke: the quick mode on 1,000 rows, 2 folds and no budget (a budgeted fit fills its budget),
-for the test that runs this code path in seconds.
+Each block's row (``RESULTS``, with its provenance) holds the peak resident memory of the
+client and of each worker (each process alone), wall seconds, rows scored per second, and the
+runs each fit built and did not. Targets: the client's peak at most 1 GB while fitting 1M rows
+from parquet; dask scoring throughput within 20% of the in-memory path's. --quick: 8,000 rows,
+the tiny spec, a 240 s budget, a temporary file; --smoke: 1,000 rows, 2 folds and no budget
+(the tests' run of this code path in seconds).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import tempfile
@@ -30,13 +25,20 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psutil
 
-from benchmarks._record import PeakMemory, git_commit, load_average, versions
-from benchmarks._report import machine_line, markdown_table, write_section
+from benchmarks._record import (
+    ROOT,
+    PeakMemory,
+    append_row,
+    load_average,
+    provenance,
+    results_path,
+    suite_parser,
+)
+from benchmarks._report import machine_line, markdown_table
 from benchmarks._scale_data import make_table
 
-SECTION = "## Data beyond one machine (dask)"
+RESULTS = ROOT / "benchmarks" / "results" / "dask_data.jsonl"
 CHUNK_ROWS = 100_000
 """Rows per parquet file (and row group) of the synthetic table; written a file at a time."""
 IN_MEMORY_MAX_ROWS = 1_000_000
@@ -44,20 +46,6 @@ IN_MEMORY_MAX_ROWS = 1_000_000
 would crowd a 2-core benchmark machine)."""
 TARGET_CLIENT_MB = 1024
 TARGET_THROUGHPUT = 0.8
-
-
-class OwnPeak(PeakMemory):
-    """Peak resident memory of one process alone (not its children: the cluster's processes
-    are children of the client here)."""
-
-    def _read(self):
-        try:
-            proc = psutil.Process(self.pid)
-            with proc.oneshot():
-                times = proc.cpu_times()
-                return proc.memory_info().rss / 2**20, {self.pid: times.user + times.system}
-        except psutil.Error:
-            return 0.0, {}
 
 
 def write_table(path: Path, n_rows: int) -> list[str]:
@@ -73,11 +61,12 @@ def write_table(path: Path, n_rows: int) -> list[str]:
 
 
 class Phase:
-    """Wall seconds and the peaks of the client and of each worker process during a block."""
+    """Wall seconds and the peaks of the client and of each worker process during a block, each
+    process alone (the cluster's processes are children of the client here)."""
 
     def __init__(self, worker_pids: dict[str, int]) -> None:
-        self.client = OwnPeak()
-        self.workers = {a: OwnPeak(pid) for a, pid in worker_pids.items()}
+        self.client = PeakMemory(children=False)
+        self.workers = {a: PeakMemory(pid, children=False) for a, pid in worker_pids.items()}
 
     def __enter__(self) -> Phase:
         self.client.start()
@@ -205,14 +194,12 @@ def autogluon_block(path: Path, tmp: Path, n_rows: int, args) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--smoke", action="store_true", help="1,000 rows, no budget, for tests")
     parser.add_argument("--rows", type=int, nargs="+", help="default 1,000,000 (quick 8,000)")
     parser.add_argument("--time-limit", type=float, help="seconds a fit (default 300, quick 240)")
     parser.add_argument("--spec", help="library spec (default `default`, quick `tiny`)")
     parser.add_argument("--autogluon", action="store_true", help="add AutoGluon's predict")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the tables go")
     args = parser.parse_args(argv)
     args.quick = args.quick or args.smoke
     args.rows = args.rows or ([1_000] if args.smoke else [8_000] if args.quick else [1_000_000])
@@ -220,8 +207,8 @@ def main(argv=None) -> None:
     if not args.smoke:
         args.time_limit = args.time_limit or (240.0 if args.quick else 300.0)
     args.spec = args.spec or ("tiny" if args.quick else "default")
-    rows = []
-    base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-", dir=args.workdir))
+    results, rows = results_path(args, RESULTS, "dask_data"), []
+    base = Path(tempfile.mkdtemp(prefix="ensel-dask-data-"))
     try:
         for n in args.rows:
             need = n * 250  # bytes of parquet per row, generously
@@ -239,14 +226,20 @@ def main(argv=None) -> None:
             shutil.rmtree(path)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    table = pd.DataFrame(rows)
+    run = {"spec": args.spec, "time_limit": args.time_limit, "cv": args.cv, **provenance()}
+    for row in rows:
+        append_row(results, {**row, **run})
+    print("\n".join(report_lines(pd.DataFrame(rows), args)))
+
+
+def report_lines(table: pd.DataFrame, args) -> list[str]:
+    """The printed table of the blocks' rows and the two targets, checked."""
     command = "python -m benchmarks.bench_dask_data " + " ".join(
         ["--quick"] if args.quick else [f"--rows {' '.join(map(str, args.rows))}"]
     )
     lines = [
         "",
         machine_line(command),
-        f"commit {git_commit()}; {versions()}",
         "",
         f"Spec `{args.spec}`, time budget {args.time_limit or 0:g} s per fit (0: none), "
         f"cv={args.cv!r} ('auto': 5 folds "
@@ -274,9 +267,7 @@ def main(argv=None) -> None:
                 f"- {n:,} rows: dask scoring throughput {ratio:.2f}x the in-memory path's "
                 f"(target >= {TARGET_THROUGHPUT}: {verdict})"
             )
-    print("\n".join(lines))
-    if not args.quick:
-        write_section(SECTION, lines)
+    return lines
 
 
 if __name__ == "__main__":

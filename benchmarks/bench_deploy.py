@@ -17,7 +17,6 @@ benchmarks/results/deploy.jsonl.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._predict_timing import SINGLE_CALLS, single_row_ms, warm_predict
-from benchmarks._record import provenance, quick_results
+from benchmarks._record import append_row, provenance, results_path, suite_parser
 from benchmarks.datasets import load, protocol_split
 
 RESULTS = Path(__file__).resolve().parent / "results" / "deploy.jsonl"
@@ -221,22 +220,19 @@ def report_block(results: Path = RESULTS) -> dict[str, str]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny spec, 200 rows, no peer")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--time-limit", type=float, default=120.0)
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     parser.add_argument("--seeds", nargs="*", type=int, default=[0])
     parser.add_argument("--peers", nargs="*", default=[], choices=["autogluon"])
-    parser.add_argument("--results", default=str(RESULTS))
     args = parser.parse_args(argv)
     datasets = ["breast_cancer"] if args.quick else args.datasets
-    results = quick_results("deploy") if args.quick else Path(args.results)
+    results = results_path(args, RESULTS, "deploy")
     for dataset in datasets:
         for seed in args.seeds:
             row = case(dataset, seed, None if args.quick else args.time_limit, args.quick,
                        () if args.quick else args.peers)  # fmt: skip
-            with open(results, "a") as fh:
-                fh.write(json.dumps(row, default=str) + "\n")
+            append_row(results, row)
             print(dataset, seed, f"diff {row['max_abs_diff']:.2g}",
                   f"python p99 {row['python_p99_ms']:.2f} ms",
                   f"onnx p99 {row['onnx_p99_ms']:.3f} ms",

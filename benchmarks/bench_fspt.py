@@ -17,7 +17,6 @@ benchmarks/results/paper_fspt.jsonl.
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from benchmarks._record import measured_rows, quick_results
+from benchmarks._record import measured_rows, results_path, suite_parser
 from ensel.risk import FSPT, CombinedRisk
 from ensel.risk.reject import confidence
 
@@ -117,12 +116,11 @@ def tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return table, curve
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
+def main(argv=None) -> None:
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--seeds", type=int, default=5)
-    args = parser.parse_args()
-    results = quick_results("fspt") if args.quick else RESULTS
+    args = parser.parse_args(argv)
+    results = results_path(args, RESULTS, "fspt")
     rows = run(1 if args.quick else args.seeds, not args.quick, results)
     for table in tables(rows):
         print(table.round(3).to_string(), end="\n\n")

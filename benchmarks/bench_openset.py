@@ -1,6 +1,6 @@
 """Open-set forest on Steele's Fig. 1, with scikit-learn's digits in place of MNIST.
 
-    python -m benchmarks.bench_openset --digits [--quick] [--trials 5] [--trees 40]
+    python -m benchmarks.bench_openset --digits [--quick] [--trials 5]
 
 Rows go to paper_openset_digits.jsonl (``--quick``: a temporary file). Per trial the ten classes
 are shuffled into 4 known, 3 validation and 3 test classes; the known classes' rows are split
@@ -17,7 +17,6 @@ setting; the open-set forests decide only whether to reject.
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 
@@ -26,11 +25,13 @@ import pandas as pd
 from sklearn.datasets import load_digits
 from sklearn.ensemble import RandomForestClassifier
 
-from benchmarks._record import measured_rows, quick_results
+from benchmarks._record import measured_rows, results_path, suite_parser
 from ensel.risk import OpenSetForest
 from ensel.risk.openset import STEELE
 
 DIGITS_RESULTS = Path(__file__).resolve().parent / "results" / "paper_openset_digits.jsonl"
+TREES = 40
+"""Trees per forest, Steele's."""
 DIGITS_BOUNDS = (np.zeros(64), np.full(64, 16.0))
 """The pixels' known range: with the training range instead, a pixel that is blank in every
 training row puts most new rows outside the box (risk 1), known or not."""
@@ -58,7 +59,7 @@ def _sample_classes(y: np.ndarray, classes, per_class: int, rng) -> list[np.ndar
     return [rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]
 
 
-def digits_trial(trial: int, trees: int = 40) -> list[dict]:
+def digits_trial(trial: int, trees: int = TREES) -> list[dict]:
     """Accuracy of the original forest and of open-set forests (min, mean, product) with 0-3
     unknown test classes on one trial (module docstring)."""
     X, y = load_digits(return_X_y=True)
@@ -109,15 +110,13 @@ def digits_table(frame: pd.DataFrame) -> pd.DataFrame:
     return both.rename_axis(columns="unknown classes")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one trial of 10 trees")
+def main(argv=None) -> None:
+    parser = suite_parser(__doc__, DIGITS_RESULTS)
     parser.add_argument("--digits", action="store_true", help="Steele's Fig. 1 (the one part)")
     parser.add_argument("--trials", type=int, default=5)
-    parser.add_argument("--trees", type=int, default=40)
-    args = parser.parse_args()
-    results = quick_results("openset_digits") if args.quick else DIGITS_RESULTS
-    trials, trees = (1, 10) if args.quick else (args.trials, args.trees)
+    args = parser.parse_args(argv)
+    results = results_path(args, DIGITS_RESULTS, "openset_digits")
+    trials, trees = (1, 10) if args.quick else (args.trials, TREES)
     print(run_digits(trials, trees, results).round(3).to_string())
 
 

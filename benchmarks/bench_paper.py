@@ -1,37 +1,25 @@
-"""Tables 4.1 and 4.2 of the dissertation on real data: ES, MODSEL and BAYESAVG, with libraries
-of uncalibrated (NOCAL), Platt-calibrated (CAL) and both kinds of members (BOTH), with and
-without embedded 5-fold cross-validation (CV), as normalised scores per metric and their mean;
-and Table 4.3, the percent loss reduction of ES-CV against MODSEL and MODSEL-CV per dataset.
+"""Tables 4.1-4.4 of the dissertation on real data: ES, MODSEL and BAYESAVG on libraries of
+uncalibrated (NOCAL), Platt-calibrated (CAL) and both kinds of members (BOTH), with and without
+embedded 5-fold cross-validation (CV), as normalised scores per metric and their mean; Table
+4.3, the percent loss reduction of ES-CV against MODSEL; Table 4.4's breakdown of
+cross-validation's gain (ES-HILL, ES-AVG: ``_paper_libraries``); and §4.3.5's proxy metrics.
 
-    python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--folds 5]
-                                     [--store DIR] [--results FILE] [--report]
+    python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--store DIR]
+                                     [--results FILE] [--report]
 
-Beside the libraries as ensel builds them (calibration cross-fitted), CALHC and BOTHHC
-calibrate the uncalibrated members on the hillclimb set itself, as §4.3.1 does; ES-HILL and
-ES-AVG are Table 4.4's breakdown of cross-validation's gain (see ``_paper_libraries``). Each
-dataset and outer fold appends one row to ``--results`` (paper_tables_4.jsonl; a temporary
-file with --quick); ``--report`` fits nothing and prints the tables from the rows, and
-``python -m benchmarks.papers_report`` puts them in docs/papers.md.
-
-Each entry is the average over outer folds, as the dissertation's are averages of five folds
-(§4.3.2): each dataset is split into ``--folds`` stratified folds (grouped where rows share a
+Each dataset is split into ``FOLDS`` stratified outer folds (grouped where rows share a
 patient), and for each fold the library (`default` spec, `tiny` with --quick) is built on the
-other folds twice: cv=5, and cv=None (a 20% hillclimb split). NOCAL/CAL/BOTH are its members
-with calibration none / platt / both. Every row of a dataset is tested once. Raw test scores
-are averaged over folds, then normalised per dataset and metric (§4.3.1, App. 4.D: one scale per
-problem): 0 = the best constant prediction (averaged over folds), 1 = the best fold-averaged
-score of any library member or method on that dataset.
-
-A single 70/30 split is too noisy for this table on datasets of a few hundred rows: on
-Participation (262 test rows) the F-score scale spans 0.04 (best constant 0.628, best member
-0.667), so one test row moves a method's normalised FSC by about 0.1.
+other folds twice: cv=5, and cv=None (a 20% hillclimb split). CALHC and BOTHHC calibrate the
+uncalibrated members on the hillclimb set itself, as §4.3.1 does. Raw test scores are averaged
+over folds (a single 70/30 split is too noisy on a few hundred rows), then normalised per
+dataset and metric (§4.3.1, App. 4.D): 0 = the best constant prediction, 1 = the best
+fold-averaged score of any member or method. Each dataset and fold appends one row to
+``--results``; ``--report`` prints the tables from the rows, and
+``benchmarks.papers_report`` puts them in docs/papers.md.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +36,15 @@ from benchmarks._paper_libraries import (
     sibling_predictions,
     table_4_4,
 )
-from benchmarks._record import ROOT, PeakMemory, append_row, load_results, provenance, quick_results
+from benchmarks._record import (
+    ROOT,
+    PeakMemory,
+    append_row,
+    load_results,
+    provenance,
+    results_path,
+    suite_parser,
+)
 from ensel.library import build_library
 from ensel.metrics import (
     LIFT_FRACTION,
@@ -76,6 +72,14 @@ def outer_folds(y: pd.Series, groups: pd.Series | None, n_folds: int):
     return list(splitter.split(np.zeros(len(y)), y, groups))
 
 
+def fold_library(X, y, groups, cv, spec: str, store: Path):
+    """The library of one outer fold's training rows, built into ``store`` (or read back from
+    it: the stores are resumable, and ``bench_pruning`` reuses them)."""
+    return build_library(
+        X, y, spec=spec, cv=cv, groups=groups, store=store, n_jobs=2, random_state=SEED, verbose=0
+    )
+
+
 def run_dataset(name: str, spec: str, n_folds: int, store: Path, results: Path | None = None):
     """Score rows ``{dataset, fold, method, metric, score}`` of every fold of one dataset;
     methods starting with ``_member:`` are single library members, ``_bottom`` the best constant
@@ -92,11 +96,7 @@ def run_dataset(name: str, spec: str, n_folds: int, store: Path, results: Path |
         with PeakMemory() as memory:
             for cv in (5, None):
                 start = time.perf_counter()
-                lib = build_library(
-                    X_tr, y_tr, spec=spec, cv=cv, groups=g_tr,
-                    store=store / f"{name}-f{fold}-cv{cv}", n_jobs=2, random_state=SEED,
-                    verbose=0,
-                )  # fmt: skip
+                lib = fold_library(X_tr, y_tr, g_tr, cv, spec, store / f"{name}-f{fold}-cv{cv}")
                 key = f"build cv={cv}"
                 info[key] = info.get(key, 0.0) + time.perf_counter() - start
                 y_test = np.searchsorted(lib.classes, np.asarray(y_te))
@@ -129,7 +129,7 @@ def _append(path: Path, name, fold, spec, n_folds, got, peak_mb) -> None:
         scores.setdefault(method, {})[metric] = value
     row = {
         "dataset": name, "fold": fold, "spec": spec, "folds": n_folds, "scores": scores,
-        "peak_mb": round(peak_mb, 1), "machine": machine(), **provenance(),
+        "peak_mb": round(peak_mb, 1), **provenance(),
     }  # fmt: skip
     append_row(path, row)
 
@@ -142,16 +142,6 @@ def rows_from_results(results: list[dict]) -> list[dict]:
         for m, by_metric in r["scores"].items()
         for k, v in by_metric.items()
     ]
-
-
-def machine() -> dict:
-    """The machine a row was measured on."""
-    return {
-        "arch": platform.machine(),
-        "cpus": os.cpu_count(),
-        "processor": platform.processor() or "unknown",
-        "python": platform.python_version(),
-    }
 
 
 def _scores(lib, P_test: np.ndarray, y_test: np.ndarray, cv):
@@ -245,35 +235,20 @@ def normalise(frame: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(norm=(frame["score"].to_numpy() - s[:, 0]) / (s[:, 1] - s[:, 0]))
 
 
-def fold_wins(rows: list[dict], scale: pd.DataFrame, a: str, b: str) -> dict[str, int]:
-    """Per dataset, the number of folds where method ``a`` has a higher mean normalised score
-    than ``b`` (each fold's raw scores on the dataset's scale): how stable the mean is."""
-    frame = pd.DataFrame(rows)
-    part = normalise(frame[frame["method"].isin([a, b])], scale)
-    per_fold = part.groupby(["dataset", "fold", "method"])["norm"].mean().unstack("method")
-    return (per_fold[a] > per_fold[b]).groupby(level="dataset").sum().astype(int).to_dict()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
+def main(argv=None) -> None:
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--folds", type=int, default=FOLDS, help="outer folds per dataset")
     parser.add_argument("--store", help="directory that keeps the libraries (resumable)")
-    parser.add_argument("--results", help=f"JSON rows to append to (default {RESULTS.name})")
     parser.add_argument("--report", action="store_true", help="fit nothing; tables from rows")
-    args = parser.parse_args()
-    if args.folds < 2:
-        parser.error(f"--folds must be at least 2; got {args.folds}")
+    args = parser.parse_args(argv)
     spec = "tiny" if args.quick else "default"
-    default = quick_results("paper_tables_4") if args.quick else RESULTS
-    results = Path(args.results) if args.results else default
+    results = results_path(args, RESULTS, "paper_tables_4")
     if not args.report:
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(args.store or tmp)
             for name in args.datasets.split(","):
                 start = time.perf_counter()
-                run_dataset(name, spec, args.folds, store, results)
+                run_dataset(name, spec, FOLDS, store, results)
                 print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
     for title, table in tables(rows_from_results(load_results(results))).items():
         print(f"\n{title}\n{table.round(3).to_string()}")

@@ -1,27 +1,22 @@
 """Dissertation §4.3.3, §4.3.4 and §4.3.6 on real data: library pruning (Fig. 4.4-4.5),
-hillclimb-set size (Fig. 4.2) and the percent loss reduction of ensemble selection over model
-selection (Table 4.3), on the cross-validated libraries of ``bench_paper``.
+hillclimb-set size (Fig. 4.2) and Table 4.3's percent loss reduction of ensemble selection over
+model selection, on the cross-validated libraries of ``bench_paper`` (its folds and store
+layout; a library in ``--store`` is reused).
 
     python -m benchmarks.bench_pruning [--quick] [--store DIR] [--datasets a,b] [--folds 0,1]
-                                       [--spec default] [--rows N]
+                                       [--spec default] [--rows N] [--oof N] [--report]
 
-For each dataset and outer fold (bench_paper's folds and store layout: a library built with
-cv=5 on the other folds, reused from ``--store`` when it is there) ensemble selection runs on
-the library's out-of-fold hillclimb predictions and is scored on the outer test fold (with
-``--oof N``: selected on one stratified half of the out-of-fold predictions, scored on the other):
-- pruning: only the best ``fraction`` of members by their hillclimb score on the target metric
-  take part (``prune_fraction``), with 20 bags of half the pool and without bagging;
-- hillclimb size: a random subset of the hillclimb cases (100, 250, 500, 1000, all), with and
-  without bagging, and MODSEL on the same subset;
-- Table 4.3: percent loss reduction of ES-CV against MODSEL-CV on the same library.
-Scores are normalised per dataset, fold and metric (§4.3.1): 0 = the best constant prediction,
-1 = the best test score of any member or method on that fold; then averaged over folds and
-datasets. ``--rows N`` subsamples each dataset to N rows first (to build large specs in time).
+Ensemble selection runs on a fold's out-of-fold hillclimb predictions and is scored on the
+outer test fold (``--oof N``: on one stratified half of the out-of-fold predictions, scored on
+the other, N times): pruning keeps the best ``fraction`` of members (with 20 bags and without);
+the hillclimb size draws 100 to all cases (with and without bagging, and MODSEL). Scores are
+normalised per dataset, fold and metric (§4.3.1) and averaged. ``--rows N`` subsamples each
+dataset first. Each library's scores go to ``RESULTS`` as one row with its provenance
+(``--quick``: a temporary file); ``--report`` prints the tables from the rows.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -31,18 +26,27 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
+from benchmarks._record import (
+    ROOT,
+    append_row,
+    load_results,
+    provenance,
+    results_path,
+    suite_parser,
+)
 from benchmarks.bench_paper import (
     DATASETS,
     SEED,
+    fold_library,
     outer_folds,
     percent_loss_reduction,
     perfect_score,
 )
-from ensel.library import build_library
 from ensel.metrics import METRICS, baseline_score, score, score_batch
 from ensel.selection import EnsembleSelection
 from ensel.strategies import model_selection
 
+RESULTS = ROOT / "benchmarks" / "results" / "pruning.jsonl"
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 SIZES = (100, 250, 500, 1000, None)
 BAGGED_FRACTIONS = (0.05, 0.1, 0.2, 0.5, 1.0)
@@ -60,11 +64,8 @@ def load_fold(name: str, fold: int, spec: str, store: Path, rows: int | None):
         groups = None if groups is None else groups.iloc[keep].reset_index(drop=True)
     train, test = outer_folds(y, groups, 5)[fold]
     g_tr = None if groups is None else groups.iloc[train].reset_index(drop=True)
-    lib = build_library(
-        X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True), spec=spec,
-        cv=5, groups=g_tr, store=store / f"{name}-f{fold}-cv5", n_jobs=2, random_state=SEED,
-        verbose=0,
-    )  # fmt: skip
+    X_tr, y_tr = X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True)
+    lib = fold_library(X_tr, y_tr, g_tr, 5, spec, store / f"{name}-f{fold}-cv5")
     y_test = np.searchsorted(lib.classes, np.asarray(y.iloc[test]))
     return lib, np.asarray(lib.predict(X.iloc[test].reset_index(drop=True))), y_test
 
@@ -170,16 +171,12 @@ def loss_reduction(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--store", default=None, help="bench_paper's library store (resumable)")
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--folds", default="0", help="outer folds to use, e.g. 0,1")
-    parser.add_argument(
-        "--spec", default=None, help="library spec (default: default; tiny with --quick)"
-    )
+    parser.add_argument("--spec", help="library spec (default: default; tiny with --quick)")
     parser.add_argument("--rows", type=int, default=None, help="subsample each dataset first")
-    parser.add_argument("--out", default=None, help="also write the raw rows to this CSV")
     parser.add_argument(
         "--oof",
         type=int,
@@ -187,13 +184,25 @@ def main(argv=None) -> None:
         help="use the stored libraries' out-of-fold "
         "predictions, split this many times into hillclimb and test halves",
     )
+    parser.add_argument("--report", action="store_true", help="fit nothing; tables from rows")
     args = parser.parse_args(argv)
+    results = results_path(args, RESULTS, "pruning")
+    if not args.report:
+        run(args, results)
+    report(scores_frame(load_results(results)))
+
+
+SCORE_FIELDS = ("experiment", "setting", "bags", "metric", "score")
+"""A score of ``run_fold``, as a row's ``scores`` lists it."""
+
+
+def run(args, results: Path) -> None:
+    """Every dataset and fold of ``args``: one row per library (and split, with ``--oof``)
+    appended to ``results`` with its scores and provenance as it finishes."""
     spec = args.spec or ("tiny" if args.quick else "default")
     store = Path(args.store or f"runs/pruning-{spec}")
-    folds = [int(f) for f in args.folds.split(",")]
-    rows = []
     for name in args.datasets.split(","):
-        for fold in folds:
+        for fold in [int(f) for f in args.folds.split(",")]:
             t = time.perf_counter()
             if args.oof:
                 path = store / f"{name}-f{fold}-cv5"
@@ -208,14 +217,24 @@ def main(argv=None) -> None:
                 members, n_rows = len(lib.members), len(lib.y)
             built = time.perf_counter() - t
             for split, part in enumerate(parts):
-                for row in run_fold(*part, args.quick):
-                    rows.append({"dataset": name, "fold": f"{fold}.{split}", **row})
+                scores = [[r[k] for k in SCORE_FIELDS] for r in run_fold(*part, args.quick)]
+                append_row(results, {"dataset": name, "fold": f"{fold}.{split}", "spec": spec,
+                                     "members": members, "hillclimb_rows": n_rows,
+                                     "scores": scores, **provenance()})  # fmt: skip
             print(f"{name} fold {fold} ({members} members, {n_rows} hillclimb rows): library "
                   f"{built:.0f} s, selection {time.perf_counter() - t - built:.0f} s, load "
                   f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
-            if args.out:  # after every library: a run cut short keeps what it finished
-                pd.DataFrame(rows).to_csv(args.out, index=False)
-    report(pd.DataFrame(rows))
+
+
+def scores_frame(results: list[dict]) -> pd.DataFrame:
+    """The scores of ``run``'s rows, one per line: dataset, fold and ``SCORE_FIELDS``."""
+    return pd.DataFrame(
+        [
+            {"dataset": r["dataset"], "fold": r["fold"], **dict(zip(SCORE_FIELDS, s, strict=True))}
+            for r in results
+            for s in r["scores"]
+        ]
+    )
 
 
 def report(frame: pd.DataFrame) -> None:

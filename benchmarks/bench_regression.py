@@ -3,26 +3,23 @@ scikit-learn's HistGradientBoostingRegressor, the best single library member, an
 best_quality at the same time budget, on real datasets with numeric targets.
 
     python -m benchmarks.bench_regression [--quick] [--datasets medpar,...] [--seeds 5]
-                                          [--time-limit 60] [--no-autogluon] [--fresh]
+                                          [--time-limit 60] [--no-autogluon] [--results F]
 
-Each dataset × seed is a 70/30 split (``datasets.protocol_split``: grouped where rows share a
-subject). ensel fits ``EnsembleSelectionRegressor(library="regression", metric="rmse",
+Each dataset × seed is the protocol's 70/30 split (``datasets.train_test``: grouped where rows
+share a subject). ensel fits ``EnsembleSelectionRegressor(library="regression", metric="rmse",
 time_limit=T, n_jobs=2)`` on the 70%; the best single member is the library member with the
 lowest hillclimb (out-of-fold) RMSE, predicted from the same library; HGB is ``_peers.run_hgb``
 (early stopping on 10% of the training rows); AutoGluon is ``_peers.run_autogluon`` with
 ``presets="best_quality"``, ``time_limit=T`` and 2 CPUs. Test RMSE and MAE on the 30%.
 
-Every finished pair is appended to ``.bench-cache/regression/results.jsonl`` as it completes, so
-an interrupted run keeps what it measured and a rerun skips what is there (``--fresh`` starts
-over). The table and the targets (ensel's RMSE below AutoGluon's on >= 60% of dataset × seed
-pairs, below the best member's on >= 80%) are printed and written to the
-regression block of docs/results.md with the pairs that ran.
+Every finished pair is appended to ``benchmarks/results/regression.jsonl`` (``--quick``: a
+temporary file) with its provenance as it completes, so an interrupted run keeps what it
+measured and a rerun skips what is there. The table and the targets (ensel's RMSE below
+AutoGluon's on >= 60% of dataset × seed pairs, below the best member's on >= 80%) are printed.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -31,28 +28,17 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import datasets
-from benchmarks._record import append_row, load_results
-from benchmarks._report import ROOT, machine_line, markdown_table, write_section
+from benchmarks._record import append_row, load_results, provenance, results_path, suite_parser
+from benchmarks._report import ROOT, machine_line, markdown_table
 from ensel import EnsembleSelectionRegressor
 from ensel.library import Library
 from ensel.metrics import score
 
-SECTION = "## Regression (EnsembleSelectionRegressor vs HGB, best member, AutoGluon)"
 DATASETS = ("workinghours", "treatment", "medpar", "vietnam_h", "rwm1984")
 QUICK_DATASETS = ("diabetes", "medpar")
-CACHE = ROOT / ".bench-cache" / "regression"
+RESULTS = ROOT / "benchmarks" / "results" / "regression.jsonl"
 TARGET_VS_AUTOGLUON = 0.6
 TARGET_VS_BEST_MEMBER = 0.8
-
-
-def split(name: str, seed: int):
-    """``X_train, X_test, y_train, y_test, groups_train`` of the protocol split for ``seed``."""
-    ds = datasets.load(name)
-    train, test = datasets.protocol_split(ds.y, seed, groups=ds.groups, classification=False)
-    X_tr, X_te = ds.X.iloc[train].reset_index(drop=True), ds.X.iloc[test].reset_index(drop=True)
-    y_tr, y_te = ds.y.iloc[train].reset_index(drop=True), ds.y.iloc[test].reset_index(drop=True)
-    groups = None if ds.groups is None else ds.groups.iloc[train].to_numpy()
-    return X_tr, X_te, y_tr, y_te, groups
 
 
 def errors(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
@@ -156,7 +142,7 @@ def report_lines(results: list[dict], command: str, time_limit: float, expected:
     pairs = per_pair(results)
     medians = pairs.groupby("dataset", sort=False).median(numeric_only=True)
     medians.insert(0, "pairs", pairs.groupby("dataset", sort=False).size())
-    loads = [r["load_average"] for r in results]
+    loads = [r["load"][0] for r in results]
     failed = [f"{r['dataset']} seed {r['seed']}" for r in results if "autogluon_error" in r]
     return [
         "",
@@ -187,11 +173,12 @@ def run(names, seeds, time_limit: float, spec: str, autogluon: bool, path: Path)
         for name in names:
             if (name, seed) in done:
                 continue
-            X_tr, X_te, y_tr, y_te, groups = split(name, seed)
+            X_tr, X_te, y_tr, y_te, ds = datasets.train_test(name, seed)
+            groups = datasets.train_groups(ds, seed)
             record = {"dataset": name, "seed": seed, "n_train": len(X_tr), "n_test": len(X_te)}
             record.update(run_ensel(X_tr, X_te, y_tr, y_te, groups, seed, time_limit, spec))
             record.update(run_peers(X_tr, X_te, y_tr, y_te, seed, time_limit, autogluon))
-            record["load_average"] = os.getloadavg()[0]
+            record.update(provenance())
             append_row(path, record)
             results.append(record)
             line = "  ".join(f"{k} {record[k]['rmse']:.4g}" for k in MODELS if k in record)
@@ -200,14 +187,12 @@ def run(names, seeds, time_limit: float, spec: str, autogluon: bool, path: Path)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 small datasets, 1 seed, 30 s")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--datasets", help="comma-separated names from datasets.REGRESSION")
     parser.add_argument("--seeds", type=int, help="seeds 0..N-1 (default 5, quick 1)")
     parser.add_argument("--time-limit", type=float, help="seconds per fit (default 60, quick 30)")
     parser.add_argument("--spec", default="regression", help="ensel library spec")
     parser.add_argument("--no-autogluon", action="store_true", help="skip the AutoGluon peer")
-    parser.add_argument("--fresh", action="store_true", help="forget cached results")
     args = parser.parse_args(argv)
     default = QUICK_DATASETS if args.quick else DATASETS
     names = args.datasets.split(",") if args.datasets else default
@@ -216,14 +201,10 @@ def main(argv=None) -> None:
         parser.error(f"unknown dataset(s) {unknown}; choose from {sorted(datasets.REGRESSION)}")
     seeds = range(args.seeds or (1 if args.quick else 5))
     time_limit = args.time_limit or (30.0 if args.quick else 60.0)
-    path = CACHE / f"results-{'quick' if args.quick else 'full'}.jsonl"
-    if args.fresh:
-        path.unlink(missing_ok=True)
+    path = results_path(args, RESULTS, "regression")
     results = run(names, seeds, time_limit, args.spec, not args.no_autogluon, path)
     command = "python -m benchmarks.bench_regression" + (" --quick" if args.quick else "")
-    lines = report_lines(results, command, time_limit, len(names) * len(seeds))
-    print("\n".join(lines))
-    write_section(SECTION, lines)
+    print("\n".join(report_lines(results, command, time_limit, len(names) * len(seeds))))
 
 
 if __name__ == "__main__":

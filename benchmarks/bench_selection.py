@@ -12,7 +12,6 @@ quick run goes to a temporary file) with the run's provenance, and the table is 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._peers import autogluon_python
-from benchmarks._record import provenance, quick_results
-from benchmarks._report import median_seconds
+from benchmarks._predict_timing import median_seconds
+from benchmarks._record import append_row, provenance, results_path, suite_parser
 from ensel._candidates import candidate_scorer
 from ensel.metrics import METRICS, resolve_metric
 from ensel.selection import EnsembleSelection
@@ -88,24 +87,20 @@ def record(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], pa
     """Append the step rows and the bagged runs to ``path``, each with one run's provenance
     (the same ``utc`` marks the rows of one run)."""
     run = provenance()
-    with path.open("a") as out:
-        for row in rows:
-            out.write(json.dumps({"kind": "step", **row, **run}) + "\n")
-        for metric, seconds in bagged.items():
-            entry = {"kind": "bagged", "M": size[0], "N": size[1], "metric": metric}
-            out.write(json.dumps({**entry, "seconds": seconds, **run}) + "\n")
+    for row in rows:
+        append_row(path, {"kind": "step", **row, **run})
+    for metric, seconds in bagged.items():
+        entry = {"kind": "bagged", "M": size[0], "N": size[1], "metric": metric}
+        append_row(path, {**entry, "seconds": seconds, **run})
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small libraries, few steps")
+    parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--no-peer", action="store_true", help="skip AutoGluon")
     parser.add_argument("--sizes", help="only these libraries, e.g. 2000x5000")
-    parser.add_argument("--metrics", help="only these metrics, e.g. roc,lft")
     parser.add_argument("--steps", type=int, help="greedy steps timed per metric")
-    parser.add_argument("--results", type=Path, default=None, help=f"default {RESULTS.name}")
     args = parser.parse_args(argv)
-    results = args.results or (quick_results("selection") if args.quick else RESULTS)
+    results = results_path(args, RESULTS, "selection")
 
     sizes = (
         [(200, 1000), (2000, 5000)]
@@ -114,7 +109,6 @@ def main(argv=None) -> None:
     )
     if args.sizes:
         sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
-    metrics = args.metrics.split(",") if args.metrics else list(METRICS)
     steps = args.steps or (20 if args.quick else 100)
     python = None if args.no_peer else autogluon_python()
 
@@ -124,7 +118,7 @@ def main(argv=None) -> None:
         floor = floor_seconds(P)
         peer_steps = 3 if M * N >= 10_000_000 else 10
         peer = run_peer(python, P, y, peer_steps) if python else {}
-        for metric in metrics:
+        for metric in METRICS:
             ours = seconds_per_step(metric, P, y, steps)
             row = {"M": M, "N": N, "metric": metric, "ours": ours, "floor": floor}
             if metric in peer:
@@ -139,9 +133,7 @@ def main(argv=None) -> None:
 
     M, N = sizes[-1]
     P, y = make_library(n_members=M, n_samples=N, random_state=0)
-    bagged_metrics = metrics if not args.quick else ("rms", "roc")
-    if args.metrics:
-        bagged_metrics = [m for m in metrics if m in ("roc",)] or metrics[:1]
+    bagged_metrics = ("rms", "roc") if args.quick else METRICS
     bagged = {m: bagged_run_seconds(m, P, y) for m in bagged_metrics}
     for m, s in bagged.items():
         print(f"bagged 20 x 100 steps, M={M} N={N}, {m}: {s:.1f} s", flush=True)

@@ -1,35 +1,20 @@
-"""Measure the constants of ensel's cost model once and write
-``ensel/library/planning/cost_constants.json``.
+"""Measure the constants of ensel's cost model and write
+``ensel/library/planning/cost_constants.json`` (read by ``planning/cost.py`` and
+``planning/estimate.py``; builders count costs, never time them, so rerun this only to
+recalibrate, on a quiet machine: about five minutes on 2 cores).
 
-For every registered family (both tasks) this fits pilot runs on a synthetic table (numeric and
-categorical columns, a few missing values) at a few sizes, and records
-
-* predict: the CPU milliseconds per 1,000 rows of each stage (``runs.measure_cost``) against the
-  work its fitted structure counts (``predict_work``): ``ms = calls x ms_per_call + units x
-  ms_per_unit``, fitted by non-negative least squares per family, and the same per view kind;
-* detectors: the CPU seconds of a detector's fit and its scoring against the rows it trains
-  on and the rows it scores (``ensel.risk.detector_runs.detector_seconds``), so that a build under a
-  time budget plans its detectors with its models;
-* fit: the CPU seconds of the fit (the family's own: its view's matrices are made before the
-  clock starts, since a build times each view on its own table, ``planned.view_seconds``)
-  against the fit work of ``estimate.fit_work``:
-  ``seconds = overhead_s + units x s_per_unit``, fitted the same way, or ``seconds =
-  s_per_unit x units ** exponent`` on logs where that is nearer the pilot furthest off.
-
-Pilots train on 1,000 to 16,000 rows (``SIZES``; cheap fits on a multiple, ``SIZE_SCALE``;
-families quadratic in the rows on 500 to 2,000, ``QUADRATIC_SIZES``). Run it on a quiet
-machine: it takes about five minutes on 2 cores.
-
-The file records the machine, the load average and the date, so a rerun on a quiet machine can
-replace it. Builders then count costs, never time them, so the constants must not change with
-each run: rerun this only to recalibrate.
+Per registered family (both tasks), pilot runs on a synthetic table at a few sizes give:
+predict, CPU milliseconds per 1,000 rows of each stage against the work its structure counts
+(``ms = calls x ms_per_call + units x ms_per_unit``, non-negative least squares, also per view
+kind); fit, the family's own CPU seconds against ``estimate.fit_work`` (``overhead_s + units x
+s_per_unit``, or a power law where that is nearer the pilot furthest off); detectors, the CPU
+seconds of a fit and its scoring against the rows it trains on and scores.
 
     nice python -m benchmarks.calibrate_costs [--quick] [--out PATH]
     python -m benchmarks.calibrate_costs --families svm svr    # after a change to their code
 
-``--quick`` uses two small sizes and writes to a temporary file unless ``--out`` is given.
-``--families`` measures only those families and replaces their constants in the file, the
-others kept (``measured.reruns`` records each such rerun).
+``--quick``: two small sizes, a temporary file unless ``--out``. ``--families``: only those
+families, their constants replaced in the file, the others kept (``measured.reruns``).
 """
 
 from __future__ import annotations
@@ -37,17 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 from threadpoolctl import threadpool_limits
 
+from benchmarks._record import machine
 from ensel.data import Columns
 from ensel.library.execution.runs import _takes_stages, measure_cost, native_categorical
 from ensel.library.families import FAMILIES, REGRESSORS, missing_requirements
@@ -59,12 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "ensel" / "library" / "planning" / "cost_constants.json"
 SIZES = (1000, 4000, 16000)
 """Pilot rows: up to 16,000, because per-row costs change with size (caches, tree depth,
-LightGBM's per-round overhead): constants from pilots of at most 2,000 rows put CatBoost at a
-fifth and LightGBM at about three times what they took on 80,000 rows of the pilot table
-(timed one fit at a time, 2026-11-25)."""
+per-round overheads): pilots of at most 2,000 rows put CatBoost at a fifth and LightGBM at
+three times what they took on 80,000 rows."""
 QUADRATIC_SIZES = (500, 1000, 2000)
-"""Pilot rows of the families whose cost grows with the square of the rows (kernel SVMs, k-NN,
-kernel naive Bayes): the planner trains them on subsamples of a few thousand rows."""
+"""Pilot rows of the families whose cost grows with the square of the rows, which the planner
+trains on subsamples of a few thousand rows."""
 QUADRATIC = ("svm", "svr", "knn", "naive_bayes")
 QUICK_SIZES = (200, 400)
 N_NUMERIC, N_CATEGORICAL, N_CLASSES = 10, 2, 3
@@ -120,55 +105,30 @@ def pilot(family, task, params, stages, n, seed=0) -> dict:
     full = {**family.params, **params}
     view = make_view(family.view, columns, family.native_missing).fit(X.iloc[train])
     extra = {}
-    if family.categorical:
-        extra["categorical"] = (
-            native_categorical(_Shape(columns)) if family.view == "native" else {}
-        )
+    if family.categorical:  # native_categorical reads only the data's columns
+        native = family.view == "native"
+        data = SimpleNamespace(columns=columns)
+        extra["categorical"] = native_categorical(data) if native else {}
     outputs = 1 if task == "regression" else N_CLASSES
     # the family's own work: its view is timed on the user's table when a build is planned
     matrix = transform(view, X.iloc[train])
     held_matrix = transform(view, X.iloc[held[: max(n // 5, 1)]])
     start = time.process_time()
-    run = family.fit(
-        matrix,
-        y[train],
-        n_classes=outputs,
-        params=full,
-        stages=stages,
-        random_state=seed,
-        **extra,
-    )
+    options = {"n_classes": outputs, "params": full, "stages": stages, "random_state": seed}
+    run = family.fit(matrix, y[train], **options, **extra)
     run.predict(held_matrix)  # out-of-fold prediction
     seconds = time.process_time() - start
-    width = matrix.shape[1]
-    timed = measure_cost(view, run, X.iloc[held], len(stages or (None,)))
-    work = predict_work(
-        family.name,
-        run,
-        full,
-        stages or (None,),
-        width,
-        outputs,
-        _takes_stages(type(run)),
-        task=family.task,
-    )
+    width, staged = matrix.shape[1], stages or (None,)
+    timed = measure_cost(view, run, X.iloc[held], len(staged))
+    takes = _takes_stages(type(run))
+    work = predict_work(family.name, run, full, staged, width, outputs, takes, task=family.task)
+    held_rows = max(n // 5, 1)
+    fitted = fit_work(family.name, full, stages, n, width, outputs, held_rows, task=family.task)
     return {
-        "fit": (
-            fit_work(
-                family.name, full, stages, n, width, outputs, max(n // 5, 1), task=family.task
-            ),
-            seconds,
-        ),
+        "fit": (fitted, seconds),
         "predict": [(c, u, ms) for (c, u), ms in zip(work, timed["stages"], strict=True)],
         "view": (view.kind, *view_work(view, width), timed["view"]),
     }
-
-
-class _Shape:
-    """What ``native_categorical`` reads from training data."""
-
-    def __init__(self, columns):
-        self.columns = columns
 
 
 def relative_nnls(A, target) -> np.ndarray:
@@ -217,10 +177,8 @@ def fit_seconds(points: list[tuple[float, float, float]], linear_only: bool = Fa
     per x work``, or ``per x work ** exponent`` where the linear form is more than
     ``LINEAR_WORST`` off at some pilot and the power law is nearer (``linear_only``: linear
     always, for the quadratic families, whose work model already holds their growth). A power
-    law is the exception: fitted within a few pilots' noise, its exponent extrapolated a
-    hundredfold is fragile; one calibration run gave LightGBM the exponent 0.3, which puts a
-    512-round fit (7 leaves) on 990,000 x 22 rows at 3 s, against 72 s by the linear form; the
-    run took 105 s in the 1M benchmark at 3244d3a."""
+    law is the exception: its exponent, fitted within a few pilots' noise and extrapolated a
+    hundredfold, once put a LightGBM fit that took 105 s at 3 s."""
     overhead, per = fit_two(points)
     linear = worst_factor(points, overhead, per) if per > 0 else np.inf
     form = {"overhead_s": overhead, "s_per_unit": per, "exponent": 1.0, "worst_factor": linear}
@@ -231,6 +189,14 @@ def fit_seconds(points: list[tuple[float, float, float]], linear_only: bool = Fa
     if linear <= power:
         return form
     return {"overhead_s": 0.0, "s_per_unit": c, "exponent": e, "worst_factor": power}
+
+
+def predict_constants(points: list[tuple[float, float, float]]) -> dict:
+    """``ms_per_call`` and ``ms_per_unit`` fitted to ``(calls, units, ms)`` points, and the
+    largest factor between a point and the fit."""
+    call, unit = fit_two(points)
+    worst = worst_factor(points, call, unit)
+    return {"ms_per_call": call, "ms_per_unit": unit, "worst_factor": worst}
 
 
 def calibrate(sizes: tuple[int, ...], quadratic_sizes: tuple[int, ...], only=None) -> dict:
@@ -256,35 +222,21 @@ def calibrate(sizes: tuple[int, ...], quadratic_sizes: tuple[int, ...], only=Non
                     f_points.append((1.0, work, seconds))
                     kind, calls, units, ms = out["view"]
                     views.setdefault(kind, []).append((calls, units, ms))
-            call, unit = fit_two(p_points)
-            predict[f"{task}/{name}"] = {
-                "ms_per_call": call,
-                "ms_per_unit": unit,
-                "worst_factor": worst_factor(p_points, call, unit),
-            }
+            p = predict[f"{task}/{name}"] = predict_constants(p_points)
             f = fit[f"{task}/{name}"] = fit_seconds(f_points, linear_only=name in QUADRATIC)
             print(
-                f"{task}/{name}: predict {call:.4g} ms/call + {unit:.4g} ms/unit "
-                f"(worst x{predict[f'{task}/{name}']['worst_factor']}); fit {f['overhead_s']:.4g}"
-                f" s + {f['s_per_unit']:.4g} s/unit^{f['exponent']} (worst x{f['worst_factor']})",
+                f"{task}/{name}: predict {p['ms_per_call']:.4g} ms/call + {p['ms_per_unit']:.4g}"
+                f" ms/unit (worst x{p['worst_factor']}); fit {f['overhead_s']:.4g} s + "
+                f"{f['s_per_unit']:.4g} s/unit^{f['exponent']} (worst x{f['worst_factor']})",
                 flush=True,
             )
     if only is not None:
         return {"predict": predict, "fit": fit}
+    families = list(predict.values())
     for kind, points in views.items():
-        call, unit = fit_two(points)
-        predict[f"view/{kind}"] = {
-            "ms_per_call": call,
-            "ms_per_unit": unit,
-            "worst_factor": worst_factor(points, call, unit),
-        }
+        predict[f"view/{kind}"] = predict_constants(points)
     predict["default"] = {
-        k: float(
-            np.median(
-                [v[k] for key, v in predict.items() if "/" in key and not key.startswith("view/")]
-            )
-        )
-        for k in ("ms_per_call", "ms_per_unit")
+        k: float(np.median([v[k] for v in families])) for k in ("ms_per_call", "ms_per_unit")
     }
     fit["default"] = {
         k: float(np.median([v[k] for v in fit.values() if v["exponent"] == 1.0]))
@@ -330,12 +282,8 @@ def calibrate_detectors(grid) -> dict:
         fitted = [detector_seconds(constants, t, sc, d) for t, sc, _ in points]
         constants["worst_factor"] = furthest([p[2] for p in points], fitted)
         out[name] = constants
-        print(
-            f"detector/{name}: "
-            + ", ".join(f"{t}x{sc}: {sec:.2f} s" for t, sc, sec in points)
-            + f" (worst x{constants['worst_factor']})",
-            flush=True,
-        )
+        timed = ", ".join(f"{t}x{sc}: {sec:.2f} s" for t, sc, sec in points)
+        print(f"detector/{name}: {timed} (worst x{constants['worst_factor']})", flush=True)
     return out
 
 
@@ -343,40 +291,41 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes, a temporary file")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument(
-        "--families",
-        nargs="+",
-        default=None,
-        help="recalibrate only these families (after a change to their code) and keep the "
-        "file's other constants",
-    )
+    parser.add_argument("--families", nargs="+", help="only these; the file's others are kept")
     args = parser.parse_args(argv)
     if args.families:
         return recalibrate(args.families, args.out or OUT)
     sizes = QUICK_SIZES if args.quick else SIZES
     quadratic_sizes = QUICK_SIZES if args.quick else QUADRATIC_SIZES
-    load_before = os.getloadavg()
-    started = datetime.now(UTC)
+    run = Run("python -m benchmarks.calibrate_costs" + (" --quick" if args.quick else ""))
     with threadpool_limits(1):  # as the builder's workers: CPU time of idle BLAS threads is noise
         constants = calibrate(sizes, quadratic_sizes)
-        constants["detectors"] = calibrate_detectors(
-            QUICK_DETECTOR_GRID if args.quick else DETECTOR_GRID
-        )
-    load_after = os.getloadavg()
+        grid = QUICK_DETECTOR_GRID if args.quick else DETECTOR_GRID
+        constants["detectors"] = calibrate_detectors(grid)
     constants["measured"] = {
-        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"{platform.processor() or 'unknown CPU'}, Python {platform.python_version()}",
-        "load_average_1m": [round(load_before[0], 2), round(load_after[0], 2)],
+        **run.record(),
+        "machine": machine(),
         "sizes": list(sizes),
         "quadratic_sizes": {"families": list(QUADRATIC), "sizes": list(quadratic_sizes)},
         "size_scale": SIZE_SCALE,
         "timer": "CPU time of this process (time.process_time), BLAS/OpenMP limited to one thread",
-        "command": "python -m benchmarks.calibrate_costs" + (" --quick" if args.quick else ""),
     }
     out = args.out or (Path(tempfile.gettempdir()) / OUT.name if args.quick else OUT)
     out.write_text(json.dumps(constants, indent=1, sort_keys=True) + "\n")
     print(f"wrote {out}")
+
+
+class Run:
+    """When a calibration ran, its 1-minute load average at the start and at the end, and its
+    command, as the constants file records them."""
+
+    def __init__(self, command: str) -> None:
+        self.command, self.load = command, os.getloadavg()[0]
+        self.date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+    def record(self) -> dict:
+        loads = [round(self.load, 2), round(os.getloadavg()[0], 2)]
+        return {"date": self.date, "load_average_1m": loads, "command": self.command}
 
 
 def recalibrate(families: list[str], out: Path) -> None:
@@ -386,20 +335,13 @@ def recalibrate(families: list[str], out: Path) -> None:
     if unknown:
         raise SystemExit(f"unknown families {unknown}; known: {sorted({*FAMILIES, *REGRESSORS})}")
     constants = json.loads(out.read_text())
-    load_before = os.getloadavg()
-    started = datetime.now(UTC)
+    run = Run("python -m benchmarks.calibrate_costs --families " + " ".join(families))
     with threadpool_limits(1):
         fresh = calibrate(SIZES, QUADRATIC_SIZES, only=set(families))
     for part in ("predict", "fit"):
         constants[part].update(fresh[part])
-    constants["measured"].setdefault("reruns", []).append(
-        {
-            "families": sorted(families),
-            "date": started.strftime("%Y-%m-%d %H:%M UTC"),
-            "load_average_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
-            "command": "python -m benchmarks.calibrate_costs --families " + " ".join(families),
-        }
-    )
+    rerun = {"families": sorted(families), **run.record()}
+    constants["measured"].setdefault("reruns", []).append(rerun)
     out.write_text(json.dumps(constants, indent=1, sort_keys=True) + "\n")
     print(f"wrote {out}: {', '.join(sorted(fresh['predict']))}")
 

@@ -22,6 +22,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchmarks._record import load_results
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 TARGET = ROOT / "ensel" / "library" / "planning" / "gain_prior.json"
@@ -36,12 +38,8 @@ DIGITS = 4
 
 
 def read_rows(paths: Iterable[str | Path]) -> list[dict]:
-    """The JSON rows of the ``.jsonl`` files at ``paths`` (blank lines skipped)."""
-    rows = []
-    for path in paths:
-        with open(path) as fh:
-            rows += [json.loads(line) for line in fh if line.strip()]
-    return rows
+    """The rows of the JSON-lines files at ``paths``."""
+    return [row for path in paths for row in load_results(Path(path))]
 
 
 def counted(row: dict, min_rows: int = MIN_ROWS) -> bool:

@@ -1,13 +1,12 @@
 """docs/papers.md's generated tables: each source paper's table beside ours, built from the
-result rows of the paper suites. Text between ``<!-- generated: NAME -->`` and
-``<!-- end generated -->`` is replaced; everything outside the markers is left as written.
+result rows of the paper suites, written into the page's generated blocks
+(``_report.write_blocks``: everything outside the markers is left as written).
 
     python -m benchmarks.papers_report        # what `make bench-report` calls
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pandas as pd
 
 from benchmarks import bench_paper, sandia_tables
 from benchmarks._record import ROOT, load_results
-from benchmarks._report import markdown_table
+from benchmarks._report import markdown_table, write_blocks
 from ensel.metrics import METRICS
 
 DOC = ROOT / "docs" / "papers.md"
@@ -208,26 +207,12 @@ BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
 }
 
 
-def fill(text: str, blocks: dict[str, str]) -> str:
-    """``text`` with the body of each ``<!-- generated: NAME -->`` ... ``<!-- end generated
-    -->`` pair whose NAME is in ``blocks`` replaced by ``blocks[NAME]``; other text unchanged."""
-
-    def replace(match: re.Match) -> str:
-        name = match.group(1)
-        if name not in blocks:
-            return match.group(0)
-        return f"<!-- generated: {name} -->\n{blocks[name].strip()}\n<!-- end generated -->"
-
-    pattern = r"<!-- generated: ([\w-]+) -->\n.*?<!-- end generated -->"
-    return re.sub(pattern, replace, text, flags=re.DOTALL)
-
-
 def write_papers_doc(doc: Path = DOC) -> None:
     """Regenerate every generated block of ``doc`` from the result rows."""
     blocks: dict[str, str] = {}
     for make in BLOCKS.values():
         blocks.update(make())
-    doc.write_text(fill(doc.read_text(), blocks))
+    write_blocks([doc], blocks)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks._report import PAGE, ROOT, markdown_table, write_generated
-from benchmarks._stats import HIGHER_IS_BETTER, paired_over_datasets, per_dataset
+from benchmarks._report import PAGE, ROOT, markdown_table, write_blocks
+from benchmarks._stats import HIGHER_IS_BETTER, over_datasets, predict_ratios
+from benchmarks.bench_automl import merged_results
 
 RESULTS = ROOT / "benchmarks" / "results"
 AUTOML_FILES = (
@@ -51,8 +52,6 @@ movies_drama) and a ``bench_scale`` row pair (insteval)."""
 
 def automl_rows(results: Path = RESULTS) -> pd.DataFrame:
     """The judged AutoML-comparison fits (scored rows of ``SEEDS``), one per fit."""
-    from benchmarks.bench_automl import merged_results
-
     rows = pd.DataFrame(merged_results([results / f"{f}.jsonl" for f in AUTOML_FILES]))
     rows = rows[rows["seed"].isin(SEEDS) & rows["auc"].notna()]
     return rows.reset_index(drop=True)
@@ -84,13 +83,8 @@ def verdict_table(rows: pd.DataFrame) -> str:
     """ensel against AutoGluon at each budget with datasets as the unit."""
     lines = []
     for budget in BUDGETS:
-        pick = rows[rows["budget"] == budget]
         for metric, called in METRICS:
-            ours, theirs = (
-                per_dataset(pick[pick["config"] == c], metric)["mean"]
-                for c in ("ensel", "autogluon")
-            )
-            st = paired_over_datasets(ours, theirs, HIGHER_IS_BETTER[metric])
+            st = over_datasets(rows, ("ensel", budget), ("autogluon", budget), metric)
             lines.append(
                 {
                     "budget": f"{budget:g} s",
@@ -117,18 +111,13 @@ def budget_table(rows: pd.DataFrame) -> str:
     """What more time buys each tool, with datasets as the unit (positive = the longer
     budget better)."""
     out = []
-    for (config, longer), (_, shorter) in BUDGET_PAIRS:
+    for (config, longer), shorter in BUDGET_PAIRS:
         for metric, called in METRICS:
-            pick = rows[rows["config"] == config]
-            st = paired_over_datasets(
-                per_dataset(pick[pick["budget"] == longer], metric)["mean"],
-                per_dataset(pick[pick["budget"] == shorter], metric)["mean"],
-                HIGHER_IS_BETTER[metric],
-            )
+            st = over_datasets(rows, (config, longer), shorter, metric)
             out.append(
                 {
                     "tool": config,
-                    "budgets": f"{longer:g} s against {shorter:g} s",
+                    "budgets": f"{longer:g} s against {shorter[1]:g} s",
                     "metric": called,
                     "better / same / worse": f"{st['wins']} / {st['ties']} / {st['losses']}",
                     "mean gain ± se": f"{st['mean diff']:+.4f} ± {st['se diff']:.4f}",
@@ -158,9 +147,7 @@ def per_dataset_table(rows: pd.DataFrame) -> str:
 def cost_table(rows: pd.DataFrame) -> str:
     """Per budget and tool, over every judged fit: fit seconds (median, max), predict µs per
     row (median, max) and peak resident memory (median); then per budget ensel's predict time
-    over AutoGluon's per table (``bench_automl.predict_ratios``)."""
-    from benchmarks.bench_automl import predict_ratios
-
+    over AutoGluon's per table (``_stats.predict_ratios``)."""
     out = []
     for (budget, config), g in rows.groupby(["budget", "config"]):
         fit, pred = g["fit_s"], g["predict_us_per_row"].dropna()
@@ -318,23 +305,13 @@ def headline(rows: pd.DataFrame, scale: pd.DataFrame) -> str:
     parts = []
     sizes = differences(rows, 300.0, "auc")["n_train"]
     tables = f"{len(sizes)} tables of {sizes.min():,}-{sizes.max():,} training rows"
-    for budget in (300.0,):
-        st = {
-            m: paired_over_datasets(
-                *(
-                    per_dataset(rows[(rows.budget == budget) & (rows.config == c)], m)["mean"]
-                    for c in ("ensel", "autogluon")
-                ),
-                HIGHER_IS_BETTER[m],
-            )
-            for m, _ in METRICS
-        }
-        parts.append(
-            f"- Against AutoGluon best_quality at {budget:g} s on {tables} "
-            f"(seeds 2-4): better AUC on {st['auc']['wins']} of 12 (t-test p "
-            f"{st['auc']['p (t-test)']:.2f}), better log loss on {st['logloss']['wins']} of 12 "
-            f"(p {st['logloss']['p (t-test)']:.2f}): level within noise."
-        )
+    st = {m: over_datasets(rows, ("ensel", 300.0), ("autogluon", 300.0), m) for m, _ in METRICS}
+    parts.append(
+        f"- Against AutoGluon best_quality at 300 s on {tables} "
+        f"(seeds 2-4): better AUC on {st['auc']['wins']} of 12 (t-test p "
+        f"{st['auc']['p (t-test)']:.2f}), better log loss on {st['logloss']['wins']} of 12 "
+        f"(p {st['logloss']['p (t-test)']:.2f}): level within noise."
+    )
     r = rows[rows.budget == 300.0]
     e, a = r[r.config == "ensel"], r[r.config == "autogluon"]
     parts.append(
@@ -394,16 +371,14 @@ def main(argv=None) -> None:
 
     rows, scale = automl_rows(args.results), scale_rows(args.results)
     pages = [args.root / PAGE, args.root / "README.md", args.root / "docs" / "deploy.md"]
-    generated = {**blocks(rows, scale), **selection_block(args.results)}
-    deploy = bench_deploy.report_block(args.results / "deploy.jsonl")
-    for name, body in {
-        **generated,
+    generated = {
+        **blocks(rows, scale),
+        **selection_block(args.results),
         **real_large_block(args.results),
         **medium_block(args.results),
-        **deploy,
-    }.items():
-        if not any([write_generated(page, name, body) for page in pages]):
-            raise SystemExit(f"no block <!-- generated: {name} --> in {pages}")
+        **bench_deploy.report_block(args.results / "deploy.jsonl"),
+    }
+    write_blocks(pages, generated)
     _plots.write_all(rows, scale, args.root / "docs" / "img")
 
 

@@ -17,8 +17,7 @@ def test_quick_mode_writes_a_complete_row(monkeypatch, tmp_path):
     monkeypatch.setattr(bench, "SINGLE_CALLS", 20)
     monkeypatch.setattr(_predict_timing, "WARM_CALLS", 2)
     results = tmp_path / "deploy.jsonl"
-    monkeypatch.setattr(bench, "quick_results", lambda name: results)
-    bench.main(["--quick"])
+    bench.main(["--quick", "--results", str(results)])
     (row,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert row["quick"] and row["dataset"] == "breast_cancer"
     assert row["max_abs_diff"] <= 1e-5

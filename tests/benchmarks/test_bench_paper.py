@@ -9,7 +9,6 @@ import pytest
 
 from benchmarks.bench_paper import (
     fold_means,
-    fold_wins,
     normalise,
     outer_folds,
     perfect_score,
@@ -59,16 +58,6 @@ def test_scale_from_fold_means_and_members_missing_a_fold():
     assert norm["acc"] == pytest.approx((0.725 - 0.55) / (0.85 - 0.55))
     assert norm["rms"] == pytest.approx(1.0)
     assert set(normalise(means, scale)["method"]) == {"ES"}
-
-
-def test_fold_wins_counts_folds_on_the_dataset_scale():
-    rows = []
-    for fold, (es, mod) in enumerate([(0.8, 0.7), (0.6, 0.7), (0.9, 0.7)]):
-        rows += [_row(fold, "_bottom", "acc", 0.5), _row(fold, "_member:a", "acc", 0.9)]
-        rows += [_row(fold, "ES", "acc", es), _row(fold, "MODSEL", "acc", mod)]
-    scale = scales(fold_means(rows))
-    assert fold_wins(rows, scale, "ES", "MODSEL") == {"d": 2}
-    assert fold_wins(rows, scale, "MODSEL", "ES") == {"d": 1}
 
 
 def test_degenerate_scale_is_an_error():

@@ -47,6 +47,6 @@ def test_block_resumes_and_records_errors(tmp_path, monkeypatch):
     assert calls == [1.0, 2.0]
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert rows[1]["error"] == "RuntimeError: boom" and rows[0]["rows"] == 300
-    assert {"commit", "versions", "load_before", "load_after"} <= set(rows[0])
+    assert {"commit", "versions", "load", "load_after"} <= set(rows[0])
     table = bench_scale.report(path)
     assert list(table.index) == [("synth_tiny", 1.0, "ensel")]

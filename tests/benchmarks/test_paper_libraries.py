@@ -4,7 +4,6 @@ on hand-made predictions (no library is built)."""
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pandas as pd
@@ -84,7 +83,7 @@ def test_table_4_4_is_the_share_of_the_cross_validation_gain():
     assert table.loc["SUM", "mxe"] == pytest.approx(110.0)
 
 
-def test_report_reads_the_rows_back(tmp_path, monkeypatch, capsys):
+def test_report_reads_the_rows_back(tmp_path, capsys):
     scores = {"_bottom": {}, "_perfect": {}, "_member-CV:a": {}}
     methods = "ES-NOCAL ES-NOCAL-CV ES-HILL ES-AVG ES-BOTH-CV MODSEL-BOTH MODSEL-BOTH-CV"
     for method in methods.split() + [f"proxy:{p}" for p in ("rms", "mxe", "roc", "acc")]:
@@ -105,7 +104,6 @@ def test_report_reads_the_rows_back(tmp_path, monkeypatch, capsys):
     rows = bench_paper.rows_from_results(bench_paper.load_results(path))
     assert {"dataset": "d", "fold": 0, "method": "ES-HILL", "metric": "acc",
             "score": scores["ES-HILL"]["acc"]} in rows  # fmt: skip
-    monkeypatch.setattr(sys, "argv", ["bench_paper", "--report", "--results", str(path)])
-    bench_paper.main()
+    bench_paper.main(["--report", "--results", str(path)])
     out = capsys.readouterr().out
     assert "Table 4.4" in out and "ES-HILL" in out

@@ -33,17 +33,6 @@ def _write_rows(path, folds=2):
             f.write(json.dumps(row) + "\n")
 
 
-def test_fill_replaces_only_the_named_blocks():
-    text = (
-        "hand text\n<!-- generated: a -->\nold a\n<!-- end generated -->\nmiddle\n"
-        "<!-- generated: b -->\nold b\n<!-- end generated -->\n"
-    )
-    out = papers_report.fill(text, {"a": "new a"})
-    assert "new a" in out and "old a" not in out
-    assert "old b" in out and out.startswith("hand text\n") and "\nmiddle\n" in out
-    assert papers_report.fill(out, {"a": "new a"}) == out  # idempotent
-
-
 def test_tables_4_blocks_put_the_paper_beside_ours(tmp_path):
     path = tmp_path / "rows.jsonl"
     missing = papers_report.tables_4_blocks(path, "x-")

@@ -67,14 +67,14 @@ def test_scale_quick_records_a_row_per_tool_and_reports_them(tmp_path, capsys):
     assert "synth20k" in capsys.readouterr().out
 
 
-def test_regression_quick_fits_ensel_and_its_peers_(tmp_path, monkeypatch):
+def test_regression_quick_fits_ensel_and_its_peers_(tmp_path):
     from benchmarks import bench_regression
 
-    monkeypatch.setattr(bench_regression, "CACHE", tmp_path / "cache")
+    rows = tmp_path / "regression.jsonl"
     argv = ["--quick", "--datasets", "diabetes", "--time-limit", "10", "--spec", "tiny_regression"]
-    bench_regression.main([*argv, "--no-autogluon"])
-    (record,) = [json.loads(x) for x in (tmp_path / "cache" / "results-quick.jsonl").open()]
-    assert record["dataset"] == "diabetes" and record["ensel"]["rmse"] > 0
+    bench_regression.main([*argv, "--no-autogluon", "--results", str(rows)])
+    (record,) = [json.loads(x) for x in rows.open()]
+    assert record["dataset"] == "diabetes" and record["ensel"]["rmse"] > 0 and record["commit"]
     assert record["hgb"]["rmse"] > 0 and record["best_member"]["rmse"] > 0
 
 

@@ -17,21 +17,23 @@ Hand-written after the block.
 """
 
 
-def test_write_section_replaces_only_between_the_markers(tmp_path):
-    page = tmp_path / "results.md"
+def test_write_blocks_replaces_only_between_the_markers(tmp_path):
+    other, page = tmp_path / "other.md", tmp_path / "results.md"
+    other.write_text("# Other\n")
     page.write_text(PAGE)
-    _report.write_section("## T", ["fresh 1", "fresh 2"], page=page)
+    _report.write_blocks([other, page], {"t": "fresh 1\nfresh 2"})
     text = page.read_text()
     assert "stale" not in text and "fresh 1\nfresh 2\n<!-- end generated -->" in text
     assert text.replace("fresh 1\nfresh 2", "stale") == PAGE
+    assert other.read_text() == "# Other\n"
 
 
-def test_write_section_without_a_block_writes_nothing(tmp_path, capsys):
+def test_a_block_no_page_has_is_an_error_and_writes_nothing(tmp_path):
     page = tmp_path / "results.md"
     page.write_text("# Results\n\n## T\nhand-written\n")
-    _report.write_section("## T", ["fresh"], page=page)
+    with pytest.raises(SystemExit, match="generated: t"):
+        _report.write_blocks([page], {"t": "fresh"})
     assert page.read_text() == "# Results\n\n## T\nhand-written\n"
-    assert "fresh" in capsys.readouterr().out
 
 
 def test_writing_twice_changes_nothing_the_second_time(tmp_path):
@@ -46,7 +48,3 @@ def test_writing_twice_changes_nothing_the_second_time(tmp_path):
 def test_an_unclosed_block_is_an_error():
     with pytest.raises(ValueError):
         _report.replace_generated("<!-- generated: t -->\nx\n", "t", "y")
-
-
-def test_slot_names_come_from_headings():
-    assert _report.slot_name("## AutoML comparison (quick)") == "automl-comparison-quick"
