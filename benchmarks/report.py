@@ -207,9 +207,9 @@ def real_large_block(results: Path = RESULTS) -> dict[str, str]:
     """The real tables of 100k-500k rows (``bench_scale`` on ``LARGE_CLASSIFICATION``): per
     table and budget, the latest back-to-back fits of ensel and AutoGluon best_quality
     (differences positive where ensel is better) and LightGBM's defaults, with the cost
-    columns; then the verdict the targets ask for, on the latest pairs per budget and on every pair the
-    rows hold (the k-th ensel fit of a table with its k-th AutoGluon fit: each run of the
-    suite fits both, one after the other); nothing while there are no rows."""
+    columns; then the verdict the targets ask for, on the latest pairs per budget and on every
+    pair the rows hold (the k-th ensel fit of a table with its k-th AutoGluon fit: each run of
+    the suite fits both, one after the other); nothing while there are no rows."""
     path = results / REAL_LARGE_FILE
     if not path.exists():
         return {}
