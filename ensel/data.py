@@ -436,6 +436,11 @@ class Coded:
     def __len__(self) -> int:
         return len(self.codes)
 
+    def used(self) -> set[str]:
+        """The text of the values some cell holds (a pandas Categorical's categories that no
+        cell holds are left out, as :func:`warn_unseen` leaves them)."""
+        return {self.text[c] for c in np.unique(self.codes[self.codes >= 0])}
+
     @classmethod
     def of(cls, values) -> Coded:
         """The cells ``values`` (an array or a Series; a pandas Categorical by its codes) coded
@@ -519,7 +524,7 @@ def read_table(frame: pd.DataFrame, schema: Schema, categories: dict[str, list[s
         else:
             values = boxed[:, j] if boxed is not None else frame.iloc[:, j]
         coded = cells[col] = Coded.of(values)
-        unseen = sorted(set(coded.text) - schema.known[col])
+        unseen = sorted(coded.used() - schema.known[col])
         if unseen:
             warn_unseen_levels(col, unseen, stacklevel=4)
     return Table(len(frame), block, schema.numeric, cells)

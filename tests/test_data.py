@@ -155,14 +155,14 @@ def test_dates_and_durations_are_numbers_at_fit_and_at_predict():
 def test_a_table_reads_what_check_columns_reads_once_per_schema(integers):
     """Every kind of column the predict checks treat (plain, nullable and float32 numbers,
     numbers as text with a stray token, dates, booleans and categories as text or a pandas
-    Categorical, an extra column and another column order): the Table's numeric block and
-    categorical cells hold check_columns' values, with its warnings, in its order. With plain
-    integers every number read as it is has a numpy dtype: the frame is read as one object
-    array."""
+    Categorical with a category no row holds, an extra column and another column order): the
+    Table's numeric block and categorical cells hold check_columns' values, with its warnings,
+    in its order. With plain integers every number read as it is has a numpy dtype: the frame
+    is read as one object array."""
     frame = pd.DataFrame(
         {
             "extra": ["unused", "x", "y"],
-            "k": pd.Categorical(["a", None, "zz"]),
+            "k": pd.Categorical(["a", None, "zz"], categories=["a", "zz", "never used"]),
             "n": pd.array([1, None, 3] if integers == "Int64" else [1, 2, 3], dtype=integers),
             "f": np.array([0.1, np.nan, 2.5], dtype=np.float32),
             "t": ["1.5", "?", "2"],
