@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -151,21 +151,14 @@ class View:
         return out
 
     def signature(self) -> tuple:
-        """Everything :meth:`transform` reads, hashable, made once per fitted view: views of
-        equal signatures give the same matrix on the same rows. Native views that pass
-        missing values through learn nothing from their fold but what the columns hold, so
-        the fold siblings of a library share one signature and a small batch transforms them
-        once."""
+        """Every compared field of the view (all that :meth:`transform` reads), hashable, made
+        once per fitted view: views of equal signatures give the same matrix on the same rows.
+        Native views that pass missing values through learn nothing from their fold but what
+        the columns hold, so the fold siblings of a library share one signature and a small
+        batch transforms them once."""
         if self._signature is None:
-            arrays = (self.fill, self.indicators, self.mean, self.scale)
-            self._signature = (
-                self.kind,
-                self.native_missing,
-                self.columns,
-                *((a.dtype.str, a.shape, a.tobytes()) for a in arrays),
-                tuple(tuple(kept) for kept in self.levels),
-                tuple(self.pooled),
-                tuple(self.missing_level),
+            self._signature = tuple(
+                _frozen(getattr(self, f.name)) for f in fields(self) if f.compare
             )
         return self._signature
 
@@ -180,6 +173,15 @@ class View:
             levels = self.columns.categories[j] if native else self.levels[j]
             self._positions[j] = {str(level): i for i, level in enumerate(levels)}
         return self._positions[j]
+
+
+def _frozen(value):
+    """``value`` hashable: an array as its dtype, shape and bytes, a list as a tuple."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.str, value.shape, value.tobytes()
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 def _categories(col: pd.Series | Coded) -> tuple[np.ndarray, list[str]] | None:
