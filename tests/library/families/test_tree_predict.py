@@ -194,21 +194,26 @@ def test_regression_tree_members_of_small_batches_equal_the_tree_loop(name, monk
     np.testing.assert_array_equal(small, large)
 
 
+@pytest.mark.parametrize("name", ["lightgbm", "xgboost"])
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_lightgbm_members_read_from_the_booster_equal_predict_proba(n_classes):
-    """The booster's probabilities equal LGBMClassifier.predict_proba's bit for bit, single
+def test_boosted_members_read_from_the_booster_equal_predict_proba(n_classes, name):
+    """The booster's probabilities equal the classifier's predict_proba bit for bit, single
     rows and batches, missing values included."""
-    pytest.importorskip("lightgbm")
-    from ensel.library.families.gbdt import lightgbm_proba
+    pytest.importorskip(name)
+    from ensel.library.families.gbdt import lightgbm_proba, xgboost_proba
 
-    X, y = _data(n_classes, seed=3)
-    run = _fit("lightgbm", X, y, n_classes, (4, 30))
+    X, y = _data(n_classes, seed=3 if name == "lightgbm" else 4)
+    run = _fit(name, X, y, n_classes, (4, 30))
     for rows in (slice(0, 1), slice(5, 6), slice(0, 300)):
         for rounds in (4, 30):
-            got = lightgbm_proba(run.model, X[rows], rounds)
-            np.testing.assert_array_equal(
-                got, run.model.predict_proba(X[rows], num_iteration=rounds)
-            )
+            if name == "lightgbm":
+                got = lightgbm_proba(run.model, X[rows], rounds)
+                expected = run.model.predict_proba(X[rows], num_iteration=rounds)
+            else:
+                got = xgboost_proba(run.model, X[rows], rounds)
+                expected = run.model.predict_proba(X[rows], iteration_range=(0, rounds))
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
 
 
 def _with_codes(X: np.ndarray) -> np.ndarray:
@@ -251,21 +256,4 @@ def test_boosters_called_directly_equal_their_wrappers(n_classes, name, categori
                 got = lightgbm_raw(model.booster_, X[rows], rounds)
                 expected = model.booster_.predict(X[rows], num_iteration=rounds, num_threads=1)
             assert got.dtype == expected.dtype and got.shape == expected.shape
-            np.testing.assert_array_equal(got, expected)
-
-
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_xgboost_members_read_from_the_booster_equal_predict_proba(n_classes):
-    """The booster's probabilities equal XGBClassifier.predict_proba's bit for bit, single
-    rows and batches, missing values included."""
-    pytest.importorskip("xgboost")
-    from ensel.library.families.gbdt import xgboost_proba
-
-    X, y = _data(n_classes, seed=4)
-    run = _fit("xgboost", X, y, n_classes, (4, 30))
-    for rows in (slice(0, 1), slice(5, 6), slice(0, 300)):
-        for rounds in (4, 30):
-            got = xgboost_proba(run.model, X[rows], rounds)
-            expected = run.model.predict_proba(X[rows], iteration_range=(0, rounds))
-            assert got.dtype == expected.dtype
             np.testing.assert_array_equal(got, expected)
