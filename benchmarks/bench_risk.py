@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 import warnings
 from dataclasses import asdict, dataclass, field, replace
@@ -120,8 +119,8 @@ def append_rows(
     """Append each row of ``frame`` (one problem and detector) to ``path`` as JSON, with the
     part of the suite it came from, the sizes, the machine's cores, the processes the run
     used and the run's provenance."""
-    extra = {"part": part, "sizes": asdict(sizes), "machine": platform.machine()}
-    extra |= {"host": f"{os.cpu_count()} cores", "n_jobs": n_jobs, **provenance()}
+    extra = {"part": part, "sizes": asdict(sizes), "host": f"{os.cpu_count()} cores"}
+    extra |= {"n_jobs": n_jobs, **provenance()}  # provenance names the machine
     path.parent.mkdir(parents=True, exist_ok=True)
     with open_results(path, "a") as f:
         for row in frame.to_dict("records"):
