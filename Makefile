@@ -33,8 +33,9 @@ browser:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 		echo "chromium could not be installed: the report rendering test will be skipped"
 
+# Two test processes (pytest-xdist), work stolen as each finishes: CI has two cores.
 test: lint browser
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n 2 --dist worksteal
 
 bench: install-dev
 	$(PYTHON) -m benchmarks.bench_selection

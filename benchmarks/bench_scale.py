@@ -59,7 +59,8 @@ REGISTERED = (
 )  # fmt: skip
 """Real tables of ``benchmarks.datasets`` (its ``LARGE_CLASSIFICATION`` of 100k-500k rows, and
 two of 20k-28k), with the package, target, dropped columns and split recorded there."""
-TOOLS = ("ensel", "lightgbm", "hgb", "autogluon")
+TOOLS = ("ensel", "ensel_levels2", "lightgbm", "hgb", "autogluon")
+"""``ensel_levels2``: ensel with a second level (``levels=2``), to measure where stacking pays."""
 
 
 # ---------------------------------------------------------------------------- tables
@@ -154,14 +155,27 @@ def _saved_mb(save) -> float:
 
 
 def run_ensel(
-    X, y, X_test, y_test, budget: float, seed: int, n_jobs: int, max_memory: str | None = None
+    X,
+    y,
+    X_test,
+    y_test,
+    budget: float,
+    seed: int,
+    n_jobs: int,
+    max_memory: str | None = None,
+    levels: int = 1,
 ) -> dict:
     from ensel import EnsembleSelectionClassifier
 
     keep = os.environ.get("ENSEL_SCALE_STORE")  # keep the library there, to read its plan
     with tempfile.TemporaryDirectory(prefix="ensel-scale-", dir=keep) as store:
         clf = EnsembleSelectionClassifier(
-            time_limit=budget, n_jobs=n_jobs, random_state=seed, store=store, max_memory=max_memory
+            time_limit=budget,
+            n_jobs=n_jobs,
+            random_state=seed,
+            store=store,
+            max_memory=max_memory,
+            levels=levels,
         )
         with PeakMemory() as memory:
             start = time.perf_counter()
@@ -169,14 +183,18 @@ def run_ensel(
             fit_seconds = time.perf_counter() - start
         proba, us = _predict_us(lambda X: clf.predict_proba(X)[:, 1], X_test)
         saved_mb = _saved_mb(clf.save)
-        unbudgeted = _without_predict_budget(store, X, y, X_test, y_test, seed)
+        # a built library is selected again at one level only: nothing to compare at two
+        unbudgeted = (
+            None if levels > 1 else _without_predict_budget(store, X, y, X_test, y_test, seed)
+        )
         if keep:
             shutil.copytree(store, Path(keep) / f"{len(X)}-{budget:g}-{seed}", dirs_exist_ok=True)
     not_finished = clf.budget_.runs_not_finished or {}
     plan = clf.budget_.plan or {}
     return {
         **({"max_memory": max_memory} if max_memory is not None else {}),
-        "without_predict_budget": unbudgeted,
+        **({"without_predict_budget": unbudgeted} if unbudgeted is not None else {}),
+        **({"level_two": clf.budget_.level_two} if levels > 1 else {}),
         "fit_seconds": fit_seconds,
         "peak_mb": memory.peak_mb,
         "saved_mb": saved_mb,
@@ -281,7 +299,13 @@ def run_autogluon(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -
     }
 
 
-RUNNERS = {"ensel": run_ensel, "lightgbm": run_lightgbm, "hgb": run_hgb, "autogluon": run_autogluon}
+RUNNERS = {
+    "ensel": run_ensel,
+    "ensel_levels2": functools.partial(run_ensel, levels=2),
+    "lightgbm": run_lightgbm,
+    "hgb": run_hgb,
+    "autogluon": run_autogluon,
+}
 
 
 def run_block(
@@ -295,16 +319,23 @@ def run_block(
     }
     runners = dict(RUNNERS)
     if max_memory is not None:
-        runners["ensel"] = functools.partial(RUNNERS["ensel"], max_memory=max_memory)
+        for tool in ("ensel", "ensel_levels2"):
+            runners[tool] = functools.partial(RUNNERS[tool], max_memory=max_memory)
     rows = []
     for table in tables:
         for seed in seeds:
             data = None
             for budget in budgets:
                 for tool in tools:
-                    if tool != "ensel" and tool != "autogluon" and budget != budgets[0]:
+                    if tool in ("lightgbm", "hgb") and budget != budgets[0]:
                         continue  # the defaults take no budget: measured once per table
-                    if (tool, table, budget, seed, max_memory if tool == "ensel" else None) in done:
+                    if (
+                        tool,
+                        table,
+                        budget,
+                        seed,
+                        max_memory if tool.startswith("ensel") else None,
+                    ) in done:
                         continue
                     data = data or load_table(table, seed)
                     row = {
