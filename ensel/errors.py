@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ModelFileError", "SpecError", "StoreError"]
+__all__ = ["EmptyLibraryError", "ModelFileError", "SpecError", "StoreError"]
 
 
 class SpecError(ValueError):
@@ -15,3 +15,7 @@ class StoreError(ValueError):
 
 class ModelFileError(ValueError):
     """A saved model file is truncated, corrupt or needs a missing module; one line says so."""
+
+
+class EmptyLibraryError(ValueError):
+    """No run of a library's spec finished (in time, or at all); the message says why."""

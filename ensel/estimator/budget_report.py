@@ -39,7 +39,8 @@ class BudgetReport:
     level_two : with ``levels=2`` (with or without ``time_limit``), the second level:
         ``seconds`` (its build), ``runs`` and ``members`` (built), ``members_with_weight``
         and ``weight`` (their share of the ensemble), ``inputs`` (the level-one members whose
-        out-of-fold predictions it was given).
+        out-of-fold predictions it was given); or ``error`` alone where no level-two run
+        finished (level one was then selected alone, with a warning).
     """
 
     selection_seconds_estimated: float | None = None

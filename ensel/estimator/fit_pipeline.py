@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._jobs import as_seed
+from ..errors import EmptyLibraryError
 from ..library import Library, build_library
 from ..library.data.sources import is_source, n_classes, n_rows
 from ..library.data.training import resolve_cv
@@ -78,6 +80,7 @@ class FitPipeline:
     options: dict = field(default_factory=dict)
     level_one: Library | None = None
     library: Any = None
+    level_two_error: str | None = None
     P: np.ndarray | None = None
     report: BudgetReport = field(default_factory=BudgetReport)
     weights: np.ndarray | None = None
@@ -177,10 +180,17 @@ class FitPipeline:
         both levels are the library selection weighs (:mod:`ensel.estimator.levels`)."""
         if self.estimator.levels < 2:
             return
-        self.library = levels.build_second_level(
-            self.estimator, self.level_one, self.P, self.metric, self.X, self.y, self.groups,
-            self.seed, self.budget,
-        )  # fmt: skip
+        try:
+            self.library = levels.build_second_level(
+                self.estimator, self.level_one, self.P, self.metric, self.X, self.y, self.groups,
+                self.seed, self.budget,
+            )  # fmt: skip
+        except EmptyLibraryError as exc:  # level one stands alone, as a failed run is skipped
+            warnings.warn(
+                f"levels=2: no second level, level one alone is selected: {exc}", stacklevel=2
+            )
+            self.level_two_error = str(exc)
+            return
         self.P = self.library.predictions
 
     def time_selection(self) -> None:
@@ -219,6 +229,8 @@ class FitPipeline:
             self.weights, self.report.exportable = chooser.exportable(self.options, self.weights)
         if isinstance(self.library, levels.TwoLevels):
             self.report.level_two = self.library.summary(self.weights)
+        elif self.level_two_error is not None:
+            self.report.level_two = {"error": self.level_two_error}
         self.fitted.update(chooser.fitted)
 
     def finalise(self) -> None:

@@ -30,6 +30,7 @@ from sklearn.utils._param_validation import (
 from .._jobs import as_seed, n_workers
 from .._progress import progress_bar
 from ..data import as_frame
+from ..errors import EmptyLibraryError
 from .data.sources import is_source, n_rows, prepare_source
 from .data.training import TrainingData, prepare, resolve_cv, share_frame
 from .execution import dask_executor  # noqa: F401 - registers the backend "dask"
@@ -390,12 +391,12 @@ def _check_not_empty(build: BuildContext) -> None:
         return
     failed = writer.members(build.order, statuses=FAILED)
     if build.budget.timed and (failed["status"] == "budget").any():
-        raise ValueError(
+        raise EmptyLibraryError(
             f"no run of spec {name!r} finished within the time budget, so the library is empty; "
             "give a larger time_limit (the finished work is kept in the store, if one was given)"
         )
     reasons = "; ".join(dict.fromkeys(failed["error"].tolist()))[:500]
-    raise ValueError(
+    raise EmptyLibraryError(
         f"no run of spec {name!r} finished, so the library is empty; "
         f"errors: {reasons or 'none recorded'}"
     )

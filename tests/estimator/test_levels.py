@@ -135,3 +135,22 @@ def test_a_two_level_regressor_saves_and_loads(tmp_path):
     assert model.budget_.level_two["members"] > 0
     assert np.corrcoef(model.predict(X), y)[0, 1] > 0.9
     _round_trip(model, X, tmp_path, lambda m, X: m.predict(X))
+
+
+def test_a_second_level_that_builds_nothing_leaves_level_one_selected_alone(monkeypatch):
+    """A level-two run that fails is recorded and skipped like any run; with none left, the
+    fit goes on with level one alone, warns, and says why in ``budget_.level_two``."""
+    failing = {
+        "name": "stack_failing_test",
+        "families": [{"family": "lightgbm", "params": {"num_leaves": -3}, "stages": [16]}],
+    }
+    monkeypatch.setattr(levels, "spec_path", lambda task: failing)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = EnsembleSelectionClassifier(library=LEVEL_ONE, cv=3, levels=2, **FAST)
+    with pytest.warns(UserWarning, match="levels=2: no second level"):
+        model.fit(X, y)
+    assert not model.members_["id"].str.startswith(levels.PREFIX).any()
+    assert "no run of spec 'stack_failing_test' finished" in model.budget_.level_two["error"]
+    assert score("roc", y, model.predict_proba(X)[:, 1]) > 0.8
