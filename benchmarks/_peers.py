@@ -38,9 +38,8 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import log_loss, roc_auc_score
 
-from benchmarks._record import PeakMemory
+from benchmarks._record import ROOT, PeakMemory
 
-ROOT = Path(__file__).resolve().parents[1]
 ENV_NAME = "autogluon"
 AUTOGLUON_VERSION = "1.6.3"
 TORCH_PIN = "torch==2.13.0"

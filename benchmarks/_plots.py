@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks._stats import standard_error
+
 BUDGETS = (60.0, 300.0, 600.0)
 METRICS = (("auc", "AUC"), ("logloss", "log loss"))
 
@@ -70,7 +72,7 @@ def plot_budgets(rows: pd.DataFrame, path: Path) -> None:
             budgets = sorted(means.loc[config].index.get_level_values(0).unique())
             gain = [sign * (means.loc[(config, b)] - base) for b in budgets]
             mean = [g.mean() for g in gain]
-            se = [g.std(ddof=1) / np.sqrt(len(g)) for g in gain]
+            se = [standard_error(g) for g in gain]
             ax.errorbar(budgets, mean, yerr=se, marker=marker, capsize=3, label=config)
         ax.set_xscale("log")
         ax.xaxis.set_minor_locator(NullLocator())

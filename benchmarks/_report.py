@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._predict_timing import median_seconds  # noqa: F401 (bench_risk imports it here)
+from benchmarks._record import ROOT as ROOT  # the repository root, for the report modules
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGE = Path("docs") / "results.md"
 """The page the suites' generated blocks live in (relative to ``ROOT``)."""
 END = "<!-- end generated -->"

@@ -46,6 +46,7 @@ import pandas as pd
 from benchmarks._peers import classification_scores
 from benchmarks._predict_timing import warm_predict
 from benchmarks._record import (
+    ROOT,
     PeakMemory,
     append_row,
     git_commit,
@@ -58,7 +59,6 @@ from benchmarks._report import machine_line, markdown_table
 from benchmarks._stats import over_datasets, per_dataset, predict_ratios
 from benchmarks.datasets import CLASSIFICATION, train_groups, train_test
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "automl_12tables.jsonl"
 CONFIGS = ("ensel", "autogluon", "spare")
 FIRST_DATASETS = ("pima", "biopsy_na", "participation", "turnout", "doctor_aus", "chile",

@@ -32,6 +32,7 @@ import numpy as np
 
 from benchmarks._record import append_row, git_commit, load_results, provenance
 from benchmarks._report import ROOT, write_blocks
+from benchmarks._stats import standard_error
 from ensel.bayesnet import edit_distance, select_tasks
 from ensel.bayesnet._dag import TaskDag
 from ensel.bayesnet._multitask import log_keep, multitask_climb
@@ -392,7 +393,7 @@ def _ms(values) -> str:
     v = np.asarray(values, dtype=float)
     if len(v) < 2:
         return f"{v.mean():.2f}" if len(v) else "-"
-    return f"{v.mean():.2f} ± {v.std(ddof=1) / np.sqrt(len(v)):.2f}"
+    return f"{v.mean():.2f} ± {standard_error(v):.2f}"
 
 
 def _paired(a, b) -> str:
@@ -400,7 +401,7 @@ def _paired(a, b) -> str:
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if len(d) < 2:
         return f"{d.mean():+.2f} (1 trial)" if len(d) else "-"
-    se = d.std(ddof=1) / np.sqrt(len(d))
+    se = standard_error(d)
     z = d.mean() / se if se > 0 else (np.inf * np.sign(d.mean()) if d.mean() else 0.0)
     return f"{d.mean():+.2f} ± {se:.2f} ({z:+.1f} s.e.)"
 
@@ -691,7 +692,7 @@ def plot_fig25(path, out_png) -> None:
         for g in keys:
             v = np.array([r["methods"][meth]["edit"] for r in groups[g] if meth in r["methods"]])
             means.append(v.mean())
-            ses.append(v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else 0.0)
+            ses.append(np.nan_to_num(standard_error(v)))
         x = np.arange(len(keys)) + (j - (len(methods) - 1) / 2) * width
         ax.bar(x, means, width, yerr=ses, capsize=2, label=meth)
     ax.set_xticks(np.arange(len(keys)))

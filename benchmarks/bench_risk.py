@@ -45,8 +45,8 @@ from threadpoolctl import threadpool_limits
 
 from benchmarks import risk_problems as rp
 from benchmarks import sandia_tables
+from benchmarks._predict_timing import median_seconds
 from benchmarks._record import open_results, provenance
-from benchmarks._report import median_seconds
 
 ORDER = (
     "box",

@@ -36,10 +36,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from benchmarks._peers import classification_scores
 from benchmarks._record import (
+    ROOT,
     PeakMemory,
     append_row,
     load_results,
@@ -49,7 +50,6 @@ from benchmarks._record import (
 )
 from benchmarks._scale_data import make_table
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "scale.jsonl"
 SYNTHETIC = {"synth20k": 20_000, "synth100k": 100_000, "synth300k": 300_000, "synth1m": 1_000_000}
 REAL = ("movies", "insteval")
@@ -137,8 +137,8 @@ def _insteval() -> tuple[pd.DataFrame, pd.Series]:
 
 
 def _scores(y_test: pd.Series, proba: np.ndarray) -> dict:
-    p = np.clip(np.asarray(proba, dtype=float), 1e-15, 1 - 1e-15)
-    return {"auc": roc_auc_score(y_test, p), "logloss": log_loss(y_test, p, labels=[0, 1])}
+    """Test AUC and log loss of the positive class's probabilities, as every peer is scored."""
+    return classification_scores(y_test, [0, 1], proba)
 
 
 def _predict_us(predict, X_test: pd.DataFrame) -> tuple[np.ndarray, float]:

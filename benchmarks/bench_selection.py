@@ -22,13 +22,12 @@ import numpy as np
 
 from benchmarks._peers import autogluon_python
 from benchmarks._predict_timing import median_seconds
-from benchmarks._record import append_row, provenance, results_path, suite_parser
+from benchmarks._record import ROOT, append_row, provenance, results_path, suite_parser
 from ensel._candidates import candidate_scorer
 from ensel.metrics import METRICS, resolve_metric
 from ensel.selection import EnsembleSelection
 from ensel.synthetic import make_library
 
-ROOT = Path(__file__).resolve().parents[1]
 PEER_METRICS = ("roc", "acc", "mxe", "fsc")  # where AutoGluon's metric is ours
 RESULTS = ROOT / "benchmarks" / "results" / "selection.jsonl"
 

@@ -33,7 +33,7 @@ import pandas as pd
 from scipy.optimize import nnls
 from threadpoolctl import threadpool_limits
 
-from benchmarks._record import machine
+from benchmarks._record import ROOT, machine
 from ensel.data import Columns
 from ensel.library.execution.runs import _takes_stages, measure_cost, native_categorical
 from ensel.library.families import FAMILIES, REGRESSORS, missing_requirements
@@ -41,7 +41,6 @@ from ensel.library.planning.estimate import fit_work
 from ensel.library.planning.predict_work import predict_work, view_work
 from ensel.library.views.base import make_view, transform
 
-ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "ensel" / "library" / "planning" / "cost_constants.json"
 SIZES = (1000, 4000, 16000)
 """Pilot rows: up to 16,000, because per-row costs change with size (caches, tree depth,

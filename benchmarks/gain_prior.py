@@ -22,9 +22,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from benchmarks._record import load_results
+from benchmarks._record import ROOT, load_results
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 TARGET = ROOT / "ensel" / "library" / "planning" / "gain_prior.json"
 

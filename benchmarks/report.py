@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._report import PAGE, ROOT, markdown_table, write_blocks
-from benchmarks._stats import HIGHER_IS_BETTER, over_datasets, predict_ratios
+from benchmarks._stats import HIGHER_IS_BETTER, over_datasets, predict_ratios, standard_error
 from benchmarks.bench_automl import merged_results
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -72,7 +72,7 @@ def differences(rows: pd.DataFrame, budget: float, metric: str, theirs: str = "a
         {
             "n_train": a.loc[both, "n_train"].groupby(level="dataset").first(),
             "mean": grouped.mean(),
-            "se": grouped.std(ddof=1) / np.sqrt(grouped.size()),
+            "se": grouped.agg(standard_error),
             "seeds": grouped.size(),
         }
     )

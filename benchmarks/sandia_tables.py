@@ -184,9 +184,7 @@ def our_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _mean_se(long: pd.DataFrame) -> pd.DataFrame:
     g = long.groupby(["kind", "d", "detector"])["value"]
-    return pd.DataFrame(
-        {"mean": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.count()), "n": g.count()}
-    )
+    return pd.DataFrame({"mean": g.mean(), "se": g.agg(standard_error), "n": g.count()})
 
 
 def cells(ours: pd.DataFrame, kind: str) -> pd.DataFrame:
