@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
-from ._native_predict import lightgbm_raw, xgboost_value
+from ._native_predict import lightgbm_raw, lightgbm_row, xgboost_value
 from ._regression import column
 from ._traits import FamilyTraits, GrowSpace
 from ._treepack import PACK_CELLS
@@ -136,10 +136,12 @@ def lightgbm_proba(model, X: np.ndarray, rounds: int) -> np.ndarray:
     :func:`~ensel.library.families._native_predict.lightgbm_raw`): the wrappers' input checks,
     predictor object and parameter handling cost more per call than a few rows' trees, and the
     classifier only adds ``1 - p`` beside the booster's ``p`` for two classes (the same
-    numbers, tested). One thread, as the wrapper of these models (``n_jobs=1``) asks: the
-    booster alone would start every core's, and on a busy machine their start costs more
-    than the trees."""
-    p = lightgbm_raw(model.booster_, X, rounds)
+    numbers, tested); one row through the single-row call
+    (:func:`~ensel.library.families._native_predict.lightgbm_row`). One thread, as the
+    wrapper of these models (``n_jobs=1``) asks: the booster alone would start every core's,
+    and on a busy machine their start costs more than the trees."""
+    booster = model.booster_
+    p = lightgbm_row(booster, X, rounds) if X.shape[0] == 1 else lightgbm_raw(booster, X, rounds)
     return p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()
 
 

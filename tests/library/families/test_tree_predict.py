@@ -233,7 +233,7 @@ def test_boosters_called_directly_equal_their_wrappers(n_classes, name, categori
     values, LightGBM's float64 ones), on single rows and batches, missing values and
     native categorical columns included."""
     pytest.importorskip(name)
-    from ensel.library.families._native_predict import lightgbm_raw, xgboost_value
+    from ensel.library.families._native_predict import lightgbm_raw, lightgbm_row, xgboost_value
 
     X, y = _data(n_classes, seed=5)
     X = _with_codes(X) if categorical else X
@@ -259,6 +259,14 @@ def test_boosters_called_directly_equal_their_wrappers(n_classes, name, categori
                 expected = model.booster_.predict(X[rows], num_iteration=rounds, num_threads=1)
             assert got.dtype == expected.dtype and got.shape == expected.shape
             np.testing.assert_array_equal(got, expected)
+    if name == "lightgbm":  # the single-row call on every row, rounds changing between calls
+        batches = {rounds: lightgbm_raw(model.booster_, X, rounds) for rounds in (4, 30)}
+        for i in range(0, len(X), 3):
+            for rounds in (4, 30, 30, 4) if i % 2 else (30, 4):
+                got = lightgbm_row(model.booster_, X[i : i + 1], rounds)
+                assert got.shape == batches[rounds][i : i + 1].shape
+                np.testing.assert_array_equal(got, batches[rounds][i : i + 1])
+            lightgbm_raw(model.booster_, X[:7], 4)  # the batch call in between
 
 
 def test_leaves_at_any_trees_equal_each_trees_apply():
