@@ -1,8 +1,8 @@
 """Single rows and small batches on the fast path: each row predicted alone equals the same row
 in a large batch (which takes the full path), for a fitted ensemble of forests, bagged trees,
 xgboost, LightGBM and logistic regression over native and one-hot views; and a row alone does
-take the fast path (no frame check, no thread pool, the compiled tree walk, the boosters' C
-calls rather than their wrappers)."""
+take the fast path (no frame check, no thread pool, the compiled tree walk of all fold siblings
+at once, the boosters' C calls rather than their wrappers)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import ensel.library.storage.members as members_module
 from ensel import EnsembleSelectionClassifier
 from ensel.library import build_library
 from ensel.library.families import _treepack
+from ensel.library.families import trees as trees_module
 from ensel.library.storage.members import SMALL_ROWS, FittedMembers
 
 pytest.importorskip("xgboost")
@@ -105,6 +106,7 @@ def test_a_row_alone_takes_the_small_batch_path(fitted, monkeypatch):
         patched.setattr(xgboost.Booster, "inplace_predict", _refuse)
         patched.setattr(lightgbm.LGBMClassifier, "predict_proba", _refuse)
         patched.setattr(lightgbm.Booster, "predict", _refuse)
+        patched.setattr(trees_module._StagedRun, "predict", _refuse)  # fold siblings one by one
         if _treepack._compiled_walk is not None:
             patched.setattr(_treepack.TreePack, "walk", _refuse)  # the numpy walk
         got = every_member.predict(row, n_jobs=4)

@@ -97,16 +97,17 @@ class FittedRun:
         wanted = range(len(keys)) if members is None else members
         stage_idx = sorted({keys[m][0] for m in wanted})
         at = {s: i for i, s in enumerate(stage_idx)}
-        raw = []
-        for k, (view, family_run) in enumerate(self.siblings):
+        matrices = []
+        for k, (view, _) in enumerate(self.siblings):
             key = view_key(self.run.view, view, len(self.siblings), k, self.own_rows)
             if views is None:
-                matrix = transform(view, X)
+                matrices.append(transform(view, X))
             elif key in views:
-                matrix = views[key]
+                matrices.append(views[key])
             else:
-                matrix = views[key] = transform(view, X)
-            raw.append(predict_stages(family_run, matrix, stage_idx))
+                views[key] = transform(view, X)
+                matrices.append(views[key])
+        raw = predict_siblings([run for _, run in self.siblings], matrices, stage_idx)
         out = []
         for m in wanted:
             s_idx, method = keys[m]
@@ -309,6 +310,24 @@ def predict_stages(family_run, X: np.ndarray, stages: list[int]) -> dict[str, np
     if _takes_stages(type(family_run)):
         return family_run.predict(X, stages=stages)
     return {v: p[stages] for v, p in family_run.predict(X).items()}
+
+
+def predict_siblings(family_runs: list, matrices: list, stages: list[int]) -> list[dict]:
+    """``predict_stages`` of each fold sibling on its matrix: in one call where the siblings
+    are runs of one class that predicts siblings together (a static ``predict_siblings(runs,
+    X, stages)``, which may decline with None) and read one matrix (a shared view)."""
+    first = family_runs[0]
+    together = getattr(type(first), "predict_siblings", None)
+    if (
+        together is not None
+        and len(family_runs) > 1
+        and all(type(run) is type(first) for run in family_runs)
+        and all(m is matrices[0] for m in matrices)
+    ):
+        raw = together(family_runs, matrices[0], stages)
+        if raw is not None:
+            return raw
+    return [predict_stages(run, m, stages) for run, m in zip(family_runs, matrices, strict=True)]
 
 
 _TAKES_STAGES: dict[type, bool] = {}

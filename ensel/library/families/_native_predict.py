@@ -10,10 +10,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import threading
+import weakref
 
 import numpy as np
 
-__all__ = ["lightgbm_raw", "xgboost_value"]
+__all__ = ["lightgbm_raw", "lightgbm_row", "xgboost_value"]
 
 _XGBOOST_NEEDS = ("_LIB", "_check_call", "c_bst_ulong", "make_jcargs")
 _LIGHTGBM_NEEDS = (
@@ -117,6 +119,82 @@ def lightgbm_raw(booster, X: np.ndarray, rounds: int) -> np.ndarray:
     if count.value != preds.size:  # pragma: no cover - the library's own check
         raise ValueError("Wrong length for predict results")
     return preds if outputs.value == 1 else preds.reshape(X.shape[0], outputs.value)
+
+
+_ROW_SETUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per LightGBM booster: its single-row prediction setup (:class:`_RowSetup`)."""
+
+
+def lightgbm_row(booster, X: np.ndarray, rounds: int) -> np.ndarray:
+    """:func:`lightgbm_raw` of a one-row ``X``, through LightGBM's single-row call
+    (``LGBM_BoosterPredictForMatSingleRowFast``) whose setup (the configuration parsed, the
+    predictor made) is kept while the booster lives and made again only when the rounds or
+    the width change: the same predictor's numbers without rebuilding it per call. A booster
+    holds one single-row predictor, so its setups are one at a time and its calls are
+    serialised."""
+    basic = _library("lightgbm.basic", _LIGHTGBM_NEEDS)
+    handle = getattr(booster, "_handle", None)
+    if basic is None or handle is None or X.shape[0] != 1:  # pragma: no cover - other versions
+        return lightgbm_raw(booster, X, rounds)
+    row = np.ascontiguousarray(X, dtype=np.float64)
+    setup = _ROW_SETUPS.get(booster)
+    if setup is None:
+        setup = _ROW_SETUPS.setdefault(booster, _RowSetup(basic, booster))
+    with setup.lock:
+        config = setup.config(int(rounds), row.shape[1])
+        preds = np.empty(setup.outputs, dtype=np.float64)
+        count = ctypes.c_int64(0)
+        basic._safe_call(
+            basic._LIB.LGBM_BoosterPredictForMatSingleRowFast(
+                config,
+                ctypes.c_void_p(row.ctypes.data),
+                ctypes.byref(count),
+                ctypes.c_void_p(preds.ctypes.data),
+            )
+        )
+    if count.value != preds.size:  # pragma: no cover - the library's own check
+        raise ValueError("Wrong length for predict results")
+    return preds if preds.size == 1 else preds.reshape(1, preds.size)
+
+
+class _RowSetup:
+    """The single-row setup of one booster: made for given rounds and width, freed when
+    replaced or when the booster is collected."""
+
+    def __init__(self, basic, booster):
+        self.basic, self.booster = basic, weakref.ref(booster)
+        self.lock = threading.Lock()
+        outputs = ctypes.c_int(0)
+        basic._safe_call(
+            basic._LIB.LGBM_BoosterGetNumClasses(booster._handle, ctypes.byref(outputs))
+        )
+        self.outputs = outputs.value
+        self.key = None
+        self.handle = ctypes.c_void_p()
+        self._free = None
+
+    def config(self, rounds: int, width: int) -> ctypes.c_void_p:
+        """The setup handle for ``rounds`` and ``width`` (made again where they changed)."""
+        if self.key == (rounds, width):
+            return self.handle
+        if self._free is not None:
+            self._free()  # the old setup, before the booster's predictor is made again
+        basic, handle = self.basic, ctypes.c_void_p()
+        basic._safe_call(
+            basic._LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
+                self.booster()._handle,
+                ctypes.c_int(basic._C_API_PREDICT_NORMAL),
+                ctypes.c_int(0),
+                ctypes.c_int(rounds),
+                ctypes.c_int(basic._C_API_DTYPE_FLOAT64),
+                ctypes.c_int32(width),
+                _lightgbm_parameters(basic),
+                ctypes.byref(handle),
+            )
+        )
+        self._free = weakref.finalize(self.booster(), basic._LIB.LGBM_FastConfigFree, handle)
+        self.key, self.handle = (rounds, width), handle
+        return handle
 
 
 @functools.cache

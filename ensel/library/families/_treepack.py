@@ -69,18 +69,23 @@ class TreePack:
         """``(k, n)``: the leaf (a node index of its own tree, as ``apply`` gives) of each row
         of ``X32`` (``tree_input``) in each of the first ``k`` trees: compiled where numba is
         installed (each row walks down each tree as far as its leaf), else :meth:`walk`."""
-        if _compiled_walk is None:
-            return self.walk(X32, k)
-        return _compiled_walk(self.nodes, self.offsets[:k], X32)
+        return self.leaves_at(X32, np.arange(k, dtype=np.intp))
 
-    def walk(self, X32: np.ndarray, k: int) -> np.ndarray:
-        """:meth:`leaves` in numpy: every row and tree one step down at a time, as many steps
-        as the deepest tree has."""
-        n = X32.shape[0]
-        roots = np.repeat(self.offsets[:k], n)
+    def leaves_at(self, X32: np.ndarray, trees: np.ndarray) -> np.ndarray:
+        """``(len(trees), n)``: :meth:`leaves` in the trees of index ``trees`` (positions in
+        the pack, in that order), in one walk."""
+        if _compiled_walk is None:
+            return self.walk(X32, trees)
+        return _compiled_walk(self.nodes, self.offsets[trees], X32)
+
+    def walk(self, X32: np.ndarray, trees: np.ndarray) -> np.ndarray:
+        """:meth:`leaves_at` in numpy: every row and tree one step down at a time, as many
+        steps as the deepest of those trees has."""
+        n, k = X32.shape[0], len(trees)
+        roots = np.repeat(self.offsets[trees], n)
         node = roots
         rows = np.tile(np.arange(n, dtype=np.intp), k)
-        for _ in range(int(self.depths[:k].max(initial=0))):
+        for _ in range(int(self.depths[trees].max(initial=0))):
             at = self.nodes[node]
             x = X32[rows, at["feature"]]
             go_left = np.where(np.isnan(x), at["missing_left"], x <= at["threshold"])
@@ -144,6 +149,39 @@ class PacksTrees:
             return np.stack([per_tree[i][leaf] for i, leaf in enumerate(leaves)])
         table = self.cached("_node_values", lambda: np.concatenate(values()))
         return table[np.asarray(leaves) + pack.offsets[: len(leaves), None]]
+
+    def siblings_at_leaves(
+        self, siblings: list, ks: list[int], X32: np.ndarray, trees: Callable, values: Callable
+    ) -> list[np.ndarray]:
+        """Per fold sibling ``j`` of ``siblings`` (runs of this class, this one among them, the
+        same list on every call): ``(ks[j], n, ...)``, its first ``ks[j]`` trees' node outputs
+        at each row's leaf, as :meth:`at_leaves` gives them, from one walk over a pack of every
+        sibling's trees (kept on this run): a run's siblings read the same rows, and one
+        compiled call instead of one per sibling saves its fixed cost on a few rows.
+        ``trees(run)`` lists a run's trees, ``values(run)`` their per-node outputs."""
+        key = tuple(id(run) for run in siblings)
+        if self.__dict__.get("_siblings_key") != key:
+            for name in ("_siblings_pack", "_siblings_values", "_siblings_starts"):
+                self.__dict__.pop(name, None)
+            self.__dict__["_siblings_key"] = key
+            self.__dict__.setdefault("_cached", set()).add("_siblings_key")
+        pack = self.cached(
+            "_siblings_pack", lambda: TreePack([t for run in siblings for t in trees(run)])
+        )
+        table = self.cached(
+            "_siblings_values", lambda: np.concatenate([v for run in siblings for v in values(run)])
+        )
+        starts = self.cached(
+            "_siblings_starts", lambda: np.cumsum([0] + [len(trees(run)) for run in siblings])
+        )
+        picked = np.concatenate(
+            [
+                np.arange(start, start + k, dtype=np.intp)
+                for start, k in zip(starts[:-1], ks, strict=True)
+            ]
+        )
+        out = table[pack.leaves_at(X32, picked) + pack.offsets[picked, None]]
+        return np.split(out, np.cumsum(ks)[:-1])
 
     def cached(self, name: str, make: Callable[[], object]):
         """``make()``, computed once and kept under ``name`` (not pickled)."""

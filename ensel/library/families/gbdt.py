@@ -32,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
-from ._native_predict import lightgbm_raw, xgboost_value
+from ._native_predict import lightgbm_raw, lightgbm_row, xgboost_value
 from ._regression import column
 from ._traits import FamilyTraits, GrowSpace
+from ._treepack import PACK_CELLS
 from ._work import boosting_cost, boosting_relative_cost, depthwise_relative_cost
+from ._xgboost_pack import XGBoostPack
 
 STOP_ROUNDS = 50
 """Rounds without improvement on the early-stopping rows after which boosting stops."""
@@ -98,12 +100,34 @@ class _BoostedRun:
         for i, s in enumerate(self.stages[j] for j in wanted):
             s = s if self.best is None else min(s, self.best)
             if self.kind == "xgboost":
-                p = xgboost_proba(self.model, X, s)
+                p = self._xgboost_proba(X, s)
             else:
                 p = lightgbm_proba(self.model, X, s)
             p = np.asarray(p, dtype=np.float64)
             out[i] = full_proba(p / p.sum(axis=1, keepdims=True), self.classes, self.n_classes)
         return {"none": out}
+
+    def _xgboost_proba(self, X: np.ndarray, rounds: int) -> np.ndarray:
+        """:func:`xgboost_proba`; for a small batch (rows times rounds at most
+        ``PACK_CELLS``) from the compiled walk of the booster's trees
+        (:class:`~ensel.library.families._xgboost_pack.XGBoostPack`, made on first use and
+        kept, not pickled), the same numbers without the C call's fixed cost."""
+        if X.shape[0] * rounds <= PACK_CELLS:
+            if "_pack" not in self.__dict__:
+                self.__dict__["_pack"] = XGBoostPack.of(
+                    self.model.get_booster(), self.model.missing
+                )
+            pack = self.__dict__["_pack"]
+            if pack is not None:
+                p = pack.values(X, rounds)
+                return np.vstack((1.0 - p, p)).transpose()
+        return xgboost_proba(self.model, X, rounds)
+
+    def __getstate__(self) -> dict:
+        """Pickled state, without the pack of :meth:`_xgboost_proba` (a cache)."""
+        state = dict(self.__dict__)
+        state.pop("_pack", None)
+        return state
 
 
 def lightgbm_proba(model, X: np.ndarray, rounds: int) -> np.ndarray:
@@ -112,10 +136,12 @@ def lightgbm_proba(model, X: np.ndarray, rounds: int) -> np.ndarray:
     :func:`~ensel.library.families._native_predict.lightgbm_raw`): the wrappers' input checks,
     predictor object and parameter handling cost more per call than a few rows' trees, and the
     classifier only adds ``1 - p`` beside the booster's ``p`` for two classes (the same
-    numbers, tested). One thread, as the wrapper of these models (``n_jobs=1``) asks: the
-    booster alone would start every core's, and on a busy machine their start costs more
-    than the trees."""
-    p = lightgbm_raw(model.booster_, X, rounds)
+    numbers, tested); one row through the single-row call
+    (:func:`~ensel.library.families._native_predict.lightgbm_row`). One thread, as the
+    wrapper of these models (``n_jobs=1``) asks: the booster alone would start every core's,
+    and on a busy machine their start costs more than the trees."""
+    booster = model.booster_
+    p = lightgbm_row(booster, X, rounds) if X.shape[0] == 1 else lightgbm_raw(booster, X, rounds)
     return p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()
 
 

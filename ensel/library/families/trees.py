@@ -141,16 +141,14 @@ class _StagedRun(PacksTrees):
         the largest of them are evaluated. A small batch reads every tree's leaves from one
         walk (:class:`PacksTrees`) and sums them in one ``np.add.accumulate``, the sums a
         loop over the trees makes."""
-        wanted = range(len(self.stages)) if stages is None else stages
-        sizes = [min(self.stages[i], len(self.trees)) for i in wanted]
+        sizes = self._sizes(stages)
         X = tree_input(X)
         k = max(sizes)
         width = self.trees[0].node_proba().shape[1]
         if k * X.shape[0] * width <= PACK_CELLS:
             leaves = self.leaves_of(lambda: [t.tree for t in self.trees], k, X)
             proba = self.at_leaves(leaves, lambda: [t.node_proba() for t in self.trees])
-            sums = np.add.accumulate(proba, axis=0)
-            return {"none": np.stack([sums[size - 1] / size for size in sizes])}
+            return {"none": _stage_means(proba, sizes)}
         out: list = [None] * len(sizes)
         total = 0.0
         for i, tree in enumerate(self.trees[:k], start=1):
@@ -159,6 +157,38 @@ class _StagedRun(PacksTrees):
                 if size == i:
                     out[j] = total / i
         return {"none": np.stack(out)}
+
+    def _sizes(self, stages) -> list[int]:
+        """Trees averaged by each stage of index ``stages`` (all by default)."""
+        wanted = range(len(self.stages)) if stages is None else stages
+        return [min(self.stages[i], len(self.trees)) for i in wanted]
+
+    @staticmethod
+    def predict_siblings(runs: list, X: np.ndarray, stages) -> list[dict] | None:
+        """``[run.predict(X, stages) for run in runs]`` for fold siblings reading the same
+        ``X``, the same numbers, with every sibling's trees walked in one compiled call
+        (:meth:`PacksTrees.siblings_at_leaves`); None where the batch is too large for that."""
+        X = tree_input(X)
+        sizes = [run._sizes(stages) for run in runs]
+        ks = [max(s) for s in sizes]
+        width = runs[0].trees[0].node_proba().shape[1]
+        if sum(ks) * X.shape[0] * width > PACK_CELLS:
+            return None
+        parts = runs[0].siblings_at_leaves(
+            runs,
+            ks,
+            X,
+            trees=lambda run: [t.tree for t in run.trees],
+            values=lambda run: [t.node_proba() for t in run.trees],
+        )
+        return [{"none": _stage_means(p, s)} for p, s in zip(parts, sizes, strict=True)]
+
+
+def _stage_means(proba: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """``(len(sizes), n, ...)``: the mean of the first ``size`` trees' outputs ``proba``
+    (``(k, n, ...)``) for each size, summed tree after tree as a loop over the trees sums."""
+    sums = np.add.accumulate(proba, axis=0)
+    return np.stack([sums[size - 1] / size for size in sizes])
 
 
 def fit_tree(X, y, *, n_classes, params, stages, random_state):

@@ -108,11 +108,13 @@ def test_packed_trees_find_the_leaves_apply_finds():
     for tree, got in zip(trees[:4], leaves, strict=True):
         np.testing.assert_array_equal(got, tree.tree_.apply(X32))
     np.testing.assert_array_equal(pack.leaves(X32, 2), leaves[:2])
-    np.testing.assert_array_equal(pack.walk(X32, 4), leaves)  # numpy's walk, numba's
-    np.testing.assert_array_equal(pack.walk(X32[:1], 3), leaves[:3, :1])
+    np.testing.assert_array_equal(pack.walk(X32, np.arange(4)), leaves)  # numpy's walk, numba's
+    np.testing.assert_array_equal(pack.walk(X32[:1], np.arange(3)), leaves[:3, :1])
     one = tree_input(X[:, :1])
     np.testing.assert_array_equal(TreePack(trees[4:]).leaves(one, 1)[0], trees[4].tree_.apply(one))
-    np.testing.assert_array_equal(TreePack(trees[4:]).walk(one, 1)[0], trees[4].tree_.apply(one))
+    np.testing.assert_array_equal(
+        TreePack(trees[4:]).walk(one, np.arange(1))[0], trees[4].tree_.apply(one)
+    )
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -231,7 +233,7 @@ def test_boosters_called_directly_equal_their_wrappers(n_classes, name, categori
     values, LightGBM's float64 ones), on single rows and batches, missing values and
     native categorical columns included."""
     pytest.importorskip(name)
-    from ensel.library.families._native_predict import lightgbm_raw, xgboost_value
+    from ensel.library.families._native_predict import lightgbm_raw, lightgbm_row, xgboost_value
 
     X, y = _data(n_classes, seed=5)
     X = _with_codes(X) if categorical else X
@@ -257,3 +259,55 @@ def test_boosters_called_directly_equal_their_wrappers(n_classes, name, categori
                 expected = model.booster_.predict(X[rows], num_iteration=rounds, num_threads=1)
             assert got.dtype == expected.dtype and got.shape == expected.shape
             np.testing.assert_array_equal(got, expected)
+    if name == "lightgbm":  # the single-row call on every row, rounds changing between calls
+        batches = {rounds: lightgbm_raw(model.booster_, X, rounds) for rounds in (4, 30)}
+        for i in range(0, len(X), 3):
+            for rounds in (4, 30, 30, 4) if i % 2 else (30, 4):
+                got = lightgbm_row(model.booster_, X[i : i + 1], rounds)
+                assert got.shape == batches[rounds][i : i + 1].shape
+                np.testing.assert_array_equal(got, batches[rounds][i : i + 1])
+            lightgbm_raw(model.booster_, X[:7], 4)  # the batch call in between
+
+
+def test_leaves_at_any_trees_equal_each_trees_apply():
+    from sklearn.tree import DecisionTreeClassifier
+
+    from ensel.library.families._base import tree_input
+    from ensel.library.families._treepack import TreePack
+
+    X, y = _data(2)
+    trees = [DecisionTreeClassifier(max_depth=d, random_state=d).fit(X, y) for d in (2, 5, None)]
+    X32 = tree_input(X)
+    picked = np.array([2, 0, 2], dtype=np.intp)
+    pack = TreePack(trees)
+    for got in (pack.leaves_at(X32, picked), pack.walk(X32, picked)):
+        for t, leaves in zip(picked, got, strict=True):
+            np.testing.assert_array_equal(leaves, trees[t].tree_.apply(X32))
+
+
+@pytest.mark.parametrize("name", ["random_forest", "bagged_trees"])
+def test_fold_siblings_predicted_together_equal_each_alone_in_one_walk(name, monkeypatch):
+    """Siblings of unequal sizes (a stage past one sibling's trees): the same numbers as each
+    sibling's own predict, bit for bit, from one compiled walk for all of them."""
+    from ensel.library.execution.runs import predict_siblings
+    from ensel.library.families import _treepack
+
+    X, y = _data(3)
+    params = {"max_features": 2} if name == "random_forest" else {}
+    runs = [_fit(name, X[i::3], y[i::3], 3, (2, 6), **params) for i in range(3)]
+    runs[1].trees = runs[1].trees[:4]
+    rows = X[:5]
+    alone = [run.predict(rows, stages=[0, 1]) for run in runs]
+    calls = []
+    if _treepack._compiled_walk is not None:
+        walk = _treepack._compiled_walk
+        monkeypatch.setattr(_treepack, "_compiled_walk", lambda *a: calls.append(1) or walk(*a))
+    for _ in range(2):  # the joint pack is built once, then read again
+        calls.clear()
+        together = predict_siblings(runs, [rows] * 3, [0, 1])
+        for got, want in zip(together, alone, strict=True):
+            np.testing.assert_array_equal(got["none"], want["none"])
+        assert len(calls) == (1 if _treepack._compiled_walk is not None else 0)
+    apart = predict_siblings(runs, [rows.copy() for _ in runs], [1])  # not one matrix
+    for got, want in zip(apart, alone, strict=True):
+        np.testing.assert_array_equal(got["none"][0], want["none"][1])
