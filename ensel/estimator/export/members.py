@@ -246,11 +246,13 @@ def float32(g, matrix: str) -> str:
 
 
 def _leaf_table(tree, n_outputs: int):
-    """``(scikit-learn tree_, per-node (nodes, n_outputs) table)`` of a smoothed or forest tree."""
-    from ...library.families._base import full_proba, tree_values
+    """``(scikit-learn tree_, per-node (nodes, n_outputs) table)`` of a tree: a scikit-learn
+    regression tree's values, or the ``node_proba`` of ensel's classification trees (a smoothed
+    tree, a forest's tree), which wrap a scikit-learn tree as ``tree``."""
+    from sklearn.tree import BaseDecisionTree
 
-    if hasattr(tree, "table"):  # SmoothedTree
-        return tree.tree.tree_, tree.table
-    if hasattr(tree, "tree_"):  # a scikit-learn regression tree: its value
+    from ...library.families._base import tree_values
+
+    if isinstance(tree, BaseDecisionTree):
         return tree.tree_, tree_values(tree)
-    return tree.tree.tree_, full_proba(tree_values(tree.tree), tree.classes, tree.n_classes)
+    return tree.tree.tree_, tree.node_proba()
