@@ -14,6 +14,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 from ensel import EnsembleSelectionClassifier
 from ensel.library import build_library
+from ensel.library.families import Run
 from ensel.metrics import METRICS, score, score_batch
 
 SMALL = {
@@ -262,7 +263,7 @@ def test_fits_and_predicts_data_with_missing_values_as_it_is(cv):
     assert np.isfinite(risk.to_numpy()).all() and ((risk >= 0) & (risk <= 1)).all().all()
 
 
-class _Prior:
+class _Prior(Run):
     def __init__(self, p):
         self.p = p
 

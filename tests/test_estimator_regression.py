@@ -16,6 +16,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 from ensel import EnsembleSelectionClassifier, EnsembleSelectionRegressor
 from ensel.library import build_library
+from ensel.library.families import Run
 from ensel.metrics import REGRESSION_METRICS, score
 
 SMALL = {
@@ -243,7 +244,7 @@ def test_a_target_far_from_zero_keeps_the_members_apart():
 
 
 @dataclasses.dataclass
-class _MeanRun:
+class _MeanRun(Run):
     value: float
 
     def predict(self, X):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from ensel.library.families import FAMILIES, Family
+from ensel.library.families import FAMILIES, Family, Run
 
 
 def _fit_killer(X, y, *, n_classes, params, stages, random_state):
@@ -19,7 +19,7 @@ def _fit_killer(X, y, *, n_classes, params, stages, random_state):
 
 
 @dataclass
-class _ConstantRun:
+class _ConstantRun(Run):
     n_classes: int
 
     def predict(self, X):

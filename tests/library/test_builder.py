@@ -20,7 +20,7 @@ import ensel.library.model_runs as models_kind
 from ensel.calibration import ColumnCalibrator
 from ensel.errors import StoreError
 from ensel.library import Library, build_library
-from ensel.library.families import FAMILIES, Family
+from ensel.library.families import FAMILIES, Family, Run
 
 SMALL = {
     "families": [
@@ -41,7 +41,7 @@ def cancer():
 
 
 @dataclass
-class _MemorizerRun:
+class _MemorizerRun(Run):
     seen: dict
     n_classes: int
 
@@ -123,7 +123,7 @@ def test_a_folds_imputer_never_sees_its_hillclimb_rows(cv, monkeypatch):
 
 
 @dataclass
-class _RowKeyRun:
+class _RowKeyRun(Run):
     def predict(self, X):
         p = X[:, :1]  # each row's unique key in (0, 1): a score that identifies the row
         return {"none": np.hstack([1 - p, p])[None]}
@@ -436,7 +436,7 @@ def test_resume_after_a_killed_build_loses_and_refits_nothing(tmp_path, monkeypa
 
 
 @dataclass
-class _PriorRun:
+class _PriorRun(Run):
     p: np.ndarray
 
     def predict(self, X, stages=None):

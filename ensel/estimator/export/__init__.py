@@ -59,7 +59,7 @@ def sample_rows(estimator, n: int = SAMPLE_ROWS, seed: int = 0) -> pd.DataFrame:
     centre, spread = np.zeros(len(columns.numeric)), np.ones(len(columns.numeric))
     for fitted in estimator.fitted_members_.runs.values():
         view = fitted.siblings[0][0]
-        if getattr(view, "kind", None) == "standardized" and view.mean.size:
+        if view.kind == "standardized" and view.mean.size:
             centre, spread = view.mean, view.scale
             break
     data = {}
@@ -71,10 +71,10 @@ def sample_rows(estimator, n: int = SAMPLE_ROWS, seed: int = 0) -> pd.DataFrame:
         cells = rng.choice(np.array([*levels, None, "\x00unseen"], dtype=object), n)
         data[name] = pd.Series(cells, dtype=object)
     frame = pd.DataFrame(data)
-    for name in getattr(estimator, "input_columns_", []):
+    for name in estimator.input_columns_:
         if name not in frame:
             frame[name] = np.nan
-    return frame[list(getattr(estimator, "input_columns_", frame.columns))]
+    return frame[list(estimator.input_columns_)]
 
 
 def to_onnx(estimator, path: str | os.PathLike, X=None, risk: bool = False) -> float:

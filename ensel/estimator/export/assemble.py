@@ -17,7 +17,7 @@ import numpy as np
 from ...calibration import CALIBRATORS
 from ...compress.export import _class_tensor, _plain
 from ...library.execution.runs import TargetTransformRun, view_key
-from . import adaboost, boosted, hist, svm  # noqa: F401 - register these families' converters
+from . import adaboost, boosted, catboost, hist, naive_bayes, svm  # noqa: F401 - register converters
 from ._graph import Graph
 from .calibration import (
     EXPORTABLE_CALIBRATIONS,
@@ -25,9 +25,7 @@ from .calibration import (
     platt_terms,
     side_by_side,
 )
-from .catboost import NUMERIC_ONLY
-from .members import CONVERTERS, VARIANTS, convert, convert_runs
-from .naive_bayes import why_not_params
+from .members import CONVERTERS, REFUSALS, VARIANTS, convert, convert_runs
 from .risk import risk_output
 from .views import CATEGORICAL, EXPORTABLE_VIEWS, NUMERIC, view_matrix
 
@@ -49,10 +47,9 @@ def why_not(
         return f"target {params['target']!r} has no ONNX graph"
     if (family, task) not in CONVERTERS:
         return f"family {family!r} has no ONNX converter"
-    if categorical and family in NUMERIC_ONLY:
-        return f"family {family!r} on categorical columns has no ONNX converter"
-    if family == "naive_bayes" and why_not_params(params) is not None:
-        return why_not_params(params)
+    refused = REFUSALS.get((family, task), lambda params, categorical: None)(params, categorical)
+    if refused is not None:
+        return refused
     if view not in EXPORTABLE_VIEWS:
         return f"view {view!r} has no ONNX graph"
     if calibration not in EXPORTABLE_CALIBRATIONS | VARIANTS[(family, task)]:

@@ -1,6 +1,6 @@
 """The ``catboost`` family (``oblivious._CatBoostRun``) as graph nodes, from CatBoost's JSON
 model, for runs without categorical columns (their ordered target statistics have no graph
-here: ``NUMERIC_ONLY``). An oblivious tree tests one (feature, border) pair per level, so all
+here: :func:`numeric_only`). An oblivious tree tests one (feature, border) pair per level, so all
 tests are one ``Greater`` of the input rounded to float32 against the float32 borders (NaN
 taking the bit its feature's missing-value treatment gives), the leaf index of every tree one
 ``MatMul`` of the bits by powers of two, and the leaf values are gathered and summed in double,
@@ -20,10 +20,14 @@ from .boosted import stacked_proba
 from .members import float32, register_runs
 from .trees import stage_sums
 
-__all__ = ["NUMERIC_ONLY"]
+__all__ = ["numeric_only"]
 
-NUMERIC_ONLY = frozenset({"catboost"})
-"""Families that export only when the table has no categorical columns."""
+
+def numeric_only(params: dict | None, categorical: bool) -> str | None:
+    """Why a CatBoost run has no graph: a table with categorical columns, or None."""
+    if categorical:
+        return "family 'catboost' on categorical columns has no ONNX converter"
+    return None
 
 
 def _json_model(model) -> dict:
@@ -55,7 +59,7 @@ def _splits(trees: list[dict], nan_bits: dict[int, float]):
     return feature, border, nan, tree, weight
 
 
-@register_runs("catboost")
+@register_runs("catboost", refuses=numeric_only)
 def _catboost(g, runs, matrices, stage: int, n_outputs: int, positive: bool, last: int):
     """Stage ``stage`` of CatBoost classifiers, the fold siblings side by side (their trees up
     to stage ``last`` tested in one set of nodes), ``(n, S)`` or ``(n, S, C)``; None where

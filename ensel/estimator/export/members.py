@@ -26,6 +26,7 @@ from ...library.families._regression import SingleRun
 
 __all__ = [
     "CONVERTERS",
+    "REFUSALS",
     "RUN_CONVERTERS",
     "VARIANTS",
     "convert",
@@ -40,26 +41,42 @@ returning the name of the stage's double output."""
 VARIANTS: dict[tuple[str, str], frozenset[str]] = {}
 """``(family name, task)`` -> the family's own output variants besides ``"none"`` that its
 converter writes (called with ``variant=``), e.g. boosting's ``"logistic"`` correction."""
+REFUSALS: dict[tuple[str, str], Callable[[dict | None, bool], str | None]] = {}
+"""``(family name, task)`` -> ``refuses(params, categorical)``: why a run of the family with
+``params`` (on a table with categorical columns where ``categorical``) has no graph, or None;
+declared by the converters that cannot write every run of their family."""
 RUN_CONVERTERS: dict[tuple[str, str], Callable] = {}
 """``(family name, task)`` -> ``converter(graph, family_runs, matrices, stage_index,
 n_outputs, positive, last)``: one stage of all of a member's fold siblings at once (see
 :func:`register_runs`)."""
 
 
-def register(*families: str, task: str = "classification", variants: tuple[str, ...] = ()):
+def register(
+    *families: str,
+    task: str = "classification",
+    variants: tuple[str, ...] = (),
+    refuses: Callable[[dict | None, bool], str | None] | None = None,
+):
     """Register a converter for ``families`` (names as the library registers them), which
-    also writes the output ``variants`` the family produces besides ``"none"``."""
+    also writes the output ``variants`` the family produces besides ``"none"``; ``refuses``:
+    the runs it cannot write (:data:`REFUSALS`)."""
 
     def wrap(fn: Callable) -> Callable:
         for family in families:
             CONVERTERS[(family, task)] = fn
             VARIANTS[(family, task)] = frozenset(variants)
+            if refuses is not None:
+                REFUSALS[(family, task)] = refuses
         return fn
 
     return wrap
 
 
-def register_runs(*families: str, task: str = "classification"):
+def register_runs(
+    *families: str,
+    task: str = "classification",
+    refuses: Callable[[dict | None, bool], str | None] | None = None,
+):
     """Register a converter that writes one stage of several fold siblings (each on its own
     matrix) in one set of nodes, returning double ``(n, S)`` positive-class columns where
     called with ``positive`` (two classes), else ``(n, S, C)``, or None where these siblings
@@ -74,7 +91,7 @@ def register_runs(*families: str, task: str = "classification"):
 
         for family in families:
             RUN_CONVERTERS[(family, task)] = fn
-        register(*families, task=task)(one)
+        register(*families, task=task, refuses=refuses)(one)
         return fn
 
     return wrap
@@ -246,11 +263,13 @@ def float32(g, matrix: str) -> str:
 
 
 def _leaf_table(tree, n_outputs: int):
-    """``(scikit-learn tree_, per-node (nodes, n_outputs) table)`` of a smoothed or forest tree."""
-    from ...library.families._base import full_proba, tree_values
+    """``(scikit-learn tree_, per-node (nodes, n_outputs) table)`` of a tree: a scikit-learn
+    regression tree's values, or the ``node_proba`` of ensel's classification trees (a smoothed
+    tree, a forest's tree), which wrap a scikit-learn tree as ``tree``."""
+    from sklearn.tree import BaseDecisionTree
 
-    if hasattr(tree, "table"):  # SmoothedTree
-        return tree.tree.tree_, tree.table
-    if hasattr(tree, "tree_"):  # a scikit-learn regression tree: its value
+    from ...library.families._base import tree_values
+
+    if isinstance(tree, BaseDecisionTree):
         return tree.tree_, tree_values(tree)
-    return tree.tree.tree_, full_proba(tree_values(tree.tree), tree.classes, tree.n_classes)
+    return tree.tree.tree_, tree.node_proba()

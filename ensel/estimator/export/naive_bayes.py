@@ -17,15 +17,16 @@ REFUSED_KINDS = frozenset({"kernel"})
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
-def why_not_params(params: dict) -> str | None:
-    """Why a naive_bayes run with ``params`` has no graph, or None."""
+def why_not_params(params: dict | None, categorical: bool = False) -> str | None:
+    """Why a naive_bayes run with ``params`` has no graph, or None (categorical columns are
+    written as any other)."""
     kind = params.get("kind") if isinstance(params, dict) else None
     if kind in REFUSED_KINDS:
         return f"naive_bayes kind {kind!r} has no ONNX converter"
     return None
 
 
-@register("naive_bayes")
+@register("naive_bayes", refuses=why_not_params)
 def _naive_bayes(g, run, matrix: str, stage: int, n_outputs: int) -> str:
     if run.kind in REFUSED_KINDS:
         raise ValueError(f"naive_bayes kind {run.kind!r} has no converter")

@@ -18,7 +18,7 @@ __all__ = ["risk_output", "why_no_risk"]
 
 def why_no_risk(estimator) -> str | None:
     """Why the estimator's combined risk cannot be written (one line), or None."""
-    detectors = getattr(estimator, "detectors_", None)
+    detectors = estimator.detectors_
     if detectors is None:
         return "the model has no detectors (its library listed none, or it was saved without)"
     combination = detectors.combination

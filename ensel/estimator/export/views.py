@@ -33,8 +33,8 @@ def view_matrix(g, view: View, key) -> str:
     """The name of ``view``'s double ``(n, width)`` matrix in graph ``g``, written once per
     ``key`` (the view's identity among the library's runs, ``runs.view_key``)."""
     if ("view", key) not in g.cache:
-        if getattr(view, "kind", None) not in EXPORTABLE_VIEWS or not isinstance(view, View):
-            raise ValueError(f"the view {getattr(view, 'kind', view)!r} has no ONNX graph")
+        if not isinstance(view, View) or view.kind not in EXPORTABLE_VIEWS:
+            raise ValueError(f"the view {view.kind!r} has no ONNX graph")
         content = ("view content", _content(view))
         if content not in g.cache:
             g.cache[content] = _write(g, view)

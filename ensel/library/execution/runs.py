@@ -141,7 +141,7 @@ class TargetTransformRun:
 
     @property
     def cumulative(self) -> bool:
-        return bool(getattr(self.inner, "cumulative", False))
+        return bool(self.inner.cumulative)
 
     def predict(self, X, stages=None) -> dict[str, np.ndarray]:
         inner = self.inner.predict(X) if stages is None else predict_stages(self.inner, X, stages)
@@ -394,7 +394,7 @@ def measure_cost(view, family_run, X: pd.DataFrame, n_stages: int) -> dict:
     return {
         "view": round(view_s * per_k, 4),
         "stages": [round(t * per_k, 4) for t in stage_s],
-        "cumulative": bool(getattr(family_run, "cumulative", False)) or not skips,
+        "cumulative": bool(family_run.cumulative) or not skips,
     }
 
 

@@ -50,7 +50,11 @@ class Run(Protocol):
 
     A run may set ``cumulative = True`` when a stage needs all the work of the earlier ones
     (boosting steps, trees, one neighbour query for every k): the library then counts the
-    predict cost of a set of its stages as that of the largest (see ``Library.predict_cost``)."""
+    predict cost of a set of its stages as that of the largest (see ``Library.predict_cost``).
+    Every run class of a family subclasses this protocol, so it has ``cumulative`` (False unless
+    it says otherwise)."""
+
+    cumulative: bool = False
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Variant name -> ``(n_stages, n, n_classes)`` probabilities. ``"none"`` is always there
@@ -206,7 +210,7 @@ def staged(what: str):
 
 
 @dataclass
-class ConstantRun:
+class ConstantRun(Run):
     """A training fold with one class: probability 1 for that class at every stage."""
 
     label: int

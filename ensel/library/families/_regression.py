@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import tree_input, tree_leaves, tree_values
+from ._base import Run, tree_input, tree_leaves, tree_values
 from ._treepack import PACK_CELLS, PacksTrees
 
 __all__ = ["PrefixRun", "SingleRun", "TargetScale", "column"]
@@ -41,7 +41,7 @@ class TargetScale:
 
 
 @dataclass
-class SingleRun:
+class SingleRun(Run):
     """One fitted scikit-learn regressor, one member (optionally on a standardised target)."""
 
     model: Any
@@ -59,7 +59,7 @@ class SingleRun:
 
 
 @dataclass
-class PrefixRun(PacksTrees):
+class PrefixRun(PacksTrees, Run):
     """Members are the averages of the first ``s`` fitted trees for each stage ``s``."""
 
     trees: list

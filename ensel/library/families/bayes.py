@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, entropy_bits, full_proba, register
+from ._base import Family, Run, entropy_bits, full_proba, register
 from ._traits import CostModel, FamilyTraits, StageWork
 from ._work import FLOAT, unwrap
 
@@ -99,7 +99,7 @@ def _precision(X: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class _NaiveBayesRun:
+class _NaiveBayesRun(Run):
     """Class priors and per-(class, feature) models; ``kind`` says which fields are set."""
 
     kind: str

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from ._base import ConstantRun, Family, Run, check_stages, encode_labels, full_proba, register
 from ._native_predict import lightgbm_raw, lightgbm_row, xgboost_value
 from ._regression import column
 from ._traits import FamilyTraits, GrowSpace
@@ -81,7 +81,7 @@ def _best_round(evals: dict) -> int:
 
 
 @dataclass
-class _BoostedRun:
+class _BoostedRun(Run):
     """A fitted XGBClassifier or LGBMClassifier, trained on labels ``0..len(classes)-1`` that
     stand for ``classes``, and the rounds each stage keeps."""
 
@@ -186,7 +186,7 @@ def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
 
 
 @dataclass
-class _CategoricalRun:
+class _CategoricalRun(Run):
     """A boosted run whose categorical columns need unseen codes turned into NaN first."""
 
     inner: _BoostedRun
@@ -365,7 +365,7 @@ def validate_boosting(name: str):
 
 
 @dataclass
-class _RoundsRegressionRun:
+class _RoundsRegressionRun(Run):
     """An XGBRegressor or LGBMRegressor and the rounds each member keeps."""
 
     model: Any

@@ -20,7 +20,16 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits
 
-from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register, staged
+from ._base import (
+    ConstantRun,
+    Family,
+    Run,
+    check_stages,
+    encode_labels,
+    full_proba,
+    register,
+    staged,
+)
 from ._regression import column
 from ._traits import NATIVE_TABLE, FamilyTraits, GrowSpace
 from ._work import boosting_cost, boosting_relative_cost
@@ -30,7 +39,7 @@ MAX_BINS = 255
 
 
 @dataclass
-class _HistRun:
+class _HistRun(Run):
     """A fitted HistGradientBoostingClassifier on labels ``0..len(classes)-1`` and its stages."""
 
     model: HistGradientBoostingClassifier
@@ -175,7 +184,7 @@ register(
 
 
 @dataclass
-class _HistRegressionRun:
+class _HistRegressionRun(Run):
     """A HistGradientBoostingRegressor whose ``staged_predict`` yields the prediction after
     every iteration; the members keep the iterations in ``stages``."""
 

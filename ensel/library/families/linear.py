@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 
-from ._base import Family, full_proba, register
+from ._base import Family, Run, full_proba, register
 from ._regression import SingleRun
 from ._traits import FamilyTraits
 from ._work import linear_cost
 
 
 @dataclass
-class _ProbaRun:
+class _ProbaRun(Run):
     model: Any
     n_classes: int
 

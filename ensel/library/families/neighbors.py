@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Family, check_stages, entropy_bits, register, stratified_rows
+from ._base import Family, Run, check_stages, entropy_bits, register, stratified_rows
 from ._nearest import nearest
 from ._regression import column
 from ._traits import CostModel, FamilyTraits, StageWork
@@ -164,7 +164,7 @@ def _min_distance(X: np.ndarray) -> float:
 
 
 @dataclass
-class _KnnRun:
+class _KnnRun(Run):
     """The training points (already scaled by ``sqrt(gain ratio)`` for that metric) and what
     each stage means: k for uniform and distance voting, the width multiplier for lwa."""
 
@@ -285,7 +285,7 @@ def fit_knn(X, y, *, n_classes, params, stages, random_state):
 
 
 @dataclass
-class _KnnRegressionRun:
+class _KnnRegressionRun(Run):
     """The training fold for distance queries; each stage is a value of k."""
 
     X: np.ndarray

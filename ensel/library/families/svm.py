@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sklearn.svm import SVC, SVR, LinearSVC, LinearSVR
 
-from ._base import Family, full_proba, min_max_scores, register
+from ._base import Family, Run, full_proba, min_max_scores, register
 from ._regression import SingleRun, TargetScale
 from ._traits import CostModel, FamilyTraits, StageWork
 from ._work import FLOAT, linear_work, unwrap
@@ -20,7 +20,7 @@ SVR_KERNELS = ("linear", "rbf", "poly2")
 
 
 @dataclass
-class _MarginRun:
+class _MarginRun(Run):
     model: Any
     n_classes: int
     low: np.ndarray

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import ConstantRun, Family, encode_labels, full_proba, register
+from ._base import ConstantRun, Family, Run, encode_labels, full_proba, register
 from ._traits import NATIVE_TABLE, CostModel, FamilyTraits, StageWork
 from ._work import FLOAT, constant_or, unwrap
 from .tabular_mlp import _Preprocess
@@ -63,7 +63,7 @@ def _frame(prep: _Preprocess, X: np.ndarray):
 
 
 @dataclass
-class PytabkitRun:
+class PytabkitRun(Run):
     """A fitted pytabkit classifier behind the preprocessing its inputs need; ``forward`` is
     its family's multiply-adds per row (``forward_work(params, width, outputs)``)."""
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ._base import ConstantRun, Family, check_stages, encode_labels, full_proba, register
+from ._base import ConstantRun, Family, Run, check_stages, encode_labels, full_proba, register
 from ._traits import NATIVE_TABLE, FamilyTraits, GrowSpace
 from ._work import constant_or, mlp_cost, mlp_relative_cost, nets_work
 
@@ -89,7 +89,7 @@ class _NetWeights:
 
 
 @dataclass
-class _TabularRun:
+class _TabularRun(Run):
     prep: _Preprocess
     snapshots: list[_NetWeights]
     classes: np.ndarray  # the labels the net's outputs stand for (a fold may lack one)

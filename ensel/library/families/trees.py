@@ -25,6 +25,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from ._base import (
     Family,
+    Run,
     check_stages,
     full_proba,
     next_ends_past,
@@ -129,7 +130,7 @@ class SmoothedTree:
 
 
 @dataclass
-class _StagedRun(PacksTrees):
+class _StagedRun(PacksTrees, Run):
     """Members are averages over the first ``s`` trees for each stage ``s``."""
 
     trees: list
@@ -289,7 +290,7 @@ class ResamplingTree(ClassifierMixin, BaseEstimator):
 
 
 @dataclass
-class _BoostRun(PacksTrees):
+class _BoostRun(PacksTrees, Run):
     """Weighted votes of the first ``s`` boosting steps for each stage ``s``."""
 
     estimators: list
@@ -612,7 +613,7 @@ fit_extra_trees_regression = _forest_regression("ExtraTreesRegressor")
 
 
 @dataclass
-class _MedianRun:
+class _MedianRun(Run):
     """AdaBoost.R2's members: for each stage ``s`` the weighted median of the first ``s``
     estimators' predictions (scikit-learn's ``_get_median_predict`` on a prefix). Every
     estimator predicts once, not once per stage as ``staged_predict`` would."""

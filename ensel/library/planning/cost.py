@@ -74,7 +74,7 @@ def structural_predict_ms(
     return {
         "view": _ms(f"view/{kind}", *view_work(view, width)),
         "stages": [_ms(f"{task}/{family}", c, u, own) for c, u in work],
-        "cumulative": bool(getattr(family_run, "cumulative", False)) or not skips_stages,
+        "cumulative": bool(family_run.cumulative) or not skips_stages,
     }
 
 

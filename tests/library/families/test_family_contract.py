@@ -1,11 +1,11 @@
 """One contract over every registered family, classifiers and regressors alike: it fits on a
 small messy frame through its own view (missing numbers, a categorical column with missing
-cells, a category unseen in training, a column missing only at test time) and its predictions
-have the run layout, are finite and (for classes) probabilities summing to one; it learns
-something; staged members equal separately trained runs; a seed fixes the run; predicting some
-stages equals slicing all; a pickled run predicts the same after loading; and it declares
-the keywords its fit takes (``stops_in_time``: ``time_cap``; ``early_stops``: ``early_stop``),
-which the builder reads instead of the fit's signature."""
+cells, a category unseen in training, a column missing only at test time), its run subclasses
+``Run``, and its predictions have the run layout, are finite and (for classes) probabilities
+summing to one; it learns something; staged members equal separately trained runs; a seed fixes
+the run; predicting some stages equals slicing all; a pickled run predicts the same after
+loading; and it declares the keywords its fit takes (``stops_in_time``: ``time_cap``;
+``early_stops``: ``early_stop``), which the builder reads instead of the fit's signature."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 
 from ensel.data import Columns
 from ensel.library.execution.runs import predict_stages
-from ensel.library.families import FAMILIES, REGRESSORS, missing_requirements
+from ensel.library.families import FAMILIES, REGRESSORS, Run, missing_requirements
 from ensel.library.views.base import make_view
 
 N_TRAIN, N_TEST = 220, 80
@@ -93,7 +93,9 @@ class Case:
 def test_family_fits_messy_data_and_predicts_in_the_run_layout(task, name, n_classes):
     case = Case(task, name, n_classes)
     assert np.isnan(case.Z).any() == case.family.native_missing  # natively, or imputed
-    out = case.fit().predict(case.Z_test)
+    run = case.fit()
+    assert Run in type(run).__mro__ and isinstance(run.cumulative, bool)  # what cost reads
+    out = run.predict(case.Z_test)
     variants = {"none", *case.family.variants}
     assert set(out) == variants
     for variant, p in out.items():
