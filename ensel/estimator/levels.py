@@ -182,9 +182,14 @@ class TwoLevels:
         self.detectors, self.temporary, self.store = first.detectors, first.temporary, first.store
         self.siblings = first.siblings
 
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics both levels' members are scored on: level one's."""
+        return self.first.metric_names
+
     def member_scores(self, P: np.ndarray) -> dict[str, np.ndarray]:
-        """Every member's hillclimb score on each metric level one's members are scored on."""
-        return {name: score_batch(name, self.y, P) for name in self.first.metric_names}
+        """Every member's hillclimb score on each of :attr:`metric_names`."""
+        return {name: score_batch(name, self.y, P) for name in self.metric_names}
 
     def subset(self, ids) -> StackedMembers:
         """What predicts the members ``ids`` (level one's first, then level two's)."""

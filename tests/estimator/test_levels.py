@@ -154,3 +154,18 @@ def test_a_second_level_that_builds_nothing_leaves_level_one_selected_alone(monk
     assert not model.members_["id"].str.startswith(levels.PREFIX).any()
     assert "no run of spec 'stack_failing_test' finished" in model.budget_.level_two["error"]
     assert score("roc", y, model.predict_proba(X)[:, 1]) > 0.8
+
+
+def test_a_two_level_leaderboard_on_more_hillclimb_rows_than_it_scores(monkeypatch):
+    """Past ``LEADERBOARD_ROWS`` hillclimb rows the leaderboard scores a sample of them on
+    the metrics of both levels' members (a large table's path)."""
+    from ensel.estimator import keep
+
+    monkeypatch.setattr(keep, "LEADERBOARD_ROWS", 50)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=150) > 0).astype(int)
+    model = EnsembleSelectionClassifier(library=LEVEL_ONE, cv=3, levels=2, **FAST).fit(X, y)
+    board = model.leaderboard_
+    assert board["id"].str.startswith(levels.PREFIX).any()
+    assert board["roc"].between(0, 1).all()
