@@ -21,7 +21,7 @@ import pandas as pd
 from ...calibration import CALIBRATORS, ColumnCalibrator, cross_fit
 from ...data import stratified_rows
 from ..data.training import TrainingData
-from ..families import get_family, missing_requirements
+from ..families import Run, get_family, missing_requirements
 from ..kinds import prediction_dtype, run_seed
 from ..planning.cost import structural_predict_ms
 from ..planning.predict_work import has_predict_work
@@ -133,7 +133,7 @@ class RunResult:
 
 
 @dataclass
-class TargetTransformRun:
+class TargetTransformRun(Run):
     """A regression run fitted to ``log1p(y)``: it predicts ``expm1`` of the inner run's output
     (a spec entry's ``target: log1p``)."""
 
@@ -314,17 +314,15 @@ def predict_stages(family_run, X: np.ndarray, stages: list[int]) -> dict[str, np
 
 def predict_siblings(family_runs: list, matrices: list, stages: list[int]) -> list[dict]:
     """``predict_stages`` of each fold sibling on its matrix: in one call where the siblings
-    are runs of one class that predicts siblings together (a static ``predict_siblings(runs,
-    X, stages)``, which may decline with None) and read one matrix (a shared view)."""
+    are runs of one class and read one matrix (a shared view), and the class's
+    :meth:`Run.predict_siblings` does not decline with None."""
     first = family_runs[0]
-    together = getattr(type(first), "predict_siblings", None)
     if (
-        together is not None
-        and len(family_runs) > 1
+        len(family_runs) > 1
         and all(type(run) is type(first) for run in family_runs)
         and all(m is matrices[0] for m in matrices)
     ):
-        raw = together(family_runs, matrices[0], stages)
+        raw = type(first).predict_siblings(family_runs, matrices[0], stages)
         if raw is not None:
             return raw
     return [predict_stages(run, m, stages) for run, m in zip(family_runs, matrices, strict=True)]

@@ -63,6 +63,13 @@ class Run(Protocol):
         a prediction computes only what the ensemble uses; a run that ignores it is sliced."""
         ...
 
+    @staticmethod
+    def predict_siblings(runs: list, X: np.ndarray, stages) -> list[dict] | None:
+        """``[run.predict(X, stages) for run in runs]`` for fold siblings of this class reading
+        one matrix ``X``, in one pass where the class can (trees walked together); None, as
+        here, where it cannot, and each sibling then predicts alone."""
+        return None
+
 
 class FitFn(Protocol):
     def __call__(
