@@ -36,7 +36,7 @@ def _adaboost(g, run, matrix: str, stage: int, n_outputs: int, variant: str = "n
 
 def _votes(g, run, matrix: str, size: int, weights: np.ndarray) -> str:
     """``(n, n_classes)`` double: each class's summed step weight."""
-    trees = [getattr(est, "tree_model_", est) for est in run.estimators[:size]]
+    trees = run.fitted_trees()[:size]
     forest = Forest(run.n_classes, rounded=True)
     for tree, w in zip(trees, weights, strict=True):
         labels = tree.classes_.take(np.argmax(tree_values(tree), axis=1)).astype(int)

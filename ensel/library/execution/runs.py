@@ -21,7 +21,7 @@ import pandas as pd
 from ...calibration import CALIBRATORS, ColumnCalibrator, cross_fit
 from ...data import stratified_rows
 from ..data.training import TrainingData
-from ..families import Run, get_family, missing_requirements
+from ..families import Run, RunWrapper, get_family, missing_requirements
 from ..kinds import prediction_dtype, run_seed
 from ..planning.cost import structural_predict_ms
 from ..planning.predict_work import has_predict_work
@@ -133,11 +133,11 @@ class RunResult:
 
 
 @dataclass
-class TargetTransformRun(Run):
+class TargetTransformRun(RunWrapper):
     """A regression run fitted to ``log1p(y)``: it predicts ``expm1`` of the inner run's output
     (a spec entry's ``target: log1p``)."""
 
-    inner: object
+    inner: Run
 
     @property
     def cumulative(self) -> bool:

@@ -25,7 +25,11 @@ __all__ = [
     "ConstantRun",
     "Family",
     "FamilyTraits",
+    "RoundsRun",
     "Run",
+    "RunWrapper",
+    "SnapshotRun",
+    "TreesRun",
     "check_stages",
     "encode_labels",
     "get_family",
@@ -69,6 +73,41 @@ class Run(Protocol):
         one matrix ``X``, in one pass where the class can (trees walked together); None, as
         here, where it cannot, and each sibling then predicts alone."""
         return None
+
+
+class RunWrapper(Run):
+    """A run that adapts another (a log-target run, a categorical-code adapter): ``inner`` is
+    the family's own run, which the cost models read (:func:`~._work.unwrap`)."""
+
+    inner: Run
+
+
+class RoundsRun(Run):
+    """A boosting library's run whose stages count rounds. ``best``: the rounds it kept (early
+    stopping, a time cap), a stage past them predicts with those; None where it keeps every
+    round it trained."""
+
+    best: int | None = None
+
+
+class SnapshotRun(Run):
+    """A net's run: one weight snapshot per stage (``snapshots``)."""
+
+    snapshots: list
+
+    def snapshot_weights(self) -> list[float]:
+        """Multiply-adds of one row's forward pass through each snapshot, in stage order: here
+        the sizes of its weight arrays (a snapshot is a tuple of them)."""
+        return [float(sum(np.size(a) for a in snap)) for snap in self.snapshots]
+
+
+class TreesRun(Run):
+    """A run of fitted scikit-learn trees (a tree, bagged trees, a forest, AdaBoost)."""
+
+    def fitted_trees(self) -> list:
+        """The run's fitted scikit-learn trees, in the order its stages take them (each has
+        its compiled ``tree_``); every tree-family run class defines it."""
+        raise NotImplementedError(f"{type(self).__name__} does not list its trees")
 
 
 class FitFn(Protocol):

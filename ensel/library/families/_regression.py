@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Run, tree_input, tree_leaves, tree_values
+from ._base import Run, TreesRun, tree_input, tree_leaves, tree_values
 from ._treepack import PACK_CELLS, PacksTrees
 
-__all__ = ["PrefixRun", "SingleRun", "TargetScale", "column"]
+__all__ = ["PrefixRun", "SingleRun", "SingleTreeRun", "TargetScale", "column"]
 
 
 def column(values: np.ndarray) -> np.ndarray:
@@ -59,11 +59,22 @@ class SingleRun(Run):
 
 
 @dataclass
-class PrefixRun(PacksTrees, Run):
+class SingleTreeRun(SingleRun, TreesRun):
+    """One fitted scikit-learn regression tree, one member."""
+
+    def fitted_trees(self) -> list:
+        return [self.model]
+
+
+@dataclass
+class PrefixRun(PacksTrees, TreesRun):
     """Members are the averages of the first ``s`` fitted trees for each stage ``s``."""
 
     trees: list
     stages: tuple[int, ...]
+
+    def fitted_trees(self) -> list:
+        return self.trees
 
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """A small batch reads every tree's leaves from one walk (:class:`PacksTrees`) and sums

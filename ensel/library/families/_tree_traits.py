@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ._base import TreesRun
 from ._traits import CostModel, FamilyTraits, FitShape, GrowSpace, StageWork
 from ._work import FLOAT, NODE_BYTES, unwrap
 
@@ -99,29 +100,8 @@ def _n_trees(s: FitShape) -> int:
 
 
 def _depth(tree: Any) -> int:
-    """Depth of one fitted tree, through the wrappers ensel puts around scikit-learn trees."""
-    for _ in range(4):
-        structure = getattr(tree, "tree_", None)
-        if structure is not None:
-            return max(int(structure.max_depth), 1)
-        tree = next(
-            (getattr(tree, a) for a in ("tree", "tree_model_", "estimator") if hasattr(tree, a)),
-            None,
-        )
-        if tree is None:
-            break
-    return 1
-
-
-def _tree_list(run: Any) -> list:
-    for name in ("trees", "estimators"):
-        trees = getattr(run, name, None)
-        if trees is not None:
-            return list(trees)
-    model = getattr(run, "model", None)  # a single fitted tree
-    if model is not None and hasattr(model, "tree_"):
-        return [model]
-    raise AttributeError(f"{type(run).__name__} has no list of trees")
+    """Depth of one fitted scikit-learn tree (at least 1: a stump's root is a visit)."""
+    return max(int(tree.tree_.max_depth), 1)
 
 
 def _prefix(per_item: list[float], stages) -> StageWork:
@@ -135,9 +115,10 @@ def _prefix(per_item: list[float], stages) -> StageWork:
 
 
 def trees_work(run, params, stages, width, outputs) -> StageWork:
-    """Forests, bagged trees, a single tree, AdaBoost: each tree called once, a node per level."""
-    run = unwrap(run)
-    return _prefix([float(_depth(t)) for t in _tree_list(run)], stages)
+    """Forests, bagged trees, a single tree, AdaBoost: each tree called once, a node per level
+    (the trees of :meth:`TreesRun.fitted_trees`)."""
+    trees: TreesRun = unwrap(run)
+    return _prefix([float(_depth(t)) for t in trees.fitted_trees()], stages)
 
 
 def _forest_held(params: dict, stages, n_train: int, width: int) -> float:

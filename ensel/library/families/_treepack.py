@@ -125,18 +125,17 @@ class PacksTrees:
     (the pack is built on first use and kept, not pickled)."""
 
     def leaves_of(self, trees: Callable[[], list], k: int, X32: np.ndarray):
-        """The leaves of the rows of ``X32`` in the first ``k`` of ``trees()`` (the run's
-        estimators, in order; called only when the pack is built or the batch is large): one
-        array per tree, a list of them or the rows of one ``(k, n)`` array from the walk."""
+        """The leaves of the rows of ``X32`` in the first ``k`` of ``trees()`` (the run's fitted
+        scikit-learn trees, in order; called only when the pack is built or the batch is
+        large): one array per tree, a list of them or the rows of one ``(k, n)`` array from the
+        walk."""
         if k == 0:
             return []
         if k * X32.shape[0] > PACK_CELLS:
-            return [tree_leaves(getattr(t, "tree_model_", t), X32) for t in trees()[:k]]
+            return [tree_leaves(t, X32) for t in trees()[:k]]
         pack = self.__dict__.get("_pack")
         if pack is None:
-            pack = self.__dict__["_pack"] = TreePack(
-                [getattr(t, "tree_model_", t) for t in trees()]
-            )
+            pack = self.__dict__["_pack"] = TreePack(trees())
         return pack.leaves(X32, k)
 
     def at_leaves(self, leaves: list, values: Callable[[], list]) -> np.ndarray:

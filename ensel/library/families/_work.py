@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import ConstantRun
+from ._base import ConstantRun, RoundsRun, RunWrapper, SnapshotRun
 from ._traits import CostModel, FitShape, StageWork, WorkFn
 
 __all__ = [
@@ -36,7 +36,7 @@ NODE_BYTES = 64
 
 def unwrap(run: Any) -> Any:
     """The family run inside wrappers (a log-target run, a categorical-code adapter)."""
-    while hasattr(run, "inner"):
+    while isinstance(run, RunWrapper):
         run = run.inner
     return run
 
@@ -90,7 +90,8 @@ def _boosting_work(run, params, stages, width, outputs) -> StageWork:
     per_round = outputs if outputs > 2 else 1
     depth = _booster_depth(params)
     top = max((s for s in stages if s is not None), default=1)
-    kept = getattr(unwrap(run), "best", None) or math.inf
+    boosted: RoundsRun = unwrap(run)
+    kept = boosted.best or math.inf
     rounds = [min(float(top if s is None else s), kept) for s in stages]
     return [(1.0, r * per_round * depth) for r in rounds]
 
@@ -158,25 +159,13 @@ def _mlp_weights(s: FitShape) -> float:
     return d * hidden + (layers - 1) * hidden * hidden + hidden * s.k
 
 
-def _weights(snapshot: Any) -> float:
-    """Multiply-adds of one weight snapshot: the sizes of its weight arrays (embedding tables
-    cost a lookup per column, counted by their width)."""
-    layers = getattr(snapshot, "layers", None)
-    if layers is not None:  # a tabular net: embedding tables and (W, b) layers
-        tables = getattr(snapshot, "embeddings", None) or getattr(snapshot, "tables", [])
-        return float(
-            sum(np.size(w) + np.size(b) for w, b in layers)
-            + sum(np.shape(t)[-1] for t in tables if np.ndim(t) == 2)
-        )
-    return float(sum(np.size(a) for a in snapshot))
-
-
 def nets_work(run, params, stages, width, outputs) -> StageWork:
-    """Nets: each stage is a weight snapshot, a forward pass of its own."""
-    snaps = list(getattr(unwrap(run), "snapshots", []))
-    if not snaps:  # a fold with one class: a constant run
+    """Nets: each stage is a weight snapshot, a forward pass of its own
+    (:meth:`SnapshotRun.snapshot_weights`); a stage past the snapshots costs the last one."""
+    net: SnapshotRun = unwrap(run)
+    per = net.snapshot_weights()
+    if not per:  # no snapshot: a call that does nothing
         return [(1.0, 1.0)] * len(stages)
-    per = [_weights(s) for s in snaps]
     per += [per[-1]] * (len(stages) - len(per))
     return [(1.0, per[i]) for i in range(len(stages))]
 

@@ -31,7 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from ._base import ConstantRun, Family, Run, check_stages, encode_labels, full_proba, register
+from ._base import (
+    ConstantRun,
+    Family,
+    RoundsRun,
+    RunWrapper,
+    check_stages,
+    encode_labels,
+    full_proba,
+    register,
+)
 from ._native_predict import lightgbm_raw, lightgbm_row, xgboost_value
 from ._regression import column
 from ._traits import FamilyTraits, GrowSpace
@@ -81,7 +90,7 @@ def _best_round(evals: dict) -> int:
 
 
 @dataclass
-class _BoostedRun(Run):
+class _BoostedRun(RoundsRun):
     """A fitted XGBClassifier or LGBMClassifier, trained on labels ``0..len(classes)-1`` that
     stand for ``classes``, and the rounds each stage keeps."""
 
@@ -186,7 +195,7 @@ def categorical_codes(X: np.ndarray, columns: list[int]) -> np.ndarray:
 
 
 @dataclass
-class _CategoricalRun(Run):
+class _CategoricalRun(RunWrapper):
     """A boosted run whose categorical columns need unseen codes turned into NaN first."""
 
     inner: _BoostedRun
@@ -365,7 +374,7 @@ def validate_boosting(name: str):
 
 
 @dataclass
-class _RoundsRegressionRun(Run):
+class _RoundsRegressionRun(RoundsRun):
     """An XGBRegressor or LGBMRegressor and the rounds each member keeps."""
 
     model: Any

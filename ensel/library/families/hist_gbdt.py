@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 from ._base import (
     ConstantRun,
     Family,
-    Run,
+    RoundsRun,
     check_stages,
     encode_labels,
     full_proba,
@@ -39,7 +39,7 @@ MAX_BINS = 255
 
 
 @dataclass
-class _HistRun(Run):
+class _HistRun(RoundsRun):
     """A fitted HistGradientBoostingClassifier on labels ``0..len(classes)-1`` and its stages."""
 
     model: HistGradientBoostingClassifier
@@ -184,7 +184,7 @@ register(
 
 
 @dataclass
-class _HistRegressionRun(Run):
+class _HistRegressionRun(RoundsRun):
     """A HistGradientBoostingRegressor whose ``staged_predict`` yields the prediction after
     every iteration; the members keep the iterations in ``stages``."""
 

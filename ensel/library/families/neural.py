@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ._base import Family, Run, check_stages, next_ends_past, register
+from ._base import Family, SnapshotRun, check_stages, next_ends_past, register
 from ._regression import TargetScale, column
 from ._traits import FamilyTraits
 from ._work import mlp_cost, mlp_relative_cost, nets_work
@@ -50,7 +50,7 @@ def validate_mlp(params: dict[str, Any], stages: tuple[int, ...] | None) -> None
 
 
 @dataclass
-class _MLPRun(Run):
+class _MLPRun(SnapshotRun):
     """Weight snapshots ``(W1, b1, W2, b2)``, one per stage, in torch's ``(out, in)`` layout
     (float64).
     Two classes use one sigmoid output unit (the positive class); more use a softmax."""
@@ -331,7 +331,7 @@ register(
 
 
 @dataclass
-class _NetRegressionRun(Run):
+class _NetRegressionRun(SnapshotRun):
     """Weight snapshots ``(W1, b1, w2, b2)`` of a one-hidden-layer tanh net with a linear output,
     ``(in, out)`` layout, one per stage, and the target scale it learned on."""
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._base import ConstantRun, Family, Run, check_stages, encode_labels, full_proba, register
+from ._base import ConstantRun, Family, RoundsRun, check_stages, encode_labels, full_proba, register
 from ._traits import NATIVE_TABLE, FamilyTraits, GrowSpace
 from ._work import boosting_cost, depthwise_relative_cost
 from .gbdt import STOP_ROUNDS, stopping_split
@@ -39,7 +39,7 @@ def _frame(X: np.ndarray, columns: list[int]) -> pd.DataFrame:
 
 
 @dataclass
-class _CatBoostRun(Run):
+class _CatBoostRun(RoundsRun):
     model: Any
     columns: list[int]
     classes: np.ndarray

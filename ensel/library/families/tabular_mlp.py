@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from ._base import ConstantRun, Family, Run, check_stages, encode_labels, full_proba, register
+from ._base import (
+    ConstantRun,
+    Family,
+    SnapshotRun,
+    check_stages,
+    encode_labels,
+    full_proba,
+    register,
+)
 from ._traits import NATIVE_TABLE, FamilyTraits, GrowSpace
 from ._work import constant_or, mlp_cost, mlp_relative_cost, nets_work
 
@@ -89,7 +97,7 @@ class _NetWeights:
 
 
 @dataclass
-class _TabularRun(Run):
+class _TabularRun(SnapshotRun):
     prep: _Preprocess
     snapshots: list[_NetWeights]
     classes: np.ndarray  # the labels the net's outputs stand for (a fold may lack one)
@@ -113,6 +121,18 @@ class _TabularRun(Run):
         bad = ~np.isfinite(out).all(axis=2)
         out[bad] = 1.0 / self.n_classes
         return {"none": out}
+
+    def snapshot_weights(self) -> list[float]:
+        """Multiply-adds of one row's forward pass through each snapshot: the sizes of its
+        layers' weights and biases, and a lookup per categorical column counted by its
+        embedding's width."""
+        return [
+            float(
+                sum(np.size(w) + np.size(b) for w, b in snap.layers)
+                + sum(np.shape(t)[-1] for t in snap.embeddings if np.ndim(t) == 2)
+            )
+            for snap in self.snapshots
+        ]
 
 
 def _embedding_dim(cardinality: int, limit: int) -> int:

@@ -25,7 +25,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from ._base import (
     Family,
-    Run,
+    TreesRun,
     check_stages,
     full_proba,
     next_ends_past,
@@ -35,7 +35,7 @@ from ._base import (
     tree_leaves,
     tree_values,
 )
-from ._regression import PrefixRun, SingleRun, column
+from ._regression import PrefixRun, SingleTreeRun, column
 from ._tree_traits import (
     ADABOOST,
     BAGGED_TREES,
@@ -130,12 +130,16 @@ class SmoothedTree:
 
 
 @dataclass
-class _StagedRun(PacksTrees, Run):
+class _StagedRun(PacksTrees, TreesRun):
     """Members are averages over the first ``s`` trees for each stage ``s``."""
 
     trees: list
     stages: tuple[int, ...]
     cumulative = True  # a stage needs the trees of every earlier one
+
+    def fitted_trees(self) -> list:
+        """The scikit-learn tree inside each smoothed or forest tree."""
+        return [t.tree for t in self.trees]
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Members at the stages of index ``stages`` (all by default): only the trees up to
@@ -147,7 +151,7 @@ class _StagedRun(PacksTrees, Run):
         k = max(sizes)
         width = self.trees[0].node_proba().shape[1]
         if k * X.shape[0] * width <= PACK_CELLS:
-            leaves = self.leaves_of(lambda: [t.tree for t in self.trees], k, X)
+            leaves = self.leaves_of(self.fitted_trees, k, X)
             proba = self.at_leaves(leaves, lambda: [t.node_proba() for t in self.trees])
             return {"none": _stage_means(proba, sizes)}
         out: list = [None] * len(sizes)
@@ -179,7 +183,7 @@ class _StagedRun(PacksTrees, Run):
             runs,
             ks,
             X,
-            trees=lambda run: [t.tree for t in run.trees],
+            trees=lambda run: run.fitted_trees(),
             values=lambda run: [t.node_proba() for t in run.trees],
         )
         return [{"none": _stage_means(p, s)} for p, s in zip(parts, sizes, strict=True)]
@@ -289,8 +293,14 @@ class ResamplingTree(ClassifierMixin, BaseEstimator):
         return self.tree_model_.predict(X)
 
 
+def _fitted_step(estimator) -> DecisionTreeClassifier:
+    """The scikit-learn tree of one AdaBoost step: a :class:`ResamplingTree` holds its fitted
+    tree, a plain step is one."""
+    return estimator.tree_model_ if isinstance(estimator, ResamplingTree) else estimator
+
+
 @dataclass
-class _BoostRun(PacksTrees, Run):
+class _BoostRun(PacksTrees, TreesRun):
     """Weighted votes of the first ``s`` boosting steps for each stage ``s``."""
 
     estimators: list
@@ -298,6 +308,10 @@ class _BoostRun(PacksTrees, Run):
     n_classes: int
     stages: tuple[int, ...]
     cumulative = True  # a stage needs the steps of every earlier one
+
+    def fitted_trees(self) -> list:
+        """Each step's scikit-learn tree."""
+        return [_fitted_step(est) for est in self.estimators]
 
     def predict(self, X: np.ndarray, stages=None) -> dict[str, np.ndarray]:
         """Members at the stages of index ``stages`` (all by default): only the steps up to
@@ -307,7 +321,7 @@ class _BoostRun(PacksTrees, Run):
         wanted = range(len(self.stages)) if stages is None else stages
         sizes = [min(self.stages[i], len(self.estimators)) for i in wanted]
         X = tree_input(X)
-        leaves = self.leaves_of(lambda: self.estimators, max(sizes), X)
+        leaves = self.leaves_of(self.fitted_trees, max(sizes), X)
         labels = self.cached("_node_labels", self._node_labels)
         steps = [lab[leaf] for lab, leaf in zip(labels, leaves, strict=False)]
         v = _staged_votes(steps, self.weights, self.n_classes, sizes, X.shape[0])
@@ -321,11 +335,10 @@ class _BoostRun(PacksTrees, Run):
     def _node_labels(self) -> list[np.ndarray]:
         """Per step: the class each node of its tree votes for (the rows' values only pick
         the node)."""
-        out = []
-        for est in self.estimators:
-            tree = getattr(est, "tree_model_", est)  # a ResamplingTree holds its fitted tree
-            out.append(tree.classes_.take(np.argmax(tree_values(tree), axis=1)).astype(np.intp))
-        return out
+        return [
+            tree.classes_.take(np.argmax(tree_values(tree), axis=1)).astype(np.intp)
+            for tree in self.fitted_trees()
+        ]
 
 
 def _staged_votes(steps, weights, n_classes: int, sizes: list[int], n: int) -> np.ndarray:
@@ -560,7 +573,7 @@ def _regression_tree(params: dict, random_state, n_rows: int = 0):
 def fit_tree_regression(X, y, *, n_classes, params, stages, random_state):
     """One regression tree, pruned by cost complexity or limited by depth, leaf size and
     ``max_leaves`` (capped on large folds, see ``leaf_cap``)."""
-    return SingleRun(_regression_tree(params, random_state, len(y)).fit(X, y))
+    return SingleTreeRun(_regression_tree(params, random_state, len(y)).fit(X, y))
 
 
 def fit_bagged_trees_regression(X, y, *, n_classes, params, stages, random_state, time_cap=None):
@@ -613,7 +626,7 @@ fit_extra_trees_regression = _forest_regression("ExtraTreesRegressor")
 
 
 @dataclass
-class _MedianRun(Run):
+class _MedianRun(TreesRun):
     """AdaBoost.R2's members: for each stage ``s`` the weighted median of the first ``s``
     estimators' predictions (scikit-learn's ``_get_median_predict`` on a prefix). Every
     estimator predicts once, not once per stage as ``staged_predict`` would."""
@@ -621,6 +634,9 @@ class _MedianRun(Run):
     estimators: list
     weights: np.ndarray
     stages: tuple[int, ...]
+
+    def fitted_trees(self) -> list:
+        return self.estimators
 
     def predict(self, X: np.ndarray) -> dict[str, np.ndarray]:
         n_used = min(max(self.stages), len(self.estimators))
