@@ -91,6 +91,26 @@ def test_forests_on_their_own_matrices_are_one_tree_ensemble_summing_each():
     assert sorted(set(_attribute(model, "leaf_targetids"))) == list(range(6))
 
 
+def test_a_leaf_row_s_one_value_goes_to_its_own_column():
+    """Trees adding to one of two columns each (a boosted multiclass round): each leaf's
+    value is the target of its tree and column, summed per column as the trees' sums."""
+    rng = np.random.default_rng(8)
+    trees = _trees(9, 4)
+    x = rng.normal(size=(30, 3))
+    forest = Forest(2, rounded=True)
+    for t, tree in enumerate(trees):
+        values = np.zeros((tree.tree_.node_count, 2))
+        values[:, t % 2] = tree.tree_.value[:, 0, 0]
+        sklearn_tree(forest, tree.tree_, values)
+    g = Graph()
+    leaf_sums(g, [("x", 3, forest)])
+    model, got = _run(g, "sums", {"x": x}, ("n", "s", "k"))
+    assert "Gather" not in [node.op_type for node in model.graph.node]
+    for column in (0, 1):
+        expected = sum(t.predict(x.astype(np.float32)) for t in trees[column::2])
+        np.testing.assert_allclose(got[:, 0, column], expected, rtol=0, atol=1e-12)
+
+
 def test_leaf_rows_of_several_values_are_gathered_from_a_table_of_leaves():
     """Leaf rows of two values: the ensemble gives each tree's leaf row, gathered from a
     table of leaves only (and one zero row for the padding tree), summed per forest."""
