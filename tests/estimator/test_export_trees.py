@@ -68,8 +68,8 @@ def _run(g: Graph, output: str, feeds: dict, dims=("n", "m")):
 def test_forests_on_their_own_matrices_are_one_tree_ensemble_summing_each():
     """Two forests of unequal sizes, on two matrices: one TreeEnsemble, each forest's sum
     equal to the sum of its trees' predictions; leaf rows of one value are the ensemble's
-    own double outputs (one target per tree, the padding tree's leaf zero): no table of
-    leaves, nothing gathered or cast after it."""
+    own double outputs (one target per tree, the missing tree's target zero with no tree
+    written for it): no table of leaves, nothing gathered or cast after it."""
     rng = np.random.default_rng(1)
     a, b = _trees(0, 3), _trees(1, 2)
     xa, xb = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
@@ -87,8 +87,9 @@ def test_forests_on_their_own_matrices_are_one_tree_ensemble_summing_each():
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     leaves = np.concatenate([t.tree_.value[t.tree_.children_left == -1, 0, 0] for t in a + b])
     assert _attribute(model, "leaf_weights").dtype == np.float64
-    np.testing.assert_array_equal(_attribute(model, "leaf_weights"), [*leaves, 0.0])
-    assert sorted(set(_attribute(model, "leaf_targetids"))) == list(range(6))
+    np.testing.assert_array_equal(_attribute(model, "leaf_weights"), leaves)
+    assert sorted(set(_attribute(model, "leaf_targetids"))) == [0, 1, 2, 3, 4]
+    assert len(_attribute(model, "tree_roots")) == 5
 
 
 def test_a_leaf_row_s_one_value_goes_to_its_own_column():
@@ -142,6 +143,37 @@ def test_a_stage_sums_a_prefix_of_each_forest_from_the_same_tree_ensemble():
     assert [n.op_type for n in model.graph.node].count("TreeEnsemble") == 1
     expected = sum(t.predict(x.astype(np.float32)) for t in trees[:2])
     np.testing.assert_allclose(got[:, 0], expected, rtol=0, atol=1e-12)
+
+
+def test_stage_segments_are_summed_in_the_tree_ensemble():
+    """With the stages' tree counts, the ensemble sums each stage segment of each forest
+    (one target per part and segment, not per tree), and a stage's sum, read by its tree
+    count, equals the sum of its trees; forests of unequal stages alike."""
+    rng = np.random.default_rng(3)
+    a, b = _trees(10, 5), _trees(11, 3)
+    xa, xb = rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
+    g = Graph()
+    parts = [("a", 3, _forest(a)), ("b", 3, _forest(b))]
+    values = leaf_values(g, "key", lambda: parts, bounds=[[2, 5], [3, 3]])
+    assert values[1] == 2  # two segments a part
+    stage_sums(g, values, [2, 3], flat=True)
+    model, got = _run(g, "sums", {"a": xa, "b": xb})
+    targets = next(
+        a.i for n in model.graph.node if n.op_type == "TreeEnsemble" for a in n.attribute
+        if a.name == "n_targets"
+    )  # fmt: skip
+    assert targets == 4
+    expected = np.column_stack([
+        sum(t.predict(xa.astype(np.float32)) for t in a[:2]),
+        sum(t.predict(xb.astype(np.float32)) for t in b),
+    ])  # fmt: skip
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    g = Graph()
+    values = leaf_values(g, "key", lambda: parts, bounds=[[2, 5], [3, 3]])
+    stage_sums(g, values, [5, 3], flat=True)
+    _, got = _run(g, "sums", {"a": xa, "b": xb})
+    full = sum(t.predict(xa.astype(np.float32)) for t in a)
+    np.testing.assert_allclose(got[:, 0], full, rtol=0, atol=1e-12)
 
 
 def test_float32_thresholds_compare_as_the_double_ones():

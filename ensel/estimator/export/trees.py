@@ -97,14 +97,16 @@ def leaf_sums(g, parts: list[tuple[str, int, Forest]], flat: bool = False) -> st
     return stage_sums(g, values, [len(forest.trees) for _, _, forest in parts], flat)
 
 
-def leaf_values(g, key, parts) -> tuple[str, int, int]:
+def leaf_values(g, key, parts, bounds=None) -> tuple[str, int, int]:
     """``(values, T, K)``: double ``(n, S, T, K)``, the value row of the leaf tree ``t`` of
     part ``s`` reaches (a zero row past a forest's last tree), for the parts
     ``(matrix, width, forest)`` that the callable ``parts`` builds, written once per ``key``
     (every time where ``key`` is None). One tree ensemble reads every part's matrix side by
     side: where each leaf row has one value (the others zero), the ensemble gives that value
-    in double as target ``(s, t, k)`` itself (:func:`_leaf_outputs`), else the leaf's row in a
-    table of leaves, gathered after it."""
+    in double itself (:func:`_leaf_outputs`), else the leaf's row in a table of leaves,
+    gathered after it. ``bounds`` (the tree counts of each part's stages, ascending): with
+    leaf values the ensemble sums them per stage segment, ``t`` then the segment (the trees
+    from the previous bound to this one), which :func:`stage_sums` reads by tree counts."""
     if key is not None and ("leaf values", key) in g.cache:
         return g.cache[("leaf values", key)]
     parts = parts()
@@ -113,23 +115,44 @@ def leaf_values(g, key, parts) -> tuple[str, int, int]:
     k = forests[0].n_values
     leaves = [tree[6][tree[1] == LEAF] for f in forests for tree in f.trees]
     if all((np.count_nonzero(rows, axis=1) <= 1).all() for rows in leaves):
-        values = _leaf_outputs(g, parts, forests, n_trees, k)
+        bounds = None if bounds is None else [[int(c) for c in b] for b in bounds]
+        slots = _slots(forests, bounds)
+        n_slots = n_trees if bounds is None else max(len(b) for b in bounds)
+        values = _leaf_outputs(g, parts, forests, slots, n_slots, k)
     else:
+        n_slots, bounds = n_trees, None
         values = _gathered_rows(g, parts, forests, n_trees, np.vstack(leaves))
-    shape = np.array([0, len(parts), n_trees, k], np.int64)
-    out = (g.node("Reshape", [values, g.const(shape)]), n_trees, k)
+    shape = np.array([0, len(parts), n_slots, k], np.int64)
+    out = (g.node("Reshape", [values, g.const(shape)]), n_slots, k)
+    if bounds is not None:
+        g.cache[("segments", out[0])] = bounds
     if key is not None:
         g.cache[("leaf values", key)] = out
     return out
 
 
-def _leaf_outputs(g, parts, forests, n_trees: int, k: int) -> str:
-    """Double ``(n, S T K)``: target ``(s T + t) K + j`` is the value of the leaf tree ``t`` of
-    part ``s`` reaches where that leaf's row has it in column ``j`` (zero elsewhere). One leaf
-    per target: the operator's sum is the leaf's value, in double, read where the walk ends
-    (no index to cast, no table to gather from: a service pays for neither on each call)."""
+def _slots(forests, bounds) -> list[np.ndarray]:
+    """Each part's slot of each tree: the tree itself, or with ``bounds`` its stage segment
+    (the first stage whose tree count is past it)."""
+    if bounds is None:
+        return [np.arange(len(f.trees)) for f in forests]
+    out = []
+    for forest, ends in zip(forests, bounds, strict=True):
+        slot = np.searchsorted(np.asarray(ends), np.arange(len(forest.trees)), side="right")
+        if slot.size and slot[-1] >= len(ends):
+            raise ValueError(f"a forest of {len(forest.trees)} trees past its stages {ends}")
+        out.append(slot)
+    return out
+
+
+def _leaf_outputs(g, parts, forests, slots, n_slots: int, k: int) -> str:
+    """Double ``(n, S U K)``: target ``(s U + u) K + j`` is the sum of the values of the
+    leaves the trees of slot ``u`` (:func:`_slots`) of part ``s`` reach, where the leaf's row
+    has its value in column ``j`` (zero elsewhere); the operator sums in double, the leaves'
+    values read where the walks end (no index to cast, no table to gather from: a service
+    pays for neither on each call)."""
     x, offsets = _side_by_side(g, parts, forests[0].rounded, False)
-    attrs = _attributes(forests, offsets, n_trees, 0, False, k)
+    attrs = _attributes(forests, offsets, n_slots, 0, False, k, slots)
     return g.node("TreeEnsemble", [x], "leaves", domain="ai.onnx.ml", **attrs)
 
 
@@ -149,8 +172,12 @@ def _gathered_rows(g, parts, forests, n_trees: int, table: np.ndarray) -> str:
 
 def stage_sums(g, values: tuple[str, int, int], counts: list[int], flat: bool = False) -> str:
     """Double ``(n, S, K)`` (``flat`` with ``K == 1``: ``(n, S)``): for each part of
-    :func:`leaf_values`' ``values``, the sum over its first ``counts[s]`` trees."""
+    :func:`leaf_values`' ``values``, the sum over its first ``counts[s]`` trees (segments
+    up to the stage of that count where the values are summed per segment)."""
     name, n_trees, k = values
+    bounds = g.cache.get(("segments", name))
+    if bounds is not None:
+        counts = [ends.index(int(c)) + 1 for ends, c in zip(bounds, counts, strict=True)]
     if len(set(counts)) == 1 and counts[0] < n_trees:  # a prefix of every part
         ends = np.array([counts[0]], np.int64)
         two = np.array([2], np.int64)
@@ -187,12 +214,15 @@ def _side_by_side(g, parts, rounded: bool, single: bool) -> tuple[str, list[int]
     return g.cache[key], [starts[matrix] for matrix, _, _ in parts]
 
 
-def _attributes(forests, offsets, n_trees: int, padding: int, single: bool, k=None) -> dict:
+def _attributes(
+    forests, offsets, n_trees: int, padding: int, single: bool, k=None, slots=None
+) -> dict:
     """``TreeEnsemble``'s attributes. Without ``k``: target ``s * n_trees + i`` is tree ``i``
     of forest ``s`` (or a padding tree whose leaf is row ``padding``), its leaf weight the
     leaf's row in the table of leaves. With ``k`` (leaf rows of ``k`` values, one of them
-    not zero): target ``(s * n_trees + i) * k + j``, its leaf weight the value in column ``j``
-    (a padding tree's leaf zero)."""
+    not zero) and ``slots`` (each forest's slot of each tree, ``n_trees`` slots):
+    target ``(s * n_trees + slots[s][i]) * k + j``, its leaf weight the value in column
+    ``j``; a slot no tree fills stays zero."""
     from onnx import numpy_helper
 
     out: dict[str, list] = {k: [] for k in ("feature", "mode", "split", "true", "false",
@@ -200,15 +230,12 @@ def _attributes(forests, offsets, n_trees: int, padding: int, single: bool, k=No
                                             "target", "weight", "members")}  # fmt: skip
     count = {"splits": 0, "leaves": 0, "rows": 0}
     for s, (forest, offset) in enumerate(zip(forests, offsets, strict=True)):
-        for i in range(n_trees):
-            target = s * n_trees + i
-            if i < len(forest.trees):
-                leaves = _leaf_entries(forest.trees[i], target, k, count)
-                _tree(out, forest.trees[i], offset, leaves, count)
-            elif k is None:
-                _stump(out, target, padding, count)
-            else:
-                _stump(out, target * k, 0.0, count)
+        for i, tree in enumerate(forest.trees):
+            target = s * n_trees + (i if slots is None else int(slots[s][i]))
+            _tree(out, tree, offset, _leaf_entries(tree, target, k, count), count)
+        if k is None:
+            for i in range(len(forest.trees), n_trees):
+                _stump(out, s * n_trees + i, padding, count)
     dtype = np.float32 if single else np.float64
     members = {}
     if out["members"]:
