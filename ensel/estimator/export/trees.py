@@ -1,12 +1,12 @@
 """Tree ensembles as graph nodes: the trees of several forests (a run's fold siblings, each on
-its own input matrix) as one ``ai.onnx.ml.TreeEnsemble`` (ML opset 5) with one target per
-tree (and value column), whose sums are taken per forest in double after it. Where each leaf
-row has one value (a boosted tree's margin, a binary forest's positive column, a regression
-tree), the target's leaf weight is that value in double, the input read in double: one leaf
-per target, so the operator's output is the leaf's value itself and the sums are Python's
-up to their order, with nothing to gather per call. Otherwise (class-probability rows of
-several classes) the target is the leaf's row in one table of leaf values, gathered from
-the table in double.
+its own input matrix) as one ``ai.onnx.ml.TreeEnsemble`` (ML opset 5), whose outputs are
+summed per forest and stage in double. Where each leaf row has one value (a boosted tree's
+margin, a binary forest's positive column, a regression tree), the leaf's weight is that
+value in double, the input read in double, and the operator itself sums the trees of each
+forest's stage segment (given the stages' tree counts; else each tree is its own target):
+the sums are Python's up to their order, with nothing to gather per call and a few outputs
+per forest. Otherwise (class-probability rows of several classes) each tree's target is its
+leaf's row in one table of leaf values, gathered from the table in double.
 
 The table holds the leaves only (one row each, plus a zero row that pads a forest with fewer
 trees than the others), and the operator's layout holds the splits only, a split's mode as
