@@ -148,7 +148,8 @@ def test_a_stage_sums_a_prefix_of_each_forest_from_the_same_tree_ensemble():
 def test_stage_segments_are_summed_in_the_tree_ensemble():
     """With the stages' tree counts, the ensemble sums each stage segment of each forest
     (one target per part and segment, not per tree), and a stage's sum, read by its tree
-    count, equals the sum of its trees; forests of unequal stages alike."""
+    count (its segments summed by one MatMul), equals the sum of its trees; forests of
+    unequal stages alike."""
     rng = np.random.default_rng(3)
     a, b = _trees(10, 5), _trees(11, 3)
     xa, xb = rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
@@ -163,6 +164,8 @@ def test_stage_segments_are_summed_in_the_tree_ensemble():
         if a.name == "n_targets"
     )  # fmt: skip
     assert targets == 4
+    ops = [node.op_type for node in model.graph.node]
+    assert "ReduceSum" not in ops and ops.count("MatMul") == 1  # a stage's segments: one node
     expected = np.column_stack([
         sum(t.predict(xa.astype(np.float32)) for t in a[:2]),
         sum(t.predict(xb.astype(np.float32)) for t in b),

@@ -125,7 +125,7 @@ def leaf_values(g, key, parts, bounds=None) -> tuple[str, int, int]:
     shape = np.array([0, len(parts), n_slots, k], np.int64)
     out = (g.node("Reshape", [values, g.const(shape)]), n_slots, k)
     if bounds is not None:
-        g.cache[("segments", out[0])] = bounds
+        g.cache[("segments", out[0])] = (bounds, values)
     if key is not None:
         g.cache[("leaf values", key)] = out
     return out
@@ -175,9 +175,16 @@ def stage_sums(g, values: tuple[str, int, int], counts: list[int], flat: bool = 
     :func:`leaf_values`' ``values``, the sum over its first ``counts[s]`` trees (segments
     up to the stage of that count where the values are summed per segment)."""
     name, n_trees, k = values
-    bounds = g.cache.get(("segments", name))
-    if bounds is not None:
+    segments = g.cache.get(("segments", name))
+    if segments is not None:
+        bounds, flat_values = segments
         counts = [ends.index(int(c)) + 1 for ends, c in zip(bounds, counts, strict=True)]
+        if flat and k == 1:  # the segments' outputs (n, S U) times a 0/1 (S U, S): one node
+            pick = np.zeros((len(counts), n_trees, len(counts)))
+            for s, c in enumerate(counts):
+                pick[s, :c, s] = 1.0
+            pick = pick.reshape(len(counts) * n_trees, len(counts))
+            return g.node("MatMul", [flat_values, g.const(pick)], "sums")
     if len(set(counts)) == 1 and counts[0] < n_trees:  # a prefix of every part
         ends = np.array([counts[0]], np.int64)
         two = np.array([2], np.int64)
