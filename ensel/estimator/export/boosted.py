@@ -215,8 +215,9 @@ def _boosted_margins(g, runs, matrices, stage: int, per_round: int, last: int) -
 
     key = ("boosted", tuple(id(run) for run, _ in runs), tuple(matrices), last)
     counts = [_rounds(run, stage) * per_round for run, _ in runs]
+    bounds = [[_rounds(run, s) * per_round for s in range(last + 1)] for run, _ in runs]
     bases = [_base_margin(run, run.model.n_features_in_, per_round) for run, _ in runs]
-    return add_base(g, leaf_values(g, key, parts), counts, bases)
+    return add_base(g, leaf_values(g, key, parts, bounds), counts, bases)
 
 
 @register_runs("xgboost", "lightgbm")

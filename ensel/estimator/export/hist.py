@@ -98,8 +98,10 @@ def _hist_margins(g, runs, matrices, stage: int, last: int) -> str:
     per_round = [len(m._predictors[0]) for m in models]
     counts = [min(r.stages[stage], m.n_iter_) * k for r, m, k in zip(runs, models, per_round,
                                                                    strict=True)]  # fmt: skip
+    bounds = [[min(r.stages[s], m.n_iter_) * k for s in range(last + 1)]
+              for r, m, k in zip(runs, models, per_round, strict=True)]  # fmt: skip
     bases = [np.asarray(m._baseline_prediction, dtype=np.float64).reshape(-1) for m in models]
-    return add_base(g, leaf_values(g, key, parts), counts, bases)
+    return add_base(g, leaf_values(g, key, parts, bounds), counts, bases)
 
 
 @register_runs("hist_gbdt")

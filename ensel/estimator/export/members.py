@@ -225,7 +225,8 @@ def _trees(g, runs, matrices, stage: int, n_outputs: int, positive: bool, last: 
 
     key = ("trees", tuple(id(r) for r in runs), tuple(matrices), last, positive)
     sizes = [_tree_count(run, stage) for run in runs]
-    sums = stage_sums(g, leaf_values(g, key, parts), sizes, flat=positive)
+    bounds = [[_tree_count(run, s) for s in range(last + 1)] for run in runs]
+    sums = stage_sums(g, leaf_values(g, key, parts, bounds), sizes, flat=positive)
     shape = (1, len(sizes)) if positive else (1, len(sizes), 1)
     return g.node("Div", [sums, g.const(np.asarray(sizes, np.float64).reshape(shape))], "trees")
 

@@ -6,7 +6,8 @@
   standardisation (``Sub``, ``Div``) in the standardised view;
 - native categorical codes: ``ai.onnx.ml.LabelEncoder`` from the category strings to their
   position among the training categories (an unseen one: -1; missing: NaN or the code after
-  the known ones, as the view does);
+  the known ones, as the view does), one for each run of neighbouring columns whose codes
+  agree;
 - one-hot: ``ai.onnx.ml.OneHotEncoder`` over the kept levels, then the pooled "other" column
   (neither a kept level nor missing) and the missing level's column where the view has them;
 - missing indicators (``Gather`` of ``IsNaN``) last.
@@ -69,12 +70,14 @@ def _write(g, view: View) -> str:
             x = g.node("Sub", [x, g.const(view.mean[None, :])], "centred")
             x = g.node("Div", [x, g.const(view.scale[None, :])], "scaled")
         blocks.append(x)
-    for j in range(len(columns.categorical)):
-        if view.kind == "native":
-            blocks.append(_codes(g, view, j))
-            continue
-        column = g.node("Gather", [CATEGORICAL, g.const(np.array(j, np.int64))], "cat", axis=1)
-        blocks.extend(_one_hot(g, view, j, column))
+    if view.kind == "native":
+        width = len(columns.categorical)
+        blocks += [_codes(g, group, codes, width) for group, codes in _code_groups(view)]
+    else:
+        for j in range(len(columns.categorical)):
+            index = g.const(np.array(j, np.int64))
+            column = g.node("Gather", [CATEGORICAL, index], "cat", axis=1)
+            blocks.extend(_one_hot(g, view, j, column))
     indicators = view.indicators if not view.native_missing else np.zeros(0, int)
     if indicators.size:
         picked = g.node(
@@ -123,24 +126,53 @@ def _column(g, values: str) -> str:
     return g.node("Unsqueeze", [values, g.const(np.array([1], np.int64))], "col")
 
 
-def _codes(g, view: View, j: int) -> str:
-    """The native view's code of categorical column ``j``, ``(n, 1)`` double: the category's
-    position among the training categories, -1 unseen, NaN or ``len(known)`` missing (the
-    empty string, whatever it was in training); one ``LabelEncoder`` on the column."""
-    known = [str(c) for c in view.columns.categories[j]]
-    missing_code = np.nan if view.native_missing else float(len(known))
-    keys = [(key, float(i)) for i, key in enumerate(known) if key != ""]
-    cell = g.node("Gather", [CATEGORICAL, g.const(np.array([j], np.int64))], "cat", axis=1)
-    codes = g.node(
+def _code_groups(view: View) -> list[tuple[list[int], dict]]:
+    """The native view's categorical columns in runs of neighbours whose codes agree (a
+    string both know has one code in each, the missing one included), each run with its
+    codes: column ``j``'s code of a category is its position among the training categories,
+    NaN or ``len(known)`` missing (the empty string, whatever it was in training). One
+    ``LabelEncoder`` then codes a whole run (columns of yes/no flags, or of disjoint levels,
+    are one run): a service pays per node."""
+    groups: list[tuple[list[int], dict]] = []
+    for j, categories in enumerate(view.columns.categories):
+        known = [str(c) for c in categories]
+        codes = {key: float(i) for i, key in enumerate(known) if key != ""}
+        codes[""] = np.nan if view.native_missing else float(len(known))
+        if groups and all(
+            _same(groups[-1][1][key], code) for key, code in codes.items() if key in groups[-1][1]
+        ):
+            groups[-1][0].append(j)
+            groups[-1][1].update(codes)
+        else:
+            groups.append(([j], codes))
+    return groups
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (np.isnan(a) and np.isnan(b))
+
+
+def _codes(g, group: list[int], codes: dict, width: int) -> str:
+    """The native view's codes of the categorical columns ``group`` (neighbours, see
+    :func:`_code_groups`) of the ``width`` there are, ``(n, len(group))`` double, -1 for a
+    category never seen; one ``LabelEncoder`` (ML opset 4's tensors: double codes, no
+    ``Cast``) on those columns (on the input itself where they are all of them)."""
+    from onnx import numpy_helper
+
+    if len(group) == width:
+        cells = CATEGORICAL
+    else:
+        index = g.const(np.asarray(group, np.int64))
+        cells = g.node("Gather", [CATEGORICAL, index], "cat", axis=1)
+    return g.node(
         "LabelEncoder",
-        [cell],
+        [cells],
         "codes",
         domain="ai.onnx.ml",
-        keys_strings=[key for key, _ in keys] + [""],
-        values_floats=[code for _, code in keys] + [missing_code],
-        default_float=-1.0,
+        keys_tensor=numpy_helper.from_array(np.array(list(codes), dtype=object)),
+        values_tensor=numpy_helper.from_array(np.array(list(codes.values()), np.float64)),
+        default_tensor=numpy_helper.from_array(np.array([-1.0])),
     )
-    return g.node("Cast", [codes], "codes", to=_DOUBLE())
 
 
 def _one_hot(g, view: View, j: int, column: str) -> list[str]:
