@@ -14,7 +14,7 @@ import pandas as pd
 
 from benchmarks import bench_paper, sandia_tables
 from benchmarks._record import ROOT, load_results
-from benchmarks._report import markdown_table, write_blocks
+from benchmarks._report import markdown_table, no_rows, write_blocks
 from ensel.metrics import METRICS
 
 DOC = ROOT / "docs" / "papers.md"
@@ -47,8 +47,7 @@ def tables_4_blocks(path: Path, prefix: str = "") -> dict[str, str]:
     names = [f"{prefix}table-4-{k}" for k in (1, 2, 4)]
     results = load_results(path)
     if not results:
-        missing = f"No rows yet in `{path.name}`: run `python -m benchmarks.bench_paper`."
-        return dict.fromkeys(names, missing)
+        return dict.fromkeys(names, no_rows(path.name, "bench_paper"))
     tables = bench_paper.tables(bench_paper.rows_from_results(results))
     per_method = tables["Tables 4.1-4.2"]
     no_cv = per_method[~per_method.index.str.endswith("-CV")]
@@ -73,8 +72,7 @@ def fspt_blocks(path: Path) -> dict[str, str]:
     """Gu & Easwaran's Tables 5-7 beside ours, and our accuracy-coverage curves."""
     rows = load_results(path)
     if not rows:
-        missing = f"No rows yet in `{path.name}`: run `python -m benchmarks.bench_fspt`."
-        return {"fspt-tables": missing, "fspt-curves": missing}
+        return dict.fromkeys(["fspt-tables", "fspt-curves"], no_rows(path.name, "bench_fspt"))
     from benchmarks import bench_fspt
 
     ours, curves = bench_fspt.tables(rows)
@@ -93,10 +91,7 @@ def openset_blocks(path: Path) -> dict[str, str]:
     """Steele's Fig. 1 (MNIST) beside our digits rows."""
     rows = load_results(path)
     if not rows:
-        missing = (
-            f"No rows yet in `{path.name}`: run `python -m benchmarks.bench_openset --digits`."
-        )
-        return {"openset-digits": missing}
+        return {"openset-digits": no_rows(path.name, "bench_openset --digits")}
     from benchmarks import bench_openset
 
     table = bench_openset.digits_table(pd.DataFrame(rows))
@@ -110,9 +105,7 @@ def compression_blocks(path: Path) -> dict[str, str]:
 
     paper = paper_frame("dissertation_4_8", "problem")
     rows = load_results(path)
-    ours = bench_compress.report(rows) if rows else (
-        f"No rows yet in `{path.name}`: run `python -m benchmarks.bench_compress`."
-    )  # fmt: skip
+    ours = bench_compress.report(rows) if rows else no_rows(path.name, "bench_compress")
     return {
         "compression-paper": markdown_table(paper, ".3f"),
         "compression": ours,

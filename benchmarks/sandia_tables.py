@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmarks._report import markdown_table
+from benchmarks._report import markdown_table, no_rows
 from benchmarks._stats import standard_error
 
 DETECTORS = ("box", "margin", "dispersion", "chaos_forest", "cert", "cert_forest")
@@ -128,11 +128,8 @@ def provenance_line(rows: pd.DataFrame, name: str = "paper_risk.jsonl.gz") -> st
 def blocks(rows: list[dict]) -> dict[str, str]:
     """The generated blocks ``sandia-table-2`` and ``sandia-table-3`` from bench_risk's rows."""
     if not rows:
-        missing = (
-            "No rows yet in `paper_risk.jsonl.gz`: run `python -m benchmarks.bench_risk --paper "
-            "--results benchmarks/results/paper_risk.jsonl.gz`."
-        )
-        return {f"sandia-{name}": missing for name in TABLES}
+        command = "bench_risk --paper --results benchmarks/results/paper_risk.jsonl.gz"
+        return {f"sandia-{name}": no_rows("paper_risk.jsonl.gz", command) for name in TABLES}
     frame = pd.DataFrame(rows)
     ours = our_rows(frame)
     where = provenance_line(frame)
@@ -210,10 +207,8 @@ def table1_cells(rows: pd.DataFrame) -> pd.DataFrame:
 def table1_blocks(rows: list[dict]) -> dict[str, str]:
     """The generated block ``sandia-table-1`` from bench_risk's ``--table1`` rows."""
     if not rows:
-        return {
-            "sandia-table-1": f"No rows yet in `{TABLE1_FILE}`: run `python -m "
-            f"benchmarks.bench_risk --table1 --results benchmarks/results/{TABLE1_FILE}`."
-        }
+        command = f"bench_risk --table1 --results benchmarks/results/{TABLE1_FILE}"
+        return {"sandia-table-1": no_rows(TABLE1_FILE, command)}
     frame = pd.DataFrame(rows)
     table = table1_cells(frame)
     same = int((table["as the report"] == "yes").sum())
