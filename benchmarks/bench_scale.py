@@ -324,13 +324,8 @@ def run_block(
                 for tool in tools:
                     if tool in ("lightgbm", "hgb") and budget != budgets[0]:
                         continue  # the defaults take no budget: measured once per table
-                    if (
-                        tool,
-                        table,
-                        budget,
-                        seed,
-                        max_memory if tool.startswith("ensel") else None,
-                    ) in done:
+                    ceiling = max_memory if tool.startswith("ensel") else None
+                    if (tool, table, budget, seed, ceiling) in done:
                         continue
                     data = data or load_table(table, seed)
                     row = {
