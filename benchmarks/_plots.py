@@ -10,9 +10,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks._stats import standard_error
-
-BUDGETS = (60.0, 300.0, 600.0)
-METRICS = (("auc", "AUC"), ("logloss", "log loss"))
+from benchmarks.report import BUDGETS, METRICS, differences
 
 
 def _pyplot():
@@ -26,16 +24,16 @@ def _pyplot():
 
 
 def _save(fig, path: Path) -> None:
+    """Write ``fig`` to ``path`` as SVG without a date, and close it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    _pyplot().close(fig)
     print(f"wrote {path}")
 
 
 def plot_differences(rows: pd.DataFrame, path: Path) -> None:
     """Per dataset (smallest table at the top), ensel's advantage over AutoGluon with one
     standard error over seeds, one panel per metric and budget."""
-    from benchmarks.report import differences
-
     plt = _pyplot()
     fig, axes = plt.subplots(2, len(BUDGETS), figsize=(11, 7), sharey=True, sharex="row")
     for i, (metric, called) in enumerate(METRICS):
@@ -54,7 +52,6 @@ def plot_differences(rows: pd.DataFrame, path: Path) -> None:
     fig.supxlabel("ensel's advantage (± 1 se over seeds); right of 0: ensel better")
     fig.suptitle("ensel against AutoGluon best_quality, per dataset (training rows)")
     _save(fig, path)
-    plt.close(fig)
 
 
 def plot_budgets(rows: pd.DataFrame, path: Path) -> None:
@@ -85,7 +82,6 @@ def plot_budgets(rows: pd.DataFrame, path: Path) -> None:
         ax.legend()
     fig.suptitle("Accuracy against budget (mean over datasets ± 1 se)")
     _save(fig, path)
-    plt.close(fig)
 
 
 def plot_costs(rows: pd.DataFrame, scale: pd.DataFrame, path: Path) -> None:
@@ -111,7 +107,6 @@ def plot_costs(rows: pd.DataFrame, scale: pd.DataFrame, path: Path) -> None:
     axes[0].legend(fontsize=8)
     fig.suptitle("Cost against table size (small tables at 300 s; large at 300-600 s)")
     _save(fig, path)
-    plt.close(fig)
 
 
 def write_all(rows: pd.DataFrame, scale: pd.DataFrame, folder: Path) -> None:

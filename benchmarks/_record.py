@@ -198,14 +198,19 @@ def load_results(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def append_row(path: Path, row: dict) -> None:
-    """Append ``row`` to the JSON-lines file ``path`` and sync it to disk, so that a run stopped
+def append_rows(path: Path, rows: list[dict]) -> None:
+    """Append ``rows`` to the JSON-lines file ``path`` and sync it to disk, so that a run stopped
     at any moment keeps every row it finished (the resumable suites skip those)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open_results(path, "a") as fh:
-        fh.write(json.dumps(row, default=str) + "\n")
+        fh.writelines(json.dumps(row, default=str) + "\n" for row in rows)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def append_row(path: Path, row: dict) -> None:
+    """``append_rows`` of one row."""
+    append_rows(path, [row])
 
 
 def merged_rows(paths: list[Path], key: tuple[str, ...]) -> list[dict]:
@@ -226,8 +231,7 @@ def measured_rows(results: Path, measure) -> list[dict]:
     with PeakMemory() as memory:
         rows = measure()
     extra = {"peak_mb": round(memory.peak_mb, 1), **provenance()}
-    for row in rows:
-        append_row(results, {**row, **extra})
+    append_rows(results, [{**row, **extra} for row in rows])
     return rows
 
 

@@ -26,6 +26,12 @@ def machine_line(command: str) -> str:
     )
 
 
+def no_rows(file: str, command: str) -> str:
+    """A generated block's text while its rows file ``file`` has no rows: the suite ``command``
+    (``python -m benchmarks.<command>``) that writes them."""
+    return f"No rows yet in `{file}`: run `python -m benchmarks.{command}`."
+
+
 def marker(name: str) -> str:
     """The opening marker comment of the generated block ``name``."""
     return f"<!-- generated: {name} -->"

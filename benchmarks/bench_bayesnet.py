@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from benchmarks._record import append_row, git_commit, load_results, provenance
+from benchmarks._record import append_row, git_commit, load_results, provenance, versions
 from benchmarks._report import ROOT, write_blocks
 from benchmarks._stats import standard_error
 from ensel.bayesnet import edit_distance, select_tasks
@@ -334,11 +334,8 @@ def run_selection(cell: Cell, bases: dict, ns=(0, 1, 2, 4, 8, 15), grid=(0.99, 0
 def _meta(commit: str) -> dict:
     """What a cell's row records about its run: ``provenance()`` with the commit read once when
     the run started (the code it imported), and the versions the search depends on."""
-    import pgmpy
-    import scipy
-
-    versions = {"numpy": np.__version__, "scipy": scipy.__version__, "pgmpy": pgmpy.__version__}
-    return {**provenance(), "commit": commit, "python": platform.python_version(), **versions}
+    search = versions(("numpy", "scipy", "pgmpy"))
+    return {**provenance(), "commit": commit, "python": platform.python_version(), **search}
 
 
 PARTS = {

@@ -29,7 +29,7 @@ import pandas as pd
 from benchmarks._record import (
     ROOT,
     PeakMemory,
-    append_row,
+    append_rows,
     load_average,
     provenance,
     results_path,
@@ -227,8 +227,7 @@ def main(argv=None) -> None:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     run = {"spec": args.spec, "time_limit": args.time_limit, "cv": args.cv, **provenance()}
-    for row in rows:
-        append_row(results, {**row, **run})
+    append_rows(results, [{**row, **run} for row in rows])
     print("\n".join(report_lines(pd.DataFrame(rows), args)))
 
 

@@ -27,7 +27,6 @@ The tables are printed; docs/papers.md shows them from the rows (benchmarks.pape
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 import warnings
@@ -43,10 +42,10 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import KFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
+from benchmarks import _record, sandia_tables
 from benchmarks import risk_problems as rp
-from benchmarks import sandia_tables
 from benchmarks._predict_timing import median_seconds
-from benchmarks._record import open_results, provenance
+from benchmarks._record import provenance
 
 ORDER = (
     "box",
@@ -120,13 +119,8 @@ def append_rows(
     used and the run's provenance."""
     extra = {"part": part, "sizes": asdict(sizes), "host": f"{os.cpu_count()} cores"}
     extra |= {"n_jobs": n_jobs, **provenance()}  # provenance names the machine
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open_results(path, "a") as f:
-        for row in frame.to_dict("records"):
-            clean = {
-                k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()
-            }
-            f.write(json.dumps({**clean, **extra}, default=str) + "\n")
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")  # NaN as null
+    _record.append_rows(path, [{**row, **extra} for row in rows])
 
 
 # --- detectors ---------------------------------------------------------------------------------

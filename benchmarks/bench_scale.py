@@ -136,11 +136,6 @@ def _insteval() -> tuple[pd.DataFrame, pd.Series]:
 # ---------------------------------------------------------------------------- measuring
 
 
-def _scores(y_test: pd.Series, proba: np.ndarray) -> dict:
-    """Test AUC and log loss of the positive class's probabilities, as every peer is scored."""
-    return classification_scores(y_test, [0, 1], proba)
-
-
 def _predict_us(predict, X_test: pd.DataFrame) -> tuple[np.ndarray, float]:
     start = time.perf_counter()
     proba = predict(X_test)
@@ -199,7 +194,7 @@ def run_ensel(
         "peak_mb": memory.peak_mb,
         "saved_mb": saved_mb,
         "predict_us_per_row": us,
-        **_scores(y_test, proba),
+        **classification_scores(y_test, [0, 1], proba),
         "runs_finished": clf.budget_.runs_ok,
         "runs_cut": clf.budget_.runs_cut,  # started, then stopped by the budget
         "runs_cut_ids": clf.budget_.runs_cut_ids,
@@ -230,7 +225,7 @@ def _without_predict_budget(store, X, y, X_test, y_test, seed: int) -> dict:
         library=store, max_predict_ms=None, time_limit=WITHOUT_BUDGET_SECONDS, random_state=seed
     ).fit(X, y, groups=y.attrs.get("groups"))
     proba, us = _predict_us(lambda X: clf.predict_proba(X)[:, 1], X_test)
-    return {**_scores(y_test, proba), "predict_us_per_row": us,
+    return {**classification_scores(y_test, [0, 1], proba), "predict_us_per_row": us,
             "members_with_weight": int((clf.members_["weight"] > 0).sum())}  # fmt: skip
 
 
@@ -253,7 +248,7 @@ def run_lightgbm(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) ->
         "peak_mb": memory.peak_mb,
         "saved_mb": len(pickle.dumps(model)) / 2**20,
         "predict_us_per_row": us,
-        **_scores(y_test, proba),
+        **classification_scores(y_test, [0, 1], proba),
     }
 
 
@@ -275,7 +270,7 @@ def run_hgb(X, y, X_test, y_test, budget: float, seed: int, n_jobs: int) -> dict
         "peak_mb": memory.peak_mb,
         "saved_mb": result.model_mb,
         "predict_us_per_row": result.predict_seconds / len(X_test) * 1e6,
-        **_scores(y_test, result.predictions[:, 1]),
+        **classification_scores(y_test, [0, 1], result.predictions[:, 1]),
     }
 
 
@@ -329,13 +324,8 @@ def run_block(
                 for tool in tools:
                     if tool in ("lightgbm", "hgb") and budget != budgets[0]:
                         continue  # the defaults take no budget: measured once per table
-                    if (
-                        tool,
-                        table,
-                        budget,
-                        seed,
-                        max_memory if tool.startswith("ensel") else None,
-                    ) in done:
+                    ceiling = max_memory if tool.startswith("ensel") else None
+                    if (tool, table, budget, seed, ceiling) in done:
                         continue
                     data = data or load_table(table, seed)
                     row = {

@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks._peers import autogluon_python
 from benchmarks._predict_timing import median_seconds
-from benchmarks._record import ROOT, append_row, provenance, results_path, suite_parser
+from benchmarks._record import ROOT, append_rows, provenance, results_path, suite_parser
 from ensel._candidates import candidate_scorer
 from ensel.metrics import METRICS, resolve_metric
 from ensel.selection import EnsembleSelection
@@ -86,11 +86,11 @@ def record(rows: list[dict], bagged: dict[str, float], size: tuple[int, int], pa
     """Append the step rows and the bagged runs to ``path``, each with one run's provenance
     (the same ``utc`` marks the rows of one run)."""
     run = provenance()
-    for row in rows:
-        append_row(path, {"kind": "step", **row, **run})
-    for metric, seconds in bagged.items():
-        entry = {"kind": "bagged", "M": size[0], "N": size[1], "metric": metric}
-        append_row(path, {**entry, "seconds": seconds, **run})
+    runs = [
+        {"kind": "bagged", "M": size[0], "N": size[1], "metric": m, "seconds": s, **run}
+        for m, s in bagged.items()
+    ]
+    append_rows(path, [{"kind": "step", **row, **run} for row in rows] + runs)
 
 
 def main(argv=None) -> None:
