@@ -31,7 +31,8 @@ def test_selection_quick_records_rows_that_the_report_turns_into_its_block(tmp_p
     assert {r["kind"] for r in written} == {"step", "bagged"}
     assert all(r["commit"] and r["utc"] for r in written)
     block = report.selection_block(tmp_path)["selection-engine"]
-    assert "| 40 | 200 | roc |" in block and "| rms |" in block
+    assert "library of 40 members x 200 rows" in block
+    assert "\n| roc | " in block and "\n| rms | " in block
     # a quick run never writes the page
     assert (tmp_path / "docs" / "results.md").read_text() == (
         report.ROOT / "docs" / "results.md"
