@@ -42,10 +42,13 @@ class Chooser:
 
     def weights(self, options: dict, lib=None, P: np.ndarray | None = None) -> np.ndarray:
         """One weight per member of ``lib`` (this chooser's library by default), by
-        ``strategy`` under the predict-cost limit."""
+        ``strategy`` under the predict-cost limit; with ``exportable=True`` under none (the
+        limit is then graph milliseconds, for :meth:`exportable`'s selection)."""
+        est = self.estimator
         lib = self.lib if lib is None else lib
         P = self.P if P is None else P
-        return self._select(options, lib, P, self._cost(lib), self.estimator.max_predict_ms)
+        limit = None if est.exportable else est.max_predict_ms
+        return self._select(options, lib, P, self._cost(lib), limit)
 
     def _select(self, options: dict, lib, P, cost, max_predict_ms, tune: bool = True):
         """Weights of ``lib``'s members priced by ``cost`` under ``max_predict_ms`` (None, a

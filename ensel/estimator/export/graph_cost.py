@@ -9,9 +9,10 @@ tree (a large tree does not stay in cache), and for linear models, kernels and n
 multiply-adds. A run's fold siblings are each paid for: the graph keeps every sibling.
 
 The constants were read off a one-thread onnxruntime profile of a default exported ensemble
-(per-node times of its TreeEnsemble, MatMul and elementwise nodes, one row per call): a forest
-of deep trees (about 2,000 nodes each) cost about 150 ns per step down, depth-3 and 7-leaf
-boosted trees about 55 ns per step, and the remaining nodes about 8 µs each on average.
+(per-node times, one row per call, fold siblings of ``cv=5``): its forest of deep trees (about
+2,000 nodes each) cost about 60 ns per unit of declared work (a unit is a level of a tree's
+depth: a row goes down fewer levels than the depth, out of cache), its depth-3 and 7-leaf
+boosted trees about 22 ns per unit, and its other nodes about 10 µs each on average.
 """
 
 from __future__ import annotations
@@ -30,14 +31,15 @@ from ...selection import PredictCost
 
 __all__ = ["GRAPH_AUTO_MS", "graph_cost", "run_graph_ms", "step_ns"]
 
-NODE_MS = 0.008
+NODE_MS = 0.010
 """Milliseconds of one graph node's dispatch on one row (its work aside)."""
-VIEW_NODES = 4
-"""Graph nodes of a view (imputation, scaling, encodings, their concatenation)."""
-MEMBER_NODES = 3
-"""Graph nodes a member adds beside its work (its model node, its column, its weight)."""
-SMALL_STEP_NS, LARGE_STEP_NS = 55.0, 150.0
-"""Nanoseconds per step down a tree of ``SMALL_TREE`` nodes or fewer (in cache) and of
+VIEW_NODES = 2
+"""Graph nodes of one fold sibling's view (its fitted imputation, scaling, encodings)."""
+RUN_NODES = 3
+"""Graph nodes a run adds beside its work, whatever its siblings (the graph packs a run's
+siblings into one model node; its columns and weights)."""
+SMALL_STEP_NS, LARGE_STEP_NS = 22.0, 61.0
+"""Nanoseconds per level of a tree of ``SMALL_TREE`` nodes or fewer (in cache) and of
 ``LARGE_TREE`` nodes or more (out of cache); in between interpolated on log nodes."""
 SMALL_TREE, LARGE_TREE = 64.0, 2048.0
 MULADD_NS = 1.0
@@ -55,7 +57,7 @@ def step_ns(tree_nodes: float) -> float:
 
 
 def _unit_ns(family_run, params: dict) -> float:
-    """Nanoseconds per unit of the family's predict work: a step down a tree of the run's
+    """Nanoseconds per unit of the family's predict work: a level of a tree of the run's
     size (a boosting run's trees are as large as its depth or leaves allow), else a
     multiply-add."""
     run = unwrap(family_run)
@@ -70,11 +72,11 @@ def _unit_ns(family_run, params: dict) -> float:
     return MULADD_NS
 
 
-def run_graph_ms(record: dict, fitted, task: str, outputs: int) -> dict:
+def run_graph_ms(record: dict, fitted, task: str, outputs: int, siblings: int) -> dict:
     """One sibling's single-row graph cost of a stored run (``record``: its manifest record;
-    ``fitted``: its fitted siblings), shaped as the store's ``predict_ms`` record
-    (``{"view", "stages", "cumulative"}``) so :func:`predict_cost` shares views and stages
-    as it does for timed costs."""
+    ``fitted``: its fitted siblings; ``siblings``: how many the graph holds), shaped as the
+    store's ``predict_ms`` record (``{"view", "stages", "cumulative"}``) so
+    :func:`predict_cost` shares views and stages as it does for stored costs."""
     view, family_run = fitted.siblings[0]
     params = dict(fitted.run.param_dict)
     width = len(view.columns.numeric) + len(view.columns.categorical)
@@ -83,7 +85,7 @@ def run_graph_ms(record: dict, fitted, task: str, outputs: int) -> dict:
     unit_ms = _unit_ns(family_run, params) * 1e-6
     return {
         "view": VIEW_NODES * NODE_MS,
-        "stages": [MEMBER_NODES * NODE_MS + units * unit_ms for _, units in work],
+        "stages": [RUN_NODES * NODE_MS / siblings + units * unit_ms for _, units in work],
         "cumulative": bool(record["predict_ms"]["cumulative"]),
     }
 
@@ -101,7 +103,7 @@ def graph_cost(members: pd.DataFrame, library, task: str, siblings: int, outputs
             raise ValueError(f"family {family!r} declares no predict work: no graph cost")
         graph[run_id] = {
             **records[run_id],
-            "predict_ms": run_graph_ms(records[run_id], fitted, task, outputs),
+            "predict_ms": run_graph_ms(records[run_id], fitted, task, outputs, siblings),
         }
     needs, item_cost, _ = predict_cost(members, graph, siblings)  # times every sibling
     return PredictCost(needs, item_cost)
