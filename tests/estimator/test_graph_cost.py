@@ -107,3 +107,24 @@ def test_auto_lowers_an_ensemble_over_the_graph_budget(library, table, monkeypat
     clf = EnsembleSelectionClassifier(library=library, exportable=True, n_bags=5).fit(X, y)
     assert clf.budget_.exportable["graph_ms"] <= 0.11
     assert clf.predict_budget_["max_predict_ms"] == 0.11
+
+
+def test_a_regressor_keeps_the_graph_milliseconds_given(table, tmp_path):
+    from ensel.estimator import EnsembleSelectionRegressor
+
+    X, _ = table
+    target = X["a"] * 2 + X["b"] ** 2
+    spec = {
+        "name": "r",
+        "task": "regression",
+        "families": [
+            {"family": "linear", "params": {"ridge": 1.0}},
+            {"family": "random_forest", "params": {"max_features": [2]}, "stages": [4, 32]},
+        ],
+    }
+    reg = EnsembleSelectionRegressor(
+        library=spec, cv=3, n_jobs=1, exportable=True, max_predict_ms=0.1, n_bags=5
+    ).fit(X, target)
+    report = reg.budget_.exportable
+    assert report["graph_ms"] <= 0.1 < report["graph_ms_exportable"]
+    assert reg.to_onnx(tmp_path / "m.onnx", X.iloc[:60]) <= TOLERANCE
