@@ -34,8 +34,10 @@ class BudgetReport:
     unused_seconds : seconds of ``time_limit`` left when the fit ended.
     unused_reason : why the fit ended early, where it left more than a tenth of the budget.
     exportable : with ``exportable=True`` (with or without ``time_limit``), what selecting
-        among the members ``to_onnx`` can express cost on the hillclimb rows: ``members``
-        (exportable), ``of`` (all), ``score_all`` and ``score_exportable``.
+        among the members ``to_onnx`` can express, within the single-row graph budget, cost on
+        the hillclimb rows: ``members`` (exportable), ``of`` (all), ``score_all`` and
+        ``score_exportable`` (no budget), ``score_within_budget``, and the predicted single-row
+        graph milliseconds ``graph_ms`` (``graph_ms_exportable`` without the budget).
     level_two : with ``levels=2`` (with or without ``time_limit``), the second level:
         ``seconds`` (its build), ``runs`` and ``members`` (built), ``members_with_weight``
         and ``weight`` (their share of the ensemble), ``inputs`` (the level-one members whose

@@ -42,20 +42,28 @@ class Chooser:
 
     def weights(self, options: dict, lib=None, P: np.ndarray | None = None) -> np.ndarray:
         """One weight per member of ``lib`` (this chooser's library by default), by
-        ``strategy`` under the predict-cost limit."""
+        ``strategy`` under the predict-cost limit; with ``exportable=True`` under none (the
+        limit is then graph milliseconds, for :meth:`exportable`'s selection)."""
         est = self.estimator
         lib = self.lib if lib is None else lib
         P = self.P if P is None else P
-        auto = self.auto_cost(est.max_predict_ms)
+        limit = None if est.exportable else est.max_predict_ms
+        return self._select(options, lib, P, self._cost(lib), limit)
+
+    def _select(self, options: dict, lib, P, cost, max_predict_ms, tune: bool = True):
+        """Weights of ``lib``'s members priced by ``cost`` under ``max_predict_ms`` (None, a
+        number in ``cost``'s unit, or "auto"); ``tune``: choose the selection options first
+        where the estimator asks."""
+        est = self.estimator
+        auto = self.auto_cost(max_predict_ms)
         comparison = []
-        if est._tune_selection and est.tune_selection and est.strategy == "es":
+        if tune and est._tune_selection and est.tune_selection and est.strategy == "es":
             options, comparison = choose_selection(P, lib.y, self.metric, options)
-        cost = self._cost(lib)
         chosen = options
-        if self.fixed_cost(est.max_predict_ms):
-            chosen = {**options, "max_cost": float(est.max_predict_ms), "cost": cost}
+        if self.fixed_cost(max_predict_ms):
+            chosen = {**options, "max_cost": float(max_predict_ms), "cost": cost}
         weights = STRATEGIES[est.strategy](P, lib.y, self.metric, chosen)
-        limit = {"max_predict_ms": None if auto else est.max_predict_ms}
+        limit = {"max_predict_ms": None if auto else max_predict_ms}
         if auto and est.strategy == "es" and cost is not None:
             weights, limit = self._cheapest(lib, P, options, cost, weights)
         self.fitted.update(
@@ -68,28 +76,67 @@ class Chooser:
 
     def exportable(self, options: dict, unrestricted: np.ndarray) -> tuple[np.ndarray, dict]:
         """Weights selected among the members ``to_onnx`` can express (``exportable=True``),
-        under the same options and predict-cost limit, and what the restriction cost: the
-        hillclimb score with and without it (before any final calibration) and the members
-        it left."""
+        priced by their single-row cost in the exported graph (:mod:`.export.graph_cost`):
+        ``max_predict_ms`` is then graph milliseconds per row, and "auto" the cheapest
+        ensemble within noise held to ``GRAPH_AUTO_MS``. Reports what the restriction and
+        the budget cost: the hillclimb score with every member, with the exportable ones,
+        and within the graph budget (before any final calibration), the members left, and
+        the predicted graph milliseconds."""
+        from .export.graph_cost import graph_cost
         from .export.restrict import ExportableMembers, exportable_mask
 
-        lib, P = self.lib, self.P
+        lib, P, est = self.lib, self.P, self.estimator
         mask = exportable_mask(lib.members, self.task, categorical=bool(lib.categories))
         if not mask.any():
             raise ValueError(
                 "exportable=True: no member of the library can be exported to ONNX; see "
                 "docs/deploy.md for the families, views and calibrations that export"
             )
+        sub, Pm = ExportableMembers(lib, mask), P[mask]
+        siblings = 1 if est.refit == "full" else lib.siblings
+        outputs = P.shape[2] if P.ndim == 3 else 1
+        cost = graph_cost(sub.members, lib, self.task, siblings, outputs)
+        free = self._select(options, sub, Pm, cost, None)
+        options = self.fitted["selection_options_"]
+        chosen = self._graph_budget(options, sub, Pm, cost, free)
         weights = np.zeros_like(unrestricted)
-        weights[mask] = self.weights(options, ExportableMembers(lib, mask), P[mask])
-        with_all = score(self.metric, lib.y, weighted_average(unrestricted, P, self.task))
-        exportable = score(self.metric, lib.y, weighted_average(weights, P, self.task))
+        weights[mask] = chosen
+        free_all = np.zeros_like(unrestricted)
+        free_all[mask] = free
         return weights, {
             "members": int(mask.sum()),
             "of": int(mask.size),
-            "score_all": float(with_all),
-            "score_exportable": float(exportable),
+            "score_all": self._score(unrestricted),
+            "score_exportable": self._score(free_all),
+            "score_within_budget": self._score(weights),
+            "graph_ms": cost.of(np.flatnonzero(chosen > 0)),
+            "graph_ms_exportable": cost.of(np.flatnonzero(free > 0)),
         }
+
+    def _graph_budget(self, options: dict, lib, P, cost: PredictCost, free: np.ndarray):
+        """Exportable weights under the estimator's ``max_predict_ms`` in graph milliseconds
+        (``free`` where it sets none); "auto": the cheapest within noise, then, where that
+        is over ``GRAPH_AUTO_MS``, the best ensemble within it (the cheapest within noise
+        where no member fits it)."""
+        from .export.graph_cost import GRAPH_AUTO_MS
+
+        limit = self.estimator.max_predict_ms
+        if limit is None:
+            return free
+        weights = self._select(options, lib, P, cost, limit, tune=False)
+        if not self.auto_cost(limit) or cost.of(np.flatnonzero(weights > 0)) <= GRAPH_AUTO_MS:
+            return weights
+        record = self.fitted["predict_budget_"]
+        try:
+            weights = self._select(options, lib, P, cost, GRAPH_AUTO_MS, tune=False)
+        except ValueError:  # no member fits the graph budget alone
+            return weights
+        self.fitted["predict_budget_"] = {**record, "max_predict_ms": GRAPH_AUTO_MS}
+        return weights
+
+    def _score(self, weights: np.ndarray) -> float:
+        """The hillclimb score of ``weights`` over this chooser's library."""
+        return float(score(self.metric, self.lib.y, weighted_average(weights, self.P, self.task)))
 
     def _cheapest(self, lib, P, options: dict, cost: PredictCost, full: np.ndarray):
         """``max_predict_ms="auto"``: the cheapest weights within noise of ``full``, less the

@@ -89,9 +89,10 @@ class EnsembleSelectionRegressor(RegressorMixin, EnsembleSelectionBase):
         0 is silent; 1 or more shows a progress bar of the library build on a terminal.
     exportable : bool, default=False
         Select only among members that ``to_onnx`` can express (family, view, calibration;
-        see docs/deploy.md), under the same options and predict budget. What that cost on
-        the hillclimb rows is in ``budget_.exportable`` (``score_all``,
-        ``score_exportable``, and the members left: ``members`` of ``of``).
+        see docs/deploy.md), priced by their single-row cost in the exported graph:
+        ``max_predict_ms`` is then graph milliseconds per row, "auto" held to 1 ms. What that
+        cost on the hillclimb rows is in ``budget_.exportable`` (``score_all``,
+        ``score_exportable``, ``score_within_budget``, ``graph_ms``, ``members`` of ``of``).
     levels : {1, 2}, default=1
         1: select among the library's members. 2 (needs K folds: ``cv=K``, or ``"auto"``
         where it chooses K folds): also build a second level, a few strong learners
