@@ -198,8 +198,11 @@ def report_block(results: Path = RESULTS) -> dict[str, str]:
         "batch µs/row Python / ONNX / AutoGluon": " / ".join(
             "-" if pd.isna(r.get(f"{k}_batch_us_per_row")) else
             f"{r[f'{k}_batch_us_per_row']:.0f}" for k in ("python", "onnx", "autogluon")),
-        "hillclimb score all / exportable": "{score_all:.4f} / {score_exportable:.4f}".format(
-            **r["exportable"]),
+        "hillclimb score all / exportable / within graph budget": " / ".join(
+            "-" if r["exportable"].get(k) is None else f"{r['exportable'][k]:.4f}"
+            for k in ("score_all", "score_exportable", "score_within_budget")),
+        "graph ms predicted": "-" if r["exportable"].get("graph_ms") is None else
+            f"{r['exportable']['graph_ms']:.2f}",
         "nodes": "-" if pd.isna(r.get("onnx_nodes")) else f"{r['onnx_nodes']:.0f}",
         "file / saved model": f"{r['onnx_over_saved']:.2f}",
     } for r in records])  # fmt: skip
