@@ -22,7 +22,7 @@ import numpy as np
 from ...library.families._base import ConstantRun
 from ...library.families.gbdt import _CategoricalRun
 from .members import _widen, register_runs
-from .trees import LEAF, MODES, Forest, leaf_values, stage_sums
+from .trees import LEAF, MODES, Forest, LeafValues, leaf_values, stage_sums
 
 __all__: list[str] = []
 
@@ -171,7 +171,7 @@ def _count_in(g, cell: str, codes) -> str:
     return g.node("ReduceSum", [hit, g.const(np.array([1], np.int64))], keepdims=1)
 
 
-def add_base(g, values: tuple, counts: list[int], bases: list) -> str:
+def add_base(g, values: LeafValues, counts: list[int], bases: list) -> str:
     """The sums of the first ``counts[s]`` trees of each part of ``values``
     (:func:`.trees.leaf_values`) plus each part's margin ``bases[s]``: ``(n, S)`` with one
     margin, else ``(n, S, K)``."""

@@ -18,7 +18,7 @@ import numpy as np
 from ...library.families._base import ConstantRun
 from .boosted import stacked_proba
 from .members import float32, register_runs
-from .trees import stage_sums
+from .trees import LeafValues, stage_sums
 
 __all__ = ["numeric_only"]
 
@@ -89,8 +89,8 @@ def _rounds(run, stage: int) -> int:
     return run.stages[stage] if run.best is None else min(run.stages[stage], run.best)
 
 
-def _leaf_values(g, runs, matrices, models, last: int, k: int) -> tuple[str, int, int]:
-    """``(values, T, K)`` as :func:`.trees.leaf_values` gives them: double ``(n, S, T, K)``,
+def _leaf_values(g, runs, matrices, models, last: int, k: int) -> LeafValues:
+    """:class:`.trees.LeafValues` as :func:`.trees.leaf_values` gives them: double ``(n, S, T, K)``,
     the leaf values of the first trees (up to stage ``last``) of each sibling, every
     sibling's tests one ``Greater`` and the leaf indices one ``MatMul``."""
     from onnx import TensorProto
@@ -124,7 +124,7 @@ def _leaf_values(g, runs, matrices, models, last: int, k: int) -> tuple[str, int
     rows = g.node("Add", [index, g.const(offsets[None, :].astype(np.int64))])
     values = g.node("Gather", [g.const(np.vstack(tables)), rows], "leaf_values", axis=0)
     shape = np.array([0, len(runs), n_trees, k], np.int64)
-    g.cache[key] = (g.node("Reshape", [values, g.const(shape)]), n_trees, k)
+    g.cache[key] = LeafValues(g.node("Reshape", [values, g.const(shape)]), n_trees, k)
     return g.cache[key]
 
 

@@ -19,10 +19,19 @@ largest float32 a float32 input compares with alike (:func:`float32_threshold`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["LEAF", "MODES", "Forest", "float32_threshold", "leaf_sums", "sklearn_tree"]
+__all__ = [
+    "LEAF",
+    "MODES",
+    "Forest",
+    "LeafValues",
+    "float32_threshold",
+    "leaf_sums",
+    "sklearn_tree",
+]
 
 LEAF = 255
 """The mode code of a leaf in :class:`Forest` (never written: leaves are not split nodes)."""
@@ -97,9 +106,21 @@ def leaf_sums(g, parts: list[tuple[str, int, Forest]], flat: bool = False) -> st
     return stage_sums(g, values, [len(forest.trees) for _, _, forest in parts], flat)
 
 
-def leaf_values(g, key, parts, bounds=None) -> tuple[str, int, int]:
-    """``(values, T, K)``: double ``(n, S, T, K)``, the value row of the leaf tree ``t`` of
-    part ``s`` reaches (a zero row past a forest's last tree), for the parts
+class LeafValues(NamedTuple):
+    """Leaf values of several forests as graph nodes: ``name``, double ``(n, S, T, K)`` (part
+    ``s``, slot ``t``: a tree, or a stage segment of trees), and ``segments`` where the slots
+    are segments: each part's stage tree counts (ascending) and the ensemble's own
+    ``(n, S T K)`` output, which :func:`stage_sums` reads by tree counts."""
+
+    name: str
+    n_slots: int
+    k: int
+    segments: tuple[list[list[int]], str] | None = None
+
+
+def leaf_values(g, key, parts, bounds=None) -> LeafValues:
+    """The :class:`LeafValues` of the parts: double ``(n, S, T, K)``, the value row of the
+    leaf tree ``t`` of part ``s`` reaches (a zero row past a forest's last tree), for the parts
     ``(matrix, width, forest)`` that the callable ``parts`` builds, written once per ``key``
     (every time where ``key`` is None). One tree ensemble reads every part's matrix side by
     side: where each leaf row has one value (the others zero), the ensemble gives that value
@@ -123,9 +144,8 @@ def leaf_values(g, key, parts, bounds=None) -> tuple[str, int, int]:
         n_slots, bounds = n_trees, None
         values = _gathered_rows(g, parts, forests, n_trees, np.vstack(leaves))
     shape = np.array([0, len(parts), n_slots, k], np.int64)
-    out = (g.node("Reshape", [values, g.const(shape)]), n_slots, k)
-    if bounds is not None:
-        g.cache[("segments", out[0])] = (bounds, values)
+    segments = None if bounds is None else (bounds, values)
+    out = LeafValues(g.node("Reshape", [values, g.const(shape)]), n_slots, k, segments)
     if key is not None:
         g.cache[("leaf values", key)] = out
     return out
@@ -170,12 +190,11 @@ def _gathered_rows(g, parts, forests, n_trees: int, table: np.ndarray) -> str:
     return g.node("Gather", [g.const(table), rows], "leaf_values", axis=0)
 
 
-def stage_sums(g, values: tuple[str, int, int], counts: list[int], flat: bool = False) -> str:
+def stage_sums(g, values: LeafValues, counts: list[int], flat: bool = False) -> str:
     """Double ``(n, S, K)`` (``flat`` with ``K == 1``: ``(n, S)``): for each part of
     :func:`leaf_values`' ``values``, the sum over its first ``counts[s]`` trees (segments
     up to the stage of that count where the values are summed per segment)."""
-    name, n_trees, k = values
-    segments = g.cache.get(("segments", name))
+    name, n_trees, k, segments = values
     if segments is not None:
         bounds, flat_values = segments
         counts = [ends.index(int(c)) + 1 for ends, c in zip(bounds, counts, strict=True)]
