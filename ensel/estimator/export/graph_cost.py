@@ -8,11 +8,9 @@ family's predict work function from the fitted run), whose cost grows with the s
 tree (a large tree does not stay in cache), and for linear models, kernels and nets their
 multiply-adds. A run's fold siblings are each paid for: the graph keeps every sibling.
 
-The constants were read off a one-thread onnxruntime profile of a default exported ensemble
-(per-node times, one row per call, fold siblings of ``cv=5``): its forest of deep trees (about
-2,000 nodes each) cost about 60 ns per unit of declared work (a unit is a level of a tree's
-depth: a row goes down fewer levels than the depth, out of cache), its depth-3 and 7-leaf
-boosted trees about 22 ns per unit, and its other nodes about 10 µs each on average.
+The constants are first estimates, read off one one-thread onnxruntime profile of a default
+exported ensemble (per-node times, one row per call); docs/deploy.md sets the model's
+predictions beside measured latencies.
 """
 
 from __future__ import annotations
@@ -22,9 +20,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...library.families import traits_of
 from ...library.families._base import RoundsRun, TreesRun
-from ...library.families._work import unwrap
+from ...library.families._work import booster_leaves, unwrap
 from ...library.planning.cost import predict_cost
 from ...library.planning.predict_work import predict_work
 from ...selection import PredictCost
@@ -66,9 +63,7 @@ def _unit_ns(family_run, params: dict) -> float:
         nodes = np.mean([t.tree_.node_count for t in trees]) if trees else 1.0
         return step_ns(float(nodes))
     if isinstance(run, RoundsRun):
-        depth = params.get("max_depth") or params.get("depth") or 6
-        leaves = params.get("num_leaves") or params.get("max_leaf_nodes") or 2.0**depth
-        return step_ns(2.0 * float(leaves))
+        return step_ns(2.0 * booster_leaves(params))
     return MULADD_NS
 
 
@@ -93,14 +88,12 @@ def run_graph_ms(record: dict, fitted, task: str, outputs: int, siblings: int) -
 def graph_cost(members: pd.DataFrame, library, task: str, siblings: int, outputs: int):
     """A :class:`~ensel.selection.PredictCost` of ``members`` (rows of ``Library.members``)
     whose item costs are single-row graph milliseconds: each run's fitted siblings are read
-    from ``library``'s store once."""
+    from ``library``'s store once (a family without a predict work function raises
+    :func:`predict_work`'s ValueError)."""
     records = library.store.records
     graph = {}
     for run_id in dict.fromkeys(members["run"]):
         fitted = library.store.load_fitted(run_id)
-        family = records[run_id]["family"]
-        if traits_of(family, task).cost.predict_work is None:
-            raise ValueError(f"family {family!r} declares no predict work: no graph cost")
         graph[run_id] = {
             **records[run_id],
             "predict_ms": run_graph_ms(records[run_id], fitted, task, outputs, siblings),

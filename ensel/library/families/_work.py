@@ -20,6 +20,7 @@ from ._traits import CostModel, FitShape, StageWork, WorkFn
 __all__ = [
     "FLOAT",
     "NODE_BYTES",
+    "booster_leaves",
     "boosting_cost",
     "constant_or",
     "linear_work",
@@ -61,16 +62,18 @@ def _n_trees(s: FitShape) -> int:
     return max(s.top, 1)
 
 
-def _booster_leaves(s: FitShape) -> float:
-    leaves = s.params.get("num_leaves") or s.params.get("max_leaf_nodes")
-    depth = s.params.get("max_depth") or s.params.get("depth")
+def booster_leaves(params: dict) -> float:
+    """Leaves of one of a booster's trees: ``num_leaves``/``max_leaf_nodes``, at most
+    ``2 ** depth`` (``max_depth``/``depth``, 6 where neither is set)."""
+    leaves = params.get("num_leaves") or params.get("max_leaf_nodes")
+    depth = params.get("max_depth") or params.get("depth")
     out = float(leaves) if leaves else 2.0 ** float(depth or 6)
     return min(out, 2.0 ** float(depth)) if depth else out
 
 
 def _levels(s: FitShape) -> float:
     """Levels of a booster's tree: its depth, or about log2 of its leaves (leaf-wise)."""
-    return math.log2(max(_booster_leaves(s), 2.0))
+    return math.log2(max(booster_leaves(s.params), 2.0))
 
 
 def _booster_depth(params: dict) -> float:
@@ -104,7 +107,7 @@ def boosting_cost(memory_factor: float) -> CostModel:
         memory=lambda s: (
             s.n * s.d
             + 2 * FLOAT * s.n * s.k  # binned matrix, gradients
-            + _n_trees(s) * s.per_round * 2 * _booster_leaves(s) * NODE_BYTES
+            + _n_trees(s) * s.per_round * 2 * booster_leaves(s.params) * NODE_BYTES
         ),
         predict=lambda s: (1.0, _n_trees(s) * s.per_round * _levels(s)),
         predict_work=constant_or(_boosting_work),
