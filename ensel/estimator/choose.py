@@ -66,9 +66,9 @@ class Chooser:
         limit = {"max_predict_ms": None if auto else max_predict_ms}
         if auto and est.strategy == "es" and cost is not None:
             weights, limit = self._cheapest(lib, P, options, cost, weights)
+        if tune:  # a selection that reuses tuned options keeps their comparison
+            self.fitted.update(selection_comparison_=comparison, selection_options_=dict(options))
         self.fitted.update(
-            selection_comparison_=comparison,
-            selection_options_=dict(options),
             predict_budget_=limit,
             predict_cost_ms_=np.nan if cost is None else cost.of(np.flatnonzero(weights > 0)),
         )
@@ -120,18 +120,24 @@ class Chooser:
         where no member fits it)."""
         from .export.graph_cost import GRAPH_AUTO_MS
 
-        limit = self.estimator.max_predict_ms
+        est = self.estimator
+        limit = est.max_predict_ms
         if limit is None:
             return free
-        weights = self._select(options, lib, P, cost, limit, tune=False)
-        if not self.auto_cost(limit) or cost.of(np.flatnonzero(weights > 0)) <= GRAPH_AUTO_MS:
-            return weights
-        record = self.fitted["predict_budget_"]
-        try:
-            weights = self._select(options, lib, P, cost, GRAPH_AUTO_MS, tune=False)
-        except ValueError:  # no member fits the graph budget alone
-            return weights
-        self.fitted["predict_budget_"] = {**record, "max_predict_ms": GRAPH_AUTO_MS}
+        if not self.auto_cost(limit):
+            return self._select(options, lib, P, cost, limit, tune=False)
+        weights, record = free, {"max_predict_ms": None}
+        if est.strategy == "es":  # "auto" from the selection already made, not a second one
+            weights, record = self._cheapest(lib, P, options, cost, free)
+        if cost.of(np.flatnonzero(weights > 0)) > GRAPH_AUTO_MS:
+            try:
+                weights = self._select(options, lib, P, cost, GRAPH_AUTO_MS, tune=False)
+                record = {**record, "max_predict_ms": GRAPH_AUTO_MS}
+            except ValueError:  # no member fits the graph budget alone
+                pass
+        self.fitted.update(
+            predict_budget_=record, predict_cost_ms_=cost.of(np.flatnonzero(weights > 0))
+        )
         return weights
 
     def _score(self, weights: np.ndarray) -> float:
