@@ -13,6 +13,7 @@ from ensel.library import build_library
 from ensel.library.families import FAMILIES
 from ensel.library.families._base import Family, Run
 from ensel.library.families._traits import CostModel, FamilyTraits
+from ensel.library.planning.cost import cost_constants
 from ensel.library.planning.estimate import estimate_run
 from ensel.library.planning.predict_work import predict_work
 from ensel.library.planning.schedule import anytime_order, relative_cost
@@ -77,7 +78,10 @@ def test_its_own_constants_estimate_a_run(centroid):
     est = estimate_run("centroid", {"shrink": 0.0}, None, n_rows=1000, n_cols=10, n_classes=2)
     assert est.fit_seconds == pytest.approx(FIT["overhead_s"] + FIT["s_per_unit"] * 1000 * 10)
     assert est.peak_bytes == pytest.approx(8 * 1000 * 10 + 8 * 10 * 2)
-    assert est.predict_ms > PREDICT["ms_per_call"] + 10 * 2 * PREDICT["ms_per_unit"]
+    table = cost_constants()["predict"]
+    view = table.get("view/standardized") or table["default"]
+    own = PREDICT["ms_per_call"] + 10 * 2 * PREDICT["ms_per_unit"]  # one call, d k units
+    assert est.predict_ms == pytest.approx(own + view["ms_per_call"] + 2 * 10 * view["ms_per_unit"])
 
 
 def test_its_rank_and_relative_cost_order_the_runs(centroid):
@@ -99,3 +103,9 @@ def test_it_builds_and_its_predict_work_prices_its_members(centroid):
     assert np.all((P >= 0) & (P <= 1)) and P.std() > 0
     run = CentroidRun(np.zeros((2, 30)))
     assert predict_work("centroid", run, {}, [None], 30, 2) == [(1.0, 60.0)]
+    # the build recorded each run's predict cost from its declared work and constants:
+    # one call and 2 x 30 centroid cells per row
+    records = [r for r in lib.store.records.values() if r["family"] == "centroid"]
+    expected = PREDICT["ms_per_call"] + 60 * PREDICT["ms_per_unit"]
+    assert len(records) == 2
+    assert all(r["predict_ms"]["stages"] == [pytest.approx(expected)] for r in records)
