@@ -411,8 +411,13 @@ def test_catboost_on_numeric_columns_matches_predict_proba(tmp_path, n_classes):
     np.testing.assert_allclose(got, expected, atol=TOLERANCE, rtol=0)
     import onnx
 
-    ops = [node.op_type for node in onnx.load(tmp_path / "c.onnx").graph.node]
+    model = onnx.load(tmp_path / "c.onnx")
+    ops = [node.op_type for node in model.graph.node]
     assert ops.count("Greater") == 2  # per run: both fold siblings and all three stages
+    # a tree's leaf index from its own levels: no constant grows with the square of the trees
+    # (2 siblings x 12 trees x 16 leaves x K values is the largest table the graph needs)
+    largest = max(int(np.prod(t.dims)) for t in model.graph.initializer)
+    assert largest <= 2 * 12 * 16 * (1 if n_classes == 2 else n_classes)
 
 
 def test_catboost_with_categorical_columns_is_not_exportable(tmp_path):

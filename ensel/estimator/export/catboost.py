@@ -2,8 +2,10 @@
 model, for runs without categorical columns (their ordered target statistics have no graph
 here: :func:`numeric_only`). An oblivious tree tests one (feature, border) pair per level, so all
 tests are one ``Greater`` of the input rounded to float32 against the float32 borders (NaN
-taking the bit its feature's missing-value treatment gives), the leaf index of every tree one
-``MatMul`` of the bits by powers of two, and the leaf values are gathered and summed in double,
+taking the bit its feature's missing-value treatment gives), the leaf index of every tree the
+sum of its bits times powers of two (one ``Mul`` and one ``ReduceSum`` over the levels of every
+tree, work linear in the splits: a dense matrix of bits by trees grows with their square), and
+the leaf values are gathered and summed in double,
 scaled and biased as the model says, then squashed (sigmoid, softmax). A member's fold siblings
 (and the stages of one run) share one set of these nodes, their matrices side by side."""
 
@@ -42,21 +44,29 @@ def _json_model(model) -> dict:
         os.remove(path)
 
 
-def _splits(trees: list[dict], nan_bits: dict[int, float]):
-    """Per split of every tree: the feature, the float32 border, the NaN bit, the tree and
-    the bit's weight ``2^level``."""
-    feature, border, nan, tree, weight = [], [], [], [], []
-    for t, one in enumerate(trees):
-        for level, split in enumerate(one["splits"]):
+def _splits(trees: list[dict], nan_bits: dict[int, float], n_trees: int, depth: int):
+    """Per level of ``n_trees`` trees of ``depth`` levels each (the trees given, then padding
+    trees): the feature, the float32 border, the NaN bit and the bit's weight ``2^level``; a
+    level a tree does not have tests feature 0 at weight 0, so it adds nothing to the index."""
+    feature, border, nan, weight = [], [], [], []
+    for t in range(n_trees):
+        splits = trees[t]["splits"] if t < len(trees) else []
+        for level in range(depth):
+            split = splits[level] if level < len(splits) else None
+            if split is None:
+                feature.append(0)
+                border.append(0.0)
+                nan.append(0.0)
+                weight.append(0.0)
+                continue
             if split.get("split_type", "FloatFeature") != "FloatFeature":
                 raise ValueError("a catboost split on categories has no converter")
             j = int(split["float_feature_index"])
             feature.append(j)
             border.append(float(np.float32(split["border"])))
             nan.append(nan_bits.get(j, 0.0))
-            tree.append(t)
             weight.append(2.0**level)
-    return feature, border, nan, tree, weight
+    return feature, border, nan, weight
 
 
 @register_runs("catboost", refuses=numeric_only)
@@ -101,25 +111,27 @@ def _leaf_values(g, runs, matrices, models, last: int, k: int) -> LeafValues:
     pairs = zip(runs, models, strict=True)
     trees = [m["oblivious_trees"][: _rounds(run, last)] for run, m in pairs]
     n_trees = max(len(t) for t in trees)
+    depth = max((len(tree["splits"]) for own in trees for tree in own), default=1) or 1
     x, starts = _side_by_side(g, matrices, [run.model.n_features_in_ for run in runs])
-    feature, border, nan, column, weight, tables = [], [], [], [], [], []
+    feature, border, nan, weight, tables = [], [], [], [], []
     for s, (model, own) in enumerate(zip(models, trees, strict=True)):
         info = model["features_info"].get("float_features", [])
         nan_bits = {f["flat_feature_index"]: float(f.get("nan_value_treatment") == "AsTrue")
                     for f in info}  # fmt: skip
-        f, b, n, t, w = _splits(own, nan_bits)
+        f, b, n, w = _splits(own, nan_bits, n_trees, depth)
         feature += [j + starts[s] for j in f]
         border, nan, weight = border + b, nan + n, weight + w
-        column += [s * n_trees + i for i in t]
         tables += [np.asarray(tree["leaf_values"], dtype=np.float64).reshape(-1, k) for tree in own]
         tables += [np.zeros((1, k))] * (n_trees - len(own))  # padding: one zero leaf
     picked = g.node("Gather", [x, g.const(np.asarray(feature, np.int64))], axis=1)
     bits = g.node("Cast", [g.node("Greater", [picked, g.const(np.asarray(border)[None, :])])],
                   to=TensorProto.DOUBLE)  # fmt: skip
     bits = g.node("Where", [g.node("IsNaN", [picked]), g.const(np.asarray(nan)[None, :]), bits])
-    powers = np.zeros((len(feature), len(runs) * n_trees))
-    powers[np.arange(len(feature)), column] = weight
-    index = g.node("Cast", [g.node("MatMul", [bits, g.const(powers)])], to=TensorProto.INT64)
+    weighted = g.node("Mul", [bits, g.const(np.asarray(weight)[None, :])])
+    levels = np.array([0, len(runs) * n_trees, depth], np.int64)
+    per_tree = g.node("Reshape", [weighted, g.const(levels)])
+    index = g.node("ReduceSum", [per_tree, g.const(np.array([2], np.int64))], keepdims=0)
+    index = g.node("Cast", [index], to=TensorProto.INT64)
     offsets = np.cumsum([0, *[t.shape[0] for t in tables[:-1]]])
     rows = g.node("Add", [index, g.const(offsets[None, :].astype(np.int64))])
     values = g.node("Gather", [g.const(np.vstack(tables)), rows], "leaf_values", axis=0)
