@@ -46,7 +46,9 @@ def feeds(columns, frame: pd.DataFrame) -> dict[str, np.ndarray]:
             frame[c].astype(object).where(frame[c].notna()).map(str, na_action="ignore")
             for c in columns.categorical
         ]
-        out["categorical"] = np.column_stack([c.fillna("").to_numpy(dtype=object) for c in cells])
+        out["categorical"] = np.column_stack(  # all-missing cells map to a float column
+            [c.astype(object).fillna("").to_numpy(dtype=object) for c in cells]
+        )
     return out
 
 
