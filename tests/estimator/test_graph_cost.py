@@ -66,9 +66,22 @@ def test_a_large_forest_costs_more_than_a_small_logreg(library):
     assert (costs > 0).all()
 
 
-@pytest.mark.parametrize("limit", [0.1, 0.15])
-def test_selection_keeps_the_graph_milliseconds_given(library, table, limit, tmp_path):
+def _between(library, table, share: float) -> float:
+    """Graph milliseconds ``share`` of the way from the cheapest member alone to the ensemble
+    selected without a budget: a budget that binds and that some member fits."""
     X, y = table
+    free = EnsembleSelectionClassifier(
+        library=library, exportable=True, max_predict_ms=None, n_bags=5
+    ).fit(X, y)
+    top, low = free.budget_.exportable["graph_ms"], _member_costs(library).min()
+    assert low < top
+    return low + share * (top - low)
+
+
+@pytest.mark.parametrize("share", [0.3, 0.7])
+def test_selection_keeps_the_graph_milliseconds_given(library, table, share, tmp_path):
+    X, y = table
+    limit = _between(library, table, share)
     clf = EnsembleSelectionClassifier(
         library=library, exportable=True, max_predict_ms=limit, n_bags=5
     ).fit(X, y)
@@ -103,10 +116,11 @@ def test_auto_lowers_an_ensemble_over_the_graph_budget(library, table, monkeypat
     from ensel.estimator.export import graph_cost as module
 
     X, y = table
-    monkeypatch.setattr(module, "GRAPH_AUTO_MS", 0.11)
+    low = _member_costs(library).min() * 1.01  # below the cheapest ensemble within noise
+    monkeypatch.setattr(module, "GRAPH_AUTO_MS", low)
     clf = EnsembleSelectionClassifier(library=library, exportable=True, n_bags=5).fit(X, y)
-    assert clf.budget_.exportable["graph_ms"] <= 0.11
-    assert clf.predict_budget_["max_predict_ms"] == 0.11
+    assert clf.budget_.exportable["graph_ms"] <= low
+    assert clf.predict_budget_["max_predict_ms"] == low
 
 
 def test_a_regressor_keeps_the_graph_milliseconds_given(table, tmp_path):
