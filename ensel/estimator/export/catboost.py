@@ -48,25 +48,19 @@ def _splits(trees: list[dict], nan_bits: dict[int, float], n_trees: int, depth: 
     """Per level of ``n_trees`` trees of ``depth`` levels each (the trees given, then padding
     trees): the feature, the float32 border, the NaN bit and the bit's weight ``2^level``; a
     level a tree does not have tests feature 0 at weight 0, so it adds nothing to the index."""
-    feature, border, nan, weight = [], [], [], []
+    levels = []  # (feature, border, NaN bit, weight) per level
     for t in range(n_trees):
         splits = trees[t]["splits"] if t < len(trees) else []
         for level in range(depth):
-            split = splits[level] if level < len(splits) else None
-            if split is None:
-                feature.append(0)
-                border.append(0.0)
-                nan.append(0.0)
-                weight.append(0.0)
+            if level >= len(splits):
+                levels.append((0, 0.0, 0.0, 0.0))
                 continue
+            split = splits[level]
             if split.get("split_type", "FloatFeature") != "FloatFeature":
                 raise ValueError("a catboost split on categories has no converter")
             j = int(split["float_feature_index"])
-            feature.append(j)
-            border.append(float(np.float32(split["border"])))
-            nan.append(nan_bits.get(j, 0.0))
-            weight.append(2.0**level)
-    return feature, border, nan, weight
+            levels.append((j, float(np.float32(split["border"])), nan_bits.get(j, 0.0), 2.0**level))
+    return tuple(list(column) for column in zip(*levels, strict=True))
 
 
 @register_runs("catboost", refuses=numeric_only)
@@ -102,7 +96,8 @@ def _rounds(run, stage: int) -> int:
 def _leaf_values(g, runs, matrices, models, last: int, k: int) -> LeafValues:
     """:class:`.trees.LeafValues` as :func:`.trees.leaf_values` gives them: double ``(n, S, T, K)``,
     the leaf values of the first trees (up to stage ``last``) of each sibling, every
-    sibling's tests one ``Greater`` and the leaf indices one ``MatMul``."""
+    sibling's tests one ``Greater`` and each tree's leaf index its bits times powers of two
+    summed over its levels."""
     from onnx import TensorProto
 
     key = ("catboost", tuple(id(run) for run in runs), tuple(matrices), last)
