@@ -40,6 +40,7 @@ def test_graph_cost_is_its_features_times_its_constants(tmp_path):
     assert basis["fixed_ms"].of([0]) == basis["fixed_ms"].of([0, 1]) == 1.0  # paid once
     assert basis["view_ms"].of([0]) == 3.0  # one view per fold sibling
     assert basis["member_ms"].of([0, 1]) == 2.0
+    assert basis["category_ms"].of([0]) == 3.0 * 3  # three categorical columns per view
     twice = {k: 2 * v for k, v in constants.items()}
     doubled = graph_cost(members, lib, "classification", 3, 2, twice)
     assert doubled.of([0, 1]) == pytest.approx(2 * cost.of([0, 1]))
