@@ -5,17 +5,18 @@ embedded 5-fold cross-validation (CV), as normalised scores per metric and their
 cross-validation's gain (ES-HILL, ES-AVG: ``_paper_libraries``); and §4.3.5's proxy metrics.
 
     python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--store DIR]
-                                     [--results FILE] [--report]
+                                     [--spec NAME] [--time-limit S] [--results FILE] [--report]
 
 Each dataset is split into ``FOLDS`` stratified outer folds (grouped where rows share a
-patient), and for each fold the library (`default` spec, `tiny` with --quick) is built on the
+patient), and for each fold the library (`default` spec unless ``--spec``, `tiny` with
+--quick; the whole spec unless ``--time-limit``) is built on the
 other folds twice: cv=5, and cv=None (a 20% hillclimb split). CALHC and BOTHHC calibrate the
 uncalibrated members on the hillclimb set itself, as §4.3.1 does. Raw test scores are averaged
 over folds (a single 70/30 split is too noisy on a few hundred rows), then normalised per
 dataset and metric (§4.3.1, App. 4.D): 0 = the best constant prediction, 1 = the best
 fold-averaged score of any member or method. Each dataset and fold appends one row to
-``--results``; ``--report`` prints the tables from the rows, and
-``benchmarks.papers_report`` puts them in docs/papers.md.
+``--results`` (a rerun skips the folds already there); ``--report`` prints the tables from
+the rows, and ``benchmarks.papers_report`` puts them in docs/papers.md.
 """
 
 from __future__ import annotations
@@ -72,33 +73,47 @@ def outer_folds(y: pd.Series, groups: pd.Series | None, n_folds: int):
     return list(splitter.split(np.zeros(len(y)), y, groups))
 
 
-def fold_library(X, y, groups, cv, spec: str, store: Path):
+def fold_library(X, y, groups, cv, spec: str, store: Path, time_limit: float | None = None):
     """The library of one outer fold's training rows, built into ``store`` (or read back from
-    it: the stores are resumable, and ``bench_pruning`` reuses them)."""
+    it: the stores are resumable, and ``bench_pruning`` reuses them); ``time_limit`` seconds
+    where given, else the whole spec."""
     return build_library(
-        X, y, spec=spec, cv=cv, groups=groups, store=store, n_jobs=2, random_state=SEED, verbose=0
-    )
+        X, y, spec=spec, cv=cv, groups=groups, store=store, n_jobs=2, time_limit=time_limit,
+        random_state=SEED, verbose=0,
+    )  # fmt: skip
 
 
-def run_dataset(name: str, spec: str, n_folds: int, store: Path, results: Path | None = None):
-    """Score rows ``{dataset, fold, method, metric, score}`` of every fold of one dataset;
-    methods starting with ``_member:`` are single library members, ``_bottom`` the best constant
-    prediction. Each fold's scores are appended to ``results`` as one JSON row with its
-    provenance (commit, versions, machine, load, peak memory)."""
+def run_dataset(
+    name: str,
+    spec: str,
+    n_folds: int,
+    store: Path,
+    results: Path | None = None,
+    time_limit: float | None = None,
+    skip: frozenset[int] = frozenset(),
+):
+    """Score rows ``{dataset, fold, method, metric, score}`` of every fold of one dataset but
+    those in ``skip``; methods starting with ``_member:`` are single library members,
+    ``_bottom`` the best constant prediction. Each fold's scores are appended to ``results`` as
+    one JSON row with its provenance (commit, versions, machine, load, peak memory)."""
     X, y, groups = getattr(datasets, name)()
     rows, info = [], {"rows": len(X), "test": []}
     for fold, (train, test) in enumerate(outer_folds(y, groups, n_folds)):
+        if fold in skip:
+            continue
         X_tr, X_te = X.iloc[train].reset_index(drop=True), X.iloc[test].reset_index(drop=True)
         y_tr, y_te = y.iloc[train].reset_index(drop=True), y.iloc[test]
         g_tr = None if groups is None else groups.iloc[train].reset_index(drop=True)
         info["test"].append(len(test))
-        got = []
+        got, members = [], {}
         with PeakMemory() as memory:
             for cv in (5, None):
                 start = time.perf_counter()
-                lib = fold_library(X_tr, y_tr, g_tr, cv, spec, store / f"{name}-f{fold}-cv{cv}")
+                where = store / f"{name}-f{fold}-cv{cv}"
+                lib = fold_library(X_tr, y_tr, g_tr, cv, spec, where, time_limit)
                 key = f"build cv={cv}"
                 info[key] = info.get(key, 0.0) + time.perf_counter() - start
+                members[f"cv={cv}"] = int(lib.n_members)
                 y_test = np.searchsorted(lib.classes, np.asarray(y_te))
                 P_test = lib.predict(X_te)
                 got += [(m, k, v) for m, k, v in _scores(lib, P_test, y_test, cv)]
@@ -109,7 +124,8 @@ def run_dataset(name: str, spec: str, n_folds: int, store: Path, results: Path |
             {"dataset": name, "fold": fold, "method": m, "metric": k, "score": v} for m, k, v in got
         ]
         if results is not None:
-            _append(results, name, fold, spec, n_folds, got, memory.peak_mb)
+            setup = {"spec": spec, "time_limit": time_limit, "folds": n_folds, "members": members}
+            _append(results, name, fold, setup, got, memory.peak_mb)
     return rows, info
 
 
@@ -122,14 +138,15 @@ def _breakdown(lib, X_te, P_test, y_test, folds):
     return breakdown_scores(P, lib.y, folds, siblings, P_test[none], y_test)
 
 
-def _append(path: Path, name, fold, spec, n_folds, got, peak_mb) -> None:
-    """One JSON row per (dataset, outer fold): every score and the run's provenance."""
+def _append(path: Path, name, fold, setup: dict, got, peak_mb) -> None:
+    """One JSON row per (dataset, outer fold): every score, the run's ``setup`` (spec, time
+    limit, folds, library sizes) and its provenance."""
     scores: dict = {}
     for method, metric, value in got:
         scores.setdefault(method, {})[metric] = value
     row = {
-        "dataset": name, "fold": fold, "spec": spec, "folds": n_folds, "scores": scores,
-        "peak_mb": round(peak_mb, 1), **provenance(),
+        "dataset": name, "fold": fold, **setup, "scores": scores, "peak_mb": round(peak_mb, 1),
+        **provenance(),
     }  # fmt: skip
     append_row(path, row)
 
@@ -239,16 +256,20 @@ def main(argv=None) -> None:
     parser = suite_parser(__doc__, RESULTS)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--store", help="directory that keeps the libraries (resumable)")
+    parser.add_argument("--spec", help="library spec (default: `default`; `tiny` with --quick)")
+    parser.add_argument("--time-limit", type=float, help="seconds per fold library (default: none)")
     parser.add_argument("--report", action="store_true", help="fit nothing; tables from rows")
     args = parser.parse_args(argv)
-    spec = "tiny" if args.quick else "default"
+    spec = args.spec or ("tiny" if args.quick else "default")
     results = results_path(args, RESULTS, "paper_tables_4")
     if not args.report:
+        done = {(r["dataset"], r["fold"]) for r in load_results(results)}
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(args.store or tmp)
             for name in args.datasets.split(","):
                 start = time.perf_counter()
-                run_dataset(name, spec, FOLDS, store, results)
+                skip = frozenset(fold for ds, fold in done if ds == name)
+                run_dataset(name, spec, FOLDS, store, results, args.time_limit, skip)
                 print(f"{name}: {time.perf_counter() - start:.0f} s", flush=True)
     for title, table in tables(rows_from_results(load_results(results))).items():
         print(f"\n{title}\n{table.round(3).to_string()}")

@@ -107,3 +107,19 @@ def test_report_reads_the_rows_back(tmp_path, capsys):
     bench_paper.main(["--report", "--results", str(path)])
     out = capsys.readouterr().out
     assert "Table 4.4" in out and "ES-HILL" in out
+
+
+def test_a_rerun_skips_the_folds_already_recorded(tmp_path, monkeypatch):
+    path = tmp_path / "rows.jsonl"
+    rows = [{"dataset": "d", "fold": f, "scores": {}} for f in (0, 2)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    calls = []
+
+    def run_dataset(name, spec, n_folds, store, results, time_limit, skip):
+        calls.append((name, spec, time_limit, skip))
+
+    monkeypatch.setattr(bench_paper, "run_dataset", run_dataset)
+    monkeypatch.setattr(bench_paper, "tables", lambda rows: {})
+    bench_paper.main(["--datasets", "d,e", "--spec", "tiny", "--time-limit", "30",
+                      "--results", str(path)])  # fmt: skip
+    assert calls == [("d", "tiny", 30.0, frozenset({0, 2})), ("e", "tiny", 30.0, frozenset())]
