@@ -87,16 +87,26 @@ def fspt_blocks(path: Path) -> dict[str, str]:
     }
 
 
-def openset_blocks(path: Path) -> dict[str, str]:
-    """Steele's Fig. 1 (MNIST) beside our digits rows."""
-    rows = load_results(path)
-    if not rows:
-        return {"openset-digits": no_rows(path.name, "bench_openset --digits")}
+def openset_blocks(digits: Path, generated: Path) -> dict[str, str]:
+    """Steele's Fig. 1 (MNIST) beside our digits rows, and his Fig. 2's stated points beside
+    our generated-data rows."""
     from benchmarks import bench_openset
 
-    table = bench_openset.digits_table(pd.DataFrame(rows))
-    where = f"Ours: mean over {len({r['trial'] for r in rows})} trials.\n\n"
-    return {"openset-digits": where + markdown_table(table, ".3f")}
+    parts = {
+        "openset-digits": (digits, "--digits", bench_openset.digits_table),
+        "openset-generated": (generated, "--generated", bench_openset.generated_table),
+    }
+    blocks = {}
+    for name, (rows_path, flag, table) in parts.items():
+        rows = load_results(rows_path)
+        if not rows:
+            blocks[name] = no_rows(rows_path.name, f"bench_openset {flag}")
+            continue
+        frame = table(pd.DataFrame(rows))
+        frame = frame.astype(object).where(frame.notna(), "")  # the paper's unstated points
+        where = f"Ours: mean over {len({r['trial'] for r in rows})} trials.\n\n"
+        blocks[name] = where + markdown_table(frame, ".3f")
+    return blocks
 
 
 def compression_blocks(path: Path) -> dict[str, str]:
@@ -116,7 +126,9 @@ BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
     "tables-4": lambda: tables_4_blocks(RESULTS / "paper_tables_4.jsonl"),
     "tables-4-pilot": lambda: tables_4_blocks(RESULTS / "paper_tables_4_tiny.jsonl", "pilot-"),
     "fspt": lambda: fspt_blocks(RESULTS / "paper_fspt.jsonl"),
-    "openset": lambda: openset_blocks(RESULTS / "paper_openset_digits.jsonl"),
+    "openset": lambda: openset_blocks(
+        RESULTS / "paper_openset_digits.jsonl", RESULTS / "paper_openset_generated.jsonl"
+    ),
     "compression": lambda: compression_blocks(RESULTS / "paper_compression.jsonl"),
     "sandia": lambda: sandia_tables.blocks(load_results(RESULTS / "paper_risk.jsonl.gz")),
     "sandia-table-1": lambda: sandia_tables.table1_blocks(

@@ -59,9 +59,10 @@ def test_write_papers_doc_keeps_hand_text(tmp_path, monkeypatch):
 def test_openset_and_fspt_blocks_from_rows(tmp_path):
     from benchmarks import bench_fspt, bench_openset
 
-    assert "No rows yet" in papers_report.openset_blocks(tmp_path / "none.jsonl")["openset-digits"]
+    none = tmp_path / "none.jsonl"
+    assert "No rows yet" in papers_report.openset_blocks(none, none)["openset-digits"]
     bench_openset.run_digits(1, 5, tmp_path / "digits.jsonl")
-    block = papers_report.openset_blocks(tmp_path / "digits.jsonl")["openset-digits"]
+    block = papers_report.openset_blocks(tmp_path / "digits.jsonl", none)["openset-digits"]
     assert "| source | setting |" in block and "| Steele (MNIST) | original | 0.960 |" in block
     rows = [
         {"seed": 0, "part": "groups", "model": "NN", "t1": 0.8, "t2": 0.2, "G1_share": 0.7,
