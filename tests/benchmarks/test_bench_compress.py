@@ -106,6 +106,15 @@ def test_every_problem_is_binary():
         assert bc.load_problem(name)[2].nunique() == 2
 
 
+def test_a_larger_table_trains_on_the_dissertations_rows_and_tests_on_all_the_rest():
+    X_tr, X_te, y_tr, _, groups = bc.load_problem("doctor_contacts")
+    assert len(X_tr) == len(y_tr) == len(groups) == bc.TRAIN_ROWS
+    assert y_tr.nunique() == 2 and len(X_te) > 6_000  # the whole 30% of 20,186 rows
+    ds = bc.datasets.load("doctor_contacts")
+    _, test = bc.datasets.protocol_split(ds.y, bc.SEED, groups=ds.groups)
+    assert not set(groups) & set(ds.groups.iloc[test])  # no person on both sides
+
+
 def test_munge_table_sets_the_pair_update_beside_the_own():
     rows = [
         _row("a", 256, 400_000, mimic=0.31),
