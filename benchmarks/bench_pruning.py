@@ -9,7 +9,8 @@ layout; a library in ``--store`` is reused).
 Ensemble selection runs on a fold's out-of-fold hillclimb predictions and is scored on the
 outer test fold (``--oof N``: on one stratified half of the out-of-fold predictions, scored on
 the other, N times): pruning keeps the best ``fraction`` of members (with 20 bags and without);
-the hillclimb size draws 100 to all cases (with and without bagging, and MODSEL). Scores are
+the hillclimb size draws 100 to all cases (with and without bagging, MODSEL and BAYESAVG, with
+BAYESAVG's effective number of members, 1 / sum of squared weights). Scores are
 normalised per dataset, fold and metric (§4.3.1) and averaged. ``--rows N`` subsamples each
 dataset first. Each library's scores go to ``RESULTS`` as one row with its provenance
 (``--quick``: a temporary file); ``--report`` prints the tables from the rows.
@@ -44,7 +45,7 @@ from benchmarks.bench_paper import (
 )
 from ensel.metrics import METRICS, baseline_score, score, score_batch
 from ensel.selection import EnsembleSelection
-from ensel.strategies import model_selection
+from ensel.strategies import bayes_average, model_selection
 
 RESULTS = ROOT / "benchmarks" / "results" / "pruning.jsonl"
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
@@ -124,10 +125,13 @@ def run_fold(P, y, P_test, y_test, quick: bool) -> list[dict]:
             if keep is None and size is not None:
                 continue
             Ps, ys = (P, y) if keep is None else (P[:, keep], y[keep])
-            w = model_selection(Ps, ys, metric, {})
-            value = score(metric, y_test, np.tensordot(w, P_test, axes=1))
-            rows.append(dict(experiment="size", setting=size or len(y), bags=0, metric=metric,
-                             score=value))  # fmt: skip
+            for bags, combine in ((0, model_selection), (-1, bayes_average)):
+                w = combine(Ps, ys, metric, {})
+                value = score(metric, y_test, np.tensordot(w, P_test, axes=1))
+                rows.append(dict(experiment="size", setting=size or len(y), bags=bags,
+                                 metric=metric, score=value))  # fmt: skip
+            rows.append(dict(experiment="_bayes_members", setting=size or len(y), bags=-1,
+                             metric=metric, score=float(1.0 / np.sum(w**2))))  # fmt: skip
         members = score_batch(metric, y_test, P_test)
         best = members.max() if metric not in ("rms", "mxe") else members.min()
         rows.append(dict(experiment="_top_member", setting=0, bags=0, metric=metric,
@@ -250,7 +254,12 @@ def report(frame: pd.DataFrame) -> None:
         table = part.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
         table = table[list(METRICS)]
         table["MEAN"] = table.mean(axis=1)
-        print(f"\n{title} (bags: 20, 1 = none, 0 = MODSEL)\n{table.round(3).to_string()}")
+        print(f"\n{title} (bags: 20, 1 = none, 0 = MODSEL, -1 = BAYESAVG)\n"
+              f"{table.round(3).to_string()}")  # fmt: skip
+    members = frame[frame["experiment"] == "_bayes_members"]
+    if not members.empty:
+        spread = members.pivot_table(index="setting", columns="dataset", values="score")
+        print(f"\nBAYESAVG's effective members by hillclimb rows\n{spread.round(1).to_string()}")
     print(f"\nTable 4.3, MEAN^cv per dataset\n{loss_reduction(frame).round(2).to_string()}")
 
 

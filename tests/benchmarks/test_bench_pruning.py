@@ -23,4 +23,9 @@ def test_scores_round_trip_through_a_row_into_the_tables(tmp_path, capsys):
     assert frame.drop(columns=["dataset", "fold"]).to_dict("records") == got
     bench_pruning.report(frame)
     out = capsys.readouterr().out
-    assert "pruning (bags: 20, 1 = none, 0 = MODSEL)" in out and "Table 4.3" in out
+    assert "pruning (bags: 20, 1 = none, 0 = MODSEL, -1 = BAYESAVG)" in out and "Table 4.3" in out
+    bayes = frame[(frame["experiment"] == "size") & (frame["bags"] == -1)]
+    assert set(bayes["metric"]) == set(bench_pruning.METRICS)
+    members = frame[frame["experiment"] == "_bayes_members"]["score"]
+    assert ((members >= 1.0) & (members <= 6.0)).all()  # 1 / sum w^2 of six members
+    assert "BAYESAVG's effective members" in out
