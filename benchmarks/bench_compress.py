@@ -306,12 +306,15 @@ def table_4_8(rows: list[dict], metric: str = "rms") -> pd.DataFrame:
     ensemble's gain kept over the best net (RATIO, the dissertation's) and over the best single
     member (KEPT); the AVERAGE row's shares are those of the averaged scores, as the paper
     computes its bottom row. GAIN is the ensemble's gain over the best single member (on a
-    loss scale: positive = the ensemble is better)."""
+    loss scale: positive = the ensemble is better). With RMSE, FIDELITY is the mimic's RMSE
+    against the ensemble's probabilities on its held-out MUNGE rows (how well it learned what
+    it was taught)."""
     sign = -1.0 if greater_is_better(metric) else 1.0
-    out = {}
+    out, fidelity = {}, {}
     for r in headline_rows(rows):
         s = r["scores"]
         out[r["problem"]] = {k: s[k][metric] if k in s else np.nan for k in MODELS}
+        fidelity[r["problem"]] = r.get("fidelity", np.nan)
     frame = pd.DataFrame(out).T
     frame.loc["AVERAGE"] = frame.mean()
     v = frame * sign
@@ -319,6 +322,10 @@ def table_4_8(rows: list[dict], metric: str = "rms") -> pd.DataFrame:
         triples = zip(v[ref], v["ENSEMBLE"], v["MIMIC"], strict=True)
         frame[column] = [kept(r, e, m) for r, e, m in triples]
     frame["GAIN"] = v["SINGLE"] - v["ENSEMBLE"]
+    if metric == "rms":
+        known = [f for f in fidelity.values() if not np.isnan(f)]
+        fidelity["AVERAGE"] = float(np.mean(known)) if known else np.nan
+        frame["FIDELITY"] = pd.Series(fidelity)
     return frame
 
 

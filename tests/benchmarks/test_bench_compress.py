@@ -52,6 +52,10 @@ def test_table_4_8_uses_the_headline_rows_and_the_ratio_of_averages():
     # a metric where greater is better: the same shares (scores are 1 - rms here)
     auc = bc.table_4_8(rows, "roc")
     assert auc.loc["a", "RATIO"] == pytest.approx(table.loc["a", "RATIO"])
+    assert "FIDELITY" not in auc and table["FIDELITY"].isna().all()  # rows without the field
+    rows[0]["fidelity"], rows[3]["fidelity"] = 0.01, 0.05
+    fidelity = bc.table_4_8(rows)["FIDELITY"]
+    assert list(fidelity) == pytest.approx([0.01, 0.05, 0.03])
 
 
 def test_sweep_tables_hold_each_swept_value_at_the_headline_setting():
