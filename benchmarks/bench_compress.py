@@ -339,8 +339,9 @@ def sweep_table(rows: list[dict], key: str) -> pd.DataFrame:
     fixed = {p: r[other] for p, r in heads.items()}
     # only rows whose mimics learned from the headline's ensemble
     rows = [r for r in rows if r.get("ensemble") == heads.get(r["problem"], {}).get("ensemble")]
-    counts = pd.Series([r["problem"] for r in rows]).value_counts()
-    swept = [p for p in fixed if counts[p] > 1]
+    at_fixed = [(r["problem"], r[key]) for r in rows if r[other] == fixed.get(r["problem"])]
+    counts = pd.Series([problem for problem, _ in set(at_fixed)]).value_counts()
+    swept = [p for p in fixed if counts.get(p, 0) > 1]
     out: dict[str, dict] = {}
     for r in rows:
         if r["problem"] in swept and r[other] == fixed[r["problem"]]:

@@ -64,12 +64,16 @@ def test_sweep_tables_hold_each_swept_value_at_the_headline_setting():
         _row("a", 16, 400_000, mimic=0.33),
         _row("a", 256, 25_000, mimic=0.32),
         _row("b", 256, 400_000, mimic=0.31),
+        _row("c", 256, 400_000, mimic=0.31),
+        _row("c", 512, 400_000, mimic=0.30),  # c swept hidden units only
     ]
     hidden = bc.sweep_table(rows, "hidden")
+    assert list(hidden.columns) == ["a RMSE", "a KEPT", "c RMSE", "c KEPT"]
+    hidden = hidden.drop(columns=["c RMSE", "c KEPT"]).dropna()
     assert list(hidden.index) == [16, 256] and list(hidden.columns) == ["a RMSE", "a KEPT"]
     assert hidden.loc[16, "a RMSE"] == pytest.approx(0.33)
     pseudo = bc.sweep_table(rows, "n_pseudo")
-    assert list(pseudo.index) == [25_000, 400_000]
+    assert list(pseudo.index) == [25_000, 400_000] and list(pseudo.columns) == ["a RMSE", "a KEPT"]
     assert pseudo.loc[25_000, "a KEPT"] == pytest.approx(0.0)
 
 
