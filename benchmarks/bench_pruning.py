@@ -241,25 +241,53 @@ def scores_frame(results: list[dict]) -> pd.DataFrame:
     )
 
 
+SIZE_METHODS = {20: "ES (20 bags)", 1: "ES (no bags)", 0: "MODSEL", -1: "BAYESAVG"}
+"""The hillclimb-size experiment's methods by their ``bags`` code."""
+
+
+def _size_labels(part: pd.DataFrame) -> list[str]:
+    """Each row's hillclimb size as a label: ``"all"`` for its fold's largest (the whole
+    out-of-fold set, whose size differs a row or two between folds), else the number."""
+    largest = part.groupby(["dataset", "fold"])["setting"].transform("max")
+    return [
+        "all" if s == top else str(int(s)) for s, top in zip(part["setting"], largest, strict=True)
+    ]
+
+
+def size_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and hillclimb rows: each method's normalised score (mean over the eight
+    metrics and the folds) and BAYESAVG's effective number of members (mean over metrics and
+    folds): how selection and averaging fare as the hillclimb set grows."""
+    norm = normalise(frame)
+    size = norm[norm["experiment"] == "size"]
+    size = size.assign(setting=_size_labels(size))
+    table = size.pivot_table(index=["dataset", "setting"], columns="bags", values="norm")
+    table = table[[b for b in SIZE_METHODS if b in table.columns]].rename(columns=SIZE_METHODS)
+    members = frame[frame["experiment"] == "_bayes_members"]
+    if not members.empty:
+        members = members.assign(setting=_size_labels(members))
+        effective = members.groupby(["dataset", "setting"])["score"].mean()
+        table["BAYESAVG members"] = effective.reindex(table.index)
+    order = sorted(
+        table.index, key=lambda k: (k[0], k[1] == "all", int(k[1]) if k[1] != "all" else 0)
+    )
+    return table.loc[order].rename_axis(index=["dataset", "hillclimb rows"], columns=None)
+
+
 def report(frame: pd.DataFrame) -> None:
     """Print the pruning (Fig. 4.4) and hillclimb-size (Fig. 4.2) tables, normalised scores
-    averaged over folds and datasets, and Table 4.3's MEAN^cv row per dataset."""
+    averaged over folds and datasets, the size table per dataset, and Table 4.3's MEAN^cv row
+    per dataset."""
     norm = normalise(frame)
-    size = norm[norm["experiment"] == "size"].copy()
-    largest = size.groupby(["dataset", "fold"])["setting"].transform("max")
-    size["setting"] = [
-        "all" if s == top else str(int(s)) for s, top in zip(size["setting"], largest, strict=True)
-    ]
+    size = norm[norm["experiment"] == "size"]
+    size = size.assign(setting=_size_labels(size))
     for title, part in (("pruning", norm[norm["experiment"] == "prune"]), ("hillclimb size", size)):
         table = part.pivot_table(index=["bags", "setting"], columns="metric", values="norm")
         table = table[list(METRICS)]
         table["MEAN"] = table.mean(axis=1)
         print(f"\n{title} (bags: 20, 1 = none, 0 = MODSEL, -1 = BAYESAVG)\n"
               f"{table.round(3).to_string()}")  # fmt: skip
-    members = frame[frame["experiment"] == "_bayes_members"]
-    if not members.empty:
-        spread = members.pivot_table(index="setting", columns="dataset", values="score")
-        print(f"\nBAYESAVG's effective members by hillclimb rows\n{spread.round(1).to_string()}")
+    print(f"\nhillclimb size per dataset\n{size_table(frame).round(3).to_string()}")
     print(f"\nTable 4.3, MEAN^cv per dataset\n{loss_reduction(frame).round(2).to_string()}")
 
 

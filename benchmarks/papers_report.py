@@ -31,20 +31,20 @@ def paper_frame(name: str, index: str | list[str] = "method") -> pd.DataFrame:
     return pd.read_csv(FIGURES / f"{name}.csv", index_col=index)
 
 
-def side_by_side(paper: pd.DataFrame, ours: pd.DataFrame, fmt: str) -> str:
+def side_by_side(paper: pd.DataFrame, ours: pd.DataFrame, fmt: str, label="method") -> str:
     """Markdown of the paper's rows and ours under them (``source`` column), on the paper's
-    methods where we have them, then ours alone."""
+    columns where we have them; ``label`` names the rows' column."""
     ours = ours[[c for c in COLUMNS if c in ours.columns]]
     parts = [paper.assign(source="paper"), ours.assign(source="ensel")]
-    frame = pd.concat(parts).rename_axis("method").reset_index()
-    frame = frame[["method", "source", *ours.columns]]
+    frame = pd.concat(parts).rename_axis(label).reset_index()
+    frame = frame[[label, "source", *ours.columns]]
     return markdown_table(frame, fmt, index=False)
 
 
-def tables_4_blocks(path: Path, prefix: str = "") -> dict[str, str]:
-    """Generated blocks (``{prefix}table-4-1`` etc.) of the dissertation's Tables 4.1, 4.2 and
-    4.4 from bench_paper's rows in ``path``."""
-    names = [f"{prefix}table-4-{k}" for k in (1, 2, 4)]
+def tables_4_blocks(path: Path) -> dict[str, str]:
+    """Generated blocks of the dissertation's Tables 4.1-4.5 (``table-4-1`` to ``table-4-5``)
+    beside ours, from bench_paper's rows in ``path``."""
+    names = [f"table-4-{k}" for k in range(1, 6)]
     results = load_results(path)
     if not results:
         return dict.fromkeys(names, no_rows(path.name, "bench_paper"))
@@ -59,13 +59,26 @@ def tables_4_blocks(path: Path, prefix: str = "") -> dict[str, str]:
         f"{', '.join(sorted({r['dataset'] for r in results}))}, "
         f"{max(r['fold'] for r in results) + 1} outer folds ({len(results)} rows).\n\n"
     )
-    papers = [f"dissertation_4_{k}" for k in (1, 2, 4)]
-    ours = (no_cv, cv, tables["Table 4.4"])
-    formats = (".3f", ".3f", ".1f")
-    return {
-        name: where + side_by_side(paper_frame(paper), mine, fmt)
-        for name, paper, mine, fmt in zip(names, papers, ours, formats, strict=True)
+    blocks = {
+        name: where + side_by_side(paper_frame(f"dissertation_4_{k}"), mine, fmt)
+        for name, k, mine, fmt in (
+            ("table-4-1", 1, no_cv, ".3f"),
+            ("table-4-2", 2, cv, ".3f"),
+            ("table-4-4", 4, tables["Table 4.4"], ".1f"),
+        )
     }
+    paper_4_3 = paper_frame("dissertation_4_3", "dataset").loc[["MEAN", "MEAN^cv"]]
+    blocks["table-4-3"] = where + side_by_side(paper_4_3, tables["Table 4.3"], ".2f", "dataset")
+    proxies = tables["§4.3.5 proxies"]["MEAN"]
+    ours_4_5 = pd.DataFrame(
+        {"RMS": proxies["rms"], "MXE": proxies["mxe"], "OPTMETRIC": proxies["the target metric"]},
+        index=["ES-BOTH-CV"],
+    )
+    paper_4_5 = paper_frame("dissertation_4_5")
+    frame = pd.concat([paper_4_5.assign(source="paper"), ours_4_5.assign(source="ensel")])
+    frame = frame.rename_axis("method").reset_index()[["method", "source", *paper_4_5.columns]]
+    blocks["table-4-5"] = where + markdown_table(frame, ".3f", index=False)
+    return {name: blocks[name] for name in names}
 
 
 def fspt_blocks(path: Path) -> dict[str, str]:
@@ -122,9 +135,23 @@ def compression_blocks(path: Path) -> dict[str, str]:
     }
 
 
+def hillclimb_size_block(path: Path) -> dict[str, str]:
+    """bench_pruning's hillclimb-size table (ES, MODSEL, BAYESAVG by hillclimb rows, per
+    dataset) from the rows in ``path``."""
+    rows = load_results(path)
+    if not rows:
+        return {"hillclimb-size": no_rows(path.name, "bench_pruning")}
+    from benchmarks import bench_pruning
+
+    table = bench_pruning.size_table(bench_pruning.scores_frame(rows))
+    folds = pd.Series([r["dataset"] for r in rows]).value_counts().sort_index()
+    where = "Ours: outer folds per dataset: " + ", ".join(f"{d} {n}" for d, n in folds.items())
+    return {"hillclimb-size": where + ".\n\n" + markdown_table(table, ".3f")}
+
+
 BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
     "tables-4": lambda: tables_4_blocks(RESULTS / "paper_tables_4.jsonl"),
-    "tables-4-pilot": lambda: tables_4_blocks(RESULTS / "paper_tables_4_tiny.jsonl", "pilot-"),
+    "hillclimb-size": lambda: hillclimb_size_block(RESULTS / "pruning.jsonl"),
     "fspt": lambda: fspt_blocks(RESULTS / "paper_fspt.jsonl"),
     "openset": lambda: openset_blocks(
         RESULTS / "paper_openset_digits.jsonl", RESULTS / "paper_openset_generated.jsonl"

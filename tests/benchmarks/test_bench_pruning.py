@@ -28,4 +28,12 @@ def test_scores_round_trip_through_a_row_into_the_tables(tmp_path, capsys):
     assert set(bayes["metric"]) == set(bench_pruning.METRICS)
     members = frame[frame["experiment"] == "_bayes_members"]["score"]
     assert ((members >= 1.0) & (members <= 6.0)).all()  # 1 / sum w^2 of six members
-    assert "BAYESAVG's effective members" in out
+    assert "hillclimb size per dataset" in out
+    table = bench_pruning.size_table(frame)
+    assert list(table.columns) == ["ES (20 bags)", "ES (no bags)", "MODSEL", "BAYESAVG",
+                                   "BAYESAVG members"]  # fmt: skip
+    assert list(table.index.get_level_values("hillclimb rows")) == ["100", "all"]
+    norm = bench_pruning.normalise(frame)
+    modsel_all = norm[(norm["experiment"] == "size") & (norm["bags"] == 0)
+                      & (norm["setting"] == 120)]["norm"].mean()  # fmt: skip
+    assert table.loc[("toy", "all"), "MODSEL"] == pytest.approx(modsel_all)

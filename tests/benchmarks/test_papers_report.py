@@ -35,9 +35,9 @@ def _write_rows(path, folds=2):
 
 def test_tables_4_blocks_put_the_paper_beside_ours(tmp_path):
     path = tmp_path / "rows.jsonl"
-    missing = papers_report.tables_4_blocks(path, "x-")
-    assert set(missing) == {"x-table-4-1", "x-table-4-2", "x-table-4-4"}
-    assert "No rows yet" in missing["x-table-4-1"]
+    missing = papers_report.tables_4_blocks(path)
+    assert set(missing) == {f"table-4-{k}" for k in range(1, 6)}
+    assert "No rows yet" in missing["table-4-1"]
     _write_rows(path)
     blocks = papers_report.tables_4_blocks(path)
     t41 = blocks["table-4-1"]
@@ -46,6 +46,18 @@ def test_tables_4_blocks_put_the_paper_beside_ours(tmp_path):
     assert "| ES-BOTH-CV | ensel |" in blocks["table-4-2"]
     assert "| ES-HILL | paper | 32.9 |" in blocks["table-4-4"]
     assert "spec `tiny`" in t41 and "2 outer folds" in t41
+    t43 = blocks["table-4-3"]
+    assert "| dataset | source |" in t43 and "| MEAN^cv | paper | 2.89 |" in t43
+    assert "| d | ensel |" in t43 and "| MEAN^cv | ensel |" in t43
+    t45 = blocks["table-4-5"]
+    assert "| ES-BOTH-CV | paper | 0.969 | 0.968 | 0.973 |" in t45
+    rows = papers_report.bench_paper.rows_from_results(papers_report.load_results(path))
+    tables = papers_report.bench_paper.tables(rows)
+    proxies = tables["§4.3.5 proxies"]["MEAN"]
+    target = tables["Tables 4.1-4.2"].loc["ES-BOTH-CV", "MEAN"]  # OPTMETRIC is Table 4.2's row
+    assert proxies["the target metric"] == target
+    ours = f"| ES-BOTH-CV | ensel | {proxies['rms']:.3f} | {proxies['mxe']:.3f} | {target:.3f} |"
+    assert ours in t45
 
 
 def test_write_papers_doc_keeps_hand_text(tmp_path, monkeypatch):
