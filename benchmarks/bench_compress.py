@@ -393,13 +393,13 @@ def summary(rows: list[dict]) -> str:
 
 
 def report(rows: list[dict]) -> str:
-    """The tables from the rows, as markdown: Table 4.8 on RMSE and on AUC, the sweeps."""
+    """The tables from the rows, as markdown: the summary (with the AUC shares), Table 4.8 on
+    RMSE, the sweeps and the MUNGE updates (``table_4_8(rows, "roc")`` has the AUC table)."""
     if not headline_rows(rows):
         return "No rows yet: run `python -m benchmarks.bench_compress`."
     parts = [
         summary(rows),
         "Test RMSE (Table 4.8):\n\n" + markdown_table(table_4_8(rows), ".4f"),
-        "Test AUC, same models:\n\n" + markdown_table(table_4_8(rows, "roc"), ".4f"),
     ]
     for key, what in (("hidden", "hidden units"), ("n_pseudo", "MUNGE rows")):
         table = sweep_table(rows, key)

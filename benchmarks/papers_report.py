@@ -51,7 +51,7 @@ def tables_4_blocks(path: Path) -> dict[str, str]:
     tables = bench_paper.tables(bench_paper.rows_from_results(results))
     per_method = tables["Tables 4.1-4.2"]
     no_cv = per_method[~per_method.index.str.endswith("-CV")]
-    no_cv = no_cv[no_cv.index.str.match(r"^(ES|MODSEL|BAYESAVG)-")]
+    no_cv = no_cv[no_cv.index.str.fullmatch(r"(ES|MODSEL|BAYESAVG)-(NOCAL|CAL|BOTH)(HC)?")]
     cv = per_method[per_method.index.str.endswith("-CV")]
     spec = sorted({r.get("spec", "?") for r in results})
     where = (
@@ -150,7 +150,7 @@ def hillclimb_size_block(path: Path) -> dict[str, str]:
 
 
 BLOCKS: dict[str, Callable[[], dict[str, str]]] = {
-    "tables-4": lambda: tables_4_blocks(RESULTS / "paper_tables_4.jsonl"),
+    "tables-4": lambda: tables_4_blocks(RESULTS / "paper_tables_4.jsonl.gz"),
     "hillclimb-size": lambda: hillclimb_size_block(RESULTS / "pruning.jsonl"),
     "fspt": lambda: fspt_blocks(RESULTS / "paper_fspt.jsonl"),
     "openset": lambda: openset_blocks(

@@ -43,6 +43,7 @@ def test_tables_4_blocks_put_the_paper_beside_ours(tmp_path):
     t41 = blocks["table-4-1"]
     assert "| ES-BOTH | paper | 0.920 |" in t41 and "| ES-BOTH | ensel |" in t41
     assert "-CV" not in t41.split("ensel", 1)[1]  # no cross-validated row in Table 4.1
+    assert "ES-HILL" not in t41  # Table 4.4's rows are not Table 4.1's
     assert "| ES-BOTH-CV | ensel |" in blocks["table-4-2"]
     assert "| ES-HILL | paper | 32.9 |" in blocks["table-4-4"]
     assert "spec `tiny`" in t41 and "2 outer folds" in t41
