@@ -1,8 +1,9 @@
-"""Tables 4.1-4.4 of the dissertation on real data: ES, MODSEL and BAYESAVG on libraries of
+"""Tables 4.1-4.5 of the dissertation on real data: ES, MODSEL and BAYESAVG on libraries of
 uncalibrated (NOCAL), Platt-calibrated (CAL) and both kinds of members (BOTH), with and without
 embedded 5-fold cross-validation (CV), as normalised scores per metric and their mean; Table
 4.3, the percent loss reduction of ES-CV against MODSEL; Table 4.4's breakdown of
-cross-validation's gain (ES-HILL, ES-AVG: ``_paper_libraries``); and §4.3.5's proxy metrics.
+cross-validation's gain (ES-HILL, ES-AVG: ``_paper_libraries``); and Table 4.5, §4.3.5's proxy
+metrics.
 
     python -m benchmarks.bench_paper [--quick] [--datasets pima,biopsy,...] [--store DIR]
                                      [--spec NAME] [--time-limit S] [--results FILE] [--report]
