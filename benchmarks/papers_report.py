@@ -15,11 +15,9 @@ import pandas as pd
 from benchmarks import bench_paper, sandia_tables
 from benchmarks._record import ROOT, load_results
 from benchmarks._report import markdown_table, no_rows, write_blocks
-from ensel.metrics import METRICS
 
 DOC = ROOT / "docs" / "papers.md"
 RESULTS = ROOT / "benchmarks" / "results"
-COLUMNS = [*METRICS, "MEAN"]
 
 FIGURES = Path(__file__).parent / "paper_figures"
 """The papers' published tables, one CSV each (its README says where each comes from)."""
@@ -33,8 +31,8 @@ def paper_frame(name: str, index: str | list[str] = "method") -> pd.DataFrame:
 
 def side_by_side(paper: pd.DataFrame, ours: pd.DataFrame, fmt: str, label="method") -> str:
     """Markdown of the paper's rows and ours under them (``source`` column), on the paper's
-    columns where we have them; ``label`` names the rows' column."""
-    ours = ours[[c for c in COLUMNS if c in ours.columns]]
+    columns where we have them, in its order; ``label`` names the rows' column."""
+    ours = ours[[c for c in paper.columns if c in ours.columns]]
     parts = [paper.assign(source="paper"), ours.assign(source="ensel")]
     frame = pd.concat(parts).rename_axis(label).reset_index()
     frame = frame[[label, "source", *ours.columns]]
@@ -74,10 +72,7 @@ def tables_4_blocks(path: Path) -> dict[str, str]:
         {"RMS": proxies["rms"], "MXE": proxies["mxe"], "OPTMETRIC": proxies["the target metric"]},
         index=["ES-BOTH-CV"],
     )
-    paper_4_5 = paper_frame("dissertation_4_5")
-    frame = pd.concat([paper_4_5.assign(source="paper"), ours_4_5.assign(source="ensel")])
-    frame = frame.rename_axis("method").reset_index()[["method", "source", *paper_4_5.columns]]
-    blocks["table-4-5"] = where + markdown_table(frame, ".3f", index=False)
+    blocks["table-4-5"] = where + side_by_side(paper_frame("dissertation_4_5"), ours_4_5, ".3f")
     return {name: blocks[name] for name in names}
 
 
