@@ -125,13 +125,17 @@ def run_fold(P, y, P_test, y_test, quick: bool) -> list[dict]:
             if keep is None and size is not None:
                 continue
             Ps, ys = (P, y) if keep is None else (P[:, keep], y[keep])
-            for bags, combine in ((0, model_selection), (-1, bayes_average)):
-                w = combine(Ps, ys, metric, {})
+            weights = {
+                0: model_selection(Ps, ys, metric, {}),
+                -1: bayes_average(Ps, ys, metric, {}),
+            }
+            for bags, w in weights.items():
                 value = score(metric, y_test, np.tensordot(w, P_test, axes=1))
                 rows.append(dict(experiment="size", setting=size or len(y), bags=bags,
                                  metric=metric, score=value))  # fmt: skip
+            effective = float(1.0 / np.sum(weights[-1] ** 2))  # BAYESAVG's members
             rows.append(dict(experiment="_bayes_members", setting=size or len(y), bags=-1,
-                             metric=metric, score=float(1.0 / np.sum(w**2))))  # fmt: skip
+                             metric=metric, score=effective))  # fmt: skip
         members = score_batch(metric, y_test, P_test)
         best = members.max() if metric not in ("rms", "mxe") else members.min()
         rows.append(dict(experiment="_top_member", setting=0, bags=0, metric=metric,
@@ -223,7 +227,8 @@ def run(args, results: Path) -> None:
             for split, part in enumerate(parts):
                 scores = [[r[k] for k in SCORE_FIELDS] for r in run_fold(*part, args.quick)]
                 append_row(results, {"dataset": name, "fold": f"{fold}.{split}", "spec": spec,
-                                     "members": members, "hillclimb_rows": n_rows,
+                                     "rows": args.rows, "members": members,
+                                     "hillclimb_rows": n_rows,
                                      "scores": scores, **provenance()})  # fmt: skip
             print(f"{name} fold {fold} ({members} members, {n_rows} hillclimb rows): library "
                   f"{built:.0f} s, selection {time.perf_counter() - t - built:.0f} s, load "
