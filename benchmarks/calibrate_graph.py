@@ -5,18 +5,17 @@ Run alone on a quiet machine (about twelve minutes on 2 cores):
 
     python -m benchmarks.calibrate_graph [--quick] [--out PATH] [--rows PATH]
 
-Pilots: a library of every exporting family at small and large sizes, cv=5 so fold siblings
-count, on three tables (breast_cancer's 30 numeric columns; synthetic tables of 2,000 and
-20,000 rows with numeric and categorical columns, so that native and one-hot views and small
-and large trees occur). On each, single members and random sets of 2-40 members are exported
-with the estimator's graph builder and timed one row per call on one onnxruntime thread (p50 of
-``SINGLE_CALLS`` calls). The model's cost is linear in its constants, so each set's features are
-its cost under unit constants; the constants are non-negative least squares on the relative
-error (each set weighted by one over its time) of four fifths of the sets, and the fit's
-median and worst relative error on the fifth held out are written beside them. Each set's
-time, features, members, runs and graph nodes go to ``ROWS`` as measured; ``--rows PATH`` fits
-the constants again from such rows, timing nothing. ``--quick``: one small table, few sets,
-temporary files unless ``--out``.
+Pilots: a library of every exporting family at small and large sizes, cv=5 so fold siblings count,
+on three tables (breast_cancer's 30 numeric columns; synthetic tables of 2,000 and 20,000 rows with
+numeric and categorical columns, so that native and one-hot views and small and large trees occur).
+On each, single members and random sets of 2-24 members (``LARGEST_SET``) are exported with the
+estimator's graph builder and timed one row per call on one onnxruntime thread (p50 of
+``SINGLE_CALLS`` calls). The model's cost is linear in its constants, so each set's features are its
+cost under unit constants; the constants are non-negative least squares on the relative error (each
+set weighted by one over its time) of four fifths of the sets, and the fit's median and worst
+relative error on the fifth held out are written beside them. Each set's time, features, members,
+runs and graph nodes go to ``ROWS`` as measured; ``--rows PATH`` fits the constants again from such
+rows, timing nothing. ``--quick``: one small table, few sets, temporary files unless ``--out``.
 """
 
 from __future__ import annotations
